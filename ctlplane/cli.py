@@ -1,0 +1,214 @@
+"""`ctlplane`: the composition root. Loads the settings once and wires the parts together."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import tempfile
+from collections.abc import Sequence
+from contextlib import ExitStack
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as package_version
+from pathlib import Path
+
+from exporter.catalog import Role
+from exporter.config import ConfigError, Settings, load_settings, parse_settings
+from exporter.jmx.base import Endpoint, JmxClient
+from exporter.scraper import Scraper, Target
+
+log = logging.getLogger("ctlplane")
+
+
+def _version() -> str:
+    try:
+        return package_version("ctlplane")
+    except PackageNotFoundError:
+        return "dev"
+
+
+def build_targets(settings: Settings) -> list[Target]:
+    targets = []
+    for cluster in settings.clusters:
+        auth = settings.jmx_for(cluster)
+        password = auth.password()
+        for node in cluster.nodes:
+            endpoint = Endpoint(
+                node.host,
+                node.port,
+                auth.username,
+                password.get_secret_value() if password else None,
+                auth.ssl,
+            )
+            targets.append(
+                Target(cluster.name, node.label, endpoint, Role(node.role) if node.role else Role.UNKNOWN)
+            )
+    return targets
+
+
+def build_client(settings: Settings, kind: str | None = None) -> JmxClient:
+    scrape = settings.scrape
+    if (kind or scrape.client) == "jmxquery":
+        from exporter.jmx.jmxquery_client import JmxQueryClient
+
+        return JmxQueryClient(timeout_seconds=scrape.timeout_seconds)
+    from exporter.jmx.jpype_client import JPypeJmxClient
+
+    truststore_password = None
+    if settings.jmx.truststore_password_file is not None:
+        truststore_password = settings.jmx.truststore_password_file.read_text().strip()
+    # RMI timeouts chain (connect, handshake, response): a third of the budget each keeps a stalled
+    # node's read near the scrape timeout.
+    return JPypeJmxClient(
+        timeout_seconds=max(0.5, scrape.timeout_seconds / 3),
+        max_heap=scrape.jvm_max_heap,
+        truststore=str(settings.jmx.truststore) if settings.jmx.truststore else None,
+        truststore_password=truststore_password,
+    )
+
+
+def build_scraper(settings: Settings, client: JmxClient | None = None) -> Scraper:
+    return Scraper(
+        build_targets(settings),
+        client or build_client(settings),
+        interval_seconds=settings.scrape.interval_seconds,
+        timeout_seconds=settings.scrape.timeout_seconds,
+        workers=settings.scrape.workers,
+    )
+
+
+def _local_settings(stack: ExitStack, workdir: Path | None) -> Settings:
+    """Start the local real-Kafka fleet (ZooKeeper 3.9 with KIP-291 + KRaft 4.x) and watch it."""
+    from ctlplane import localkafka
+
+    root = workdir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ctlplane-kafka-")))
+    sys.stdout.write(f"No --config: starting local Kafka clusters from cached jars under {root} ...\n")
+    sys.stdout.flush()
+    clusters = localkafka.start_default_fleet(root)
+    for cluster in clusters:
+        stack.callback(cluster.stop)
+    return parse_settings(
+        {
+            "clusters": [
+                {
+                    "name": cluster.name,
+                    "nodes": [
+                        {
+                            "address": f"127.0.0.1:{node.jmx_port}",
+                            "name": node.name,
+                            "role": "combined" if len(node.roles) > 1 else node.roles[0],
+                        }
+                        for node in cluster.nodes
+                    ],
+                }
+                for cluster in clusters
+            ],
+            "scrape": {"interval_seconds": 5, "timeout_seconds": 4},
+        },
+        "local fleet",
+    )
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from exporter.app import create_app
+
+    with ExitStack() as stack:
+        settings = load_settings(args.config) if args.config else _local_settings(stack, args.workdir)
+        scraper = build_scraper(settings)
+        stack.callback(scraper.stop)
+        scraper.start()
+        http = settings.http
+        app = create_app(
+            scraper.latest,
+            interval_seconds=settings.scrape.interval_seconds,
+            version=_version(),
+            basic_auth_users=http.basic_auth_users,
+        )
+        scheme = "https" if http.tls else "http"
+        base = f"{scheme}://{http.host}:{http.port}"
+        sys.stdout.write(
+            f"ctlplane {_version()} watching {len(scraper.targets)} nodes in "
+            f"{len(settings.clusters)} cluster(s)\n  metrics:  {base}/metrics\n"
+            f"  snapshot: {base}/api/v1/snapshot\n  home:     {base}/\n"
+        )
+        sys.stdout.flush()
+        uvicorn.run(
+            app,
+            host=http.host,
+            port=http.port,
+            log_level="warning",
+            ssl_certfile=str(http.tls.cert_file) if http.tls else None,
+            ssl_keyfile=str(http.tls.key_file) if http.tls else None,
+        )
+    return 0
+
+
+def cmd_check_config(args: argparse.Namespace) -> int:
+    settings = load_settings(args.config)
+    nodes = sum(len(cluster.nodes) for cluster in settings.clusters)
+    sys.stdout.write(f"{args.config}: OK ({len(settings.clusters)} cluster(s), {nodes} node(s))\n")
+    return 0
+
+
+def format_probe(scraper: Scraper) -> str:
+    snapshot = scraper.scrape_once()
+    lines = [
+        f"{'cluster':<14} {'node':<16} {'role':<10} {'mode':<10} {'id':>4} {'version':<8} "
+        f"{'up':<3} {'ms':>6}  series / error"
+    ]
+    for node in snapshot.nodes():
+        detail = f"{len({s.series for s in node.samples})} series" if node.up else f"ERROR {node.error}"
+        mode = node.mode.value if node.mode else "-"
+        lines.append(
+            f"{node.cluster:<14} {node.node:<16} {node.role.value:<10} {mode:<10} "
+            f"{node.node_id if node.node_id is not None else '-':>4} {node.version or '-':<8} "
+            f"{'yes' if node.up else 'NO':<3} {node.scrape_duration_seconds * 1000:>6.1f}  {detail}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    settings = load_settings(args.config)
+    scraper = build_scraper(settings, build_client(settings, args.client))
+    try:
+        sys.stdout.write(format_probe(scraper))
+    finally:
+        scraper.stop()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="ctlplane", description="Kafka control-plane monitoring")
+    parser.add_argument("--log-level", default="INFO")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="serve /metrics (and the API) for the configured clusters")
+    run.add_argument("--config", type=Path, help="YAML config; without it, local Kafka clusters are started")
+    run.add_argument(
+        "--workdir", type=Path, help="data directory for the local clusters (default: temporary)"
+    )
+    run.set_defaults(func=cmd_run)
+    check = sub.add_parser("check-config", help="validate a config file")
+    check.add_argument("config", type=Path)
+    check.set_defaults(func=cmd_check_config)
+    probe = sub.add_parser("probe", help="scrape every node once and print a table")
+    probe.add_argument("--config", type=Path, required=True)
+    probe.add_argument("--client", choices=["jpype", "jmxquery"], help="override scrape.client")
+    probe.set_defaults(func=cmd_probe)
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        result: int = args.func(args)
+        return result
+    except ConfigError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

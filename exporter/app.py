@@ -1,0 +1,118 @@
+"""The HTTP face of the exporter: /metrics, /api/v1/snapshot, /healthz and a landing page.
+
+No handler does JMX I/O: they read the latest snapshot, which the scraper thread replaces each round.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import bcrypt
+from fastapi import Depends, FastAPI, HTTPException, Request, status
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.security import HTTPBasic, HTTPBasicCredentials
+
+from exporter.families import MetricsPage
+from exporter.jsonapi import snapshot_to_dict
+from exporter.model import FleetSnapshot
+
+SnapshotSource = Callable[[], FleetSnapshot]
+
+
+class BasicAuth:
+    """HTTP basic auth against bcrypt hashes (Prometheus web-config format).
+
+    bcrypt costs ~0.1 s per check by design; a successful (user, password) pair is remembered by its
+    SHA-256 so a Prometheus scraping every 15 s does not pay it on every request.
+    """
+
+    def __init__(self, users: Mapping[str, str]) -> None:
+        self.users = dict(users)
+        self._verified: set[bytes] = set()
+        self._scheme = HTTPBasic(auto_error=False)
+
+    async def __call__(self, request: Request) -> None:
+        credentials: HTTPBasicCredentials | None = await self._scheme(request)
+        if credentials is None or not self._check(credentials.username, credentials.password):
+            raise HTTPException(
+                status.HTTP_401_UNAUTHORIZED,
+                "unauthorized",
+                headers={"WWW-Authenticate": 'Basic realm="ctlplane"'},
+            )
+
+    def _check(self, user: str, password: str) -> bool:
+        hashed = self.users.get(user)
+        if hashed is None:
+            return False
+        digest = hashlib.sha256(f"{user}\0{password}\0{hashed}".encode()).digest()
+        if any(secrets.compare_digest(digest, known) for known in self._verified):
+            return True
+        if bcrypt.checkpw(password.encode(), hashed.encode()):
+            self._verified.add(digest)
+            return True
+        return False
+
+
+def create_app(
+    source: SnapshotSource,
+    *,
+    interval_seconds: float,
+    version: str = "dev",
+    basic_auth_users: Mapping[str, str] | None = None,
+    clock: Callable[[], float] = time.time,
+) -> FastAPI:
+    dependencies: list[Any] = [Depends(BasicAuth(basic_auth_users))] if basic_auth_users else []
+    app = FastAPI(
+        title="ctlplane", version=version, dependencies=dependencies, docs_url="/api/docs", redoc_url=None
+    )
+    page = MetricsPage(version)
+    app.state.snapshot_source = source
+
+    # A plain (sync) route rather than make_asgi_app: no 307 redirect to /metrics/, and rendering runs
+    # in the threadpool instead of the event loop.
+    @app.get("/metrics", response_class=Response)
+    def metrics(request: Request) -> Response:
+        body, content_type = page.render(source(), request.headers.get("accept"), clock())
+        return Response(body, media_type=content_type)
+
+    @app.get("/api/v1/snapshot")
+    def snapshot() -> JSONResponse:
+        return JSONResponse(snapshot_to_dict(source()))
+
+    @app.get("/healthz")
+    def healthz() -> JSONResponse:
+        current = source()
+        age = clock() - current.taken_at
+        # Healthy once a round has completed and rounds keep coming; unreachable brokers do not make
+        # the exporter unhealthy (they are reported in the series), a stuck scrape loop does.
+        healthy = current.sequence > 0 and age <= 3 * interval_seconds
+        body = {
+            "status": "ok" if healthy else "unhealthy",
+            "sequence": current.sequence,
+            "snapshot_age_seconds": round(age, 3),
+        }
+        return JSONResponse(body, status_code=200 if healthy else 503)
+
+    @app.get("/", response_class=HTMLResponse)
+    def landing() -> str:
+        current = source()
+        rows = "".join(
+            f"<tr><td>{html.escape(cluster.name)}</td><td>{cluster.mode.value if cluster.mode else '?'}</td>"
+            f"<td>{sum(node.up for node in cluster.nodes)}/{len(cluster.nodes)}</td></tr>"
+            for cluster in current.clusters
+        )
+        return (
+            "<!doctype html><html><head><title>ctlplane</title></head><body>"
+            "<h1>ctlplane</h1><p>Kafka control-plane exporter.</p>"
+            '<ul><li><a href="/metrics">/metrics</a></li><li><a href="/api/v1/snapshot">/api/v1/snapshot</a>'
+            '</li><li><a href="/healthz">/healthz</a></li></ul>'
+            f"<table><tr><th>cluster</th><th>mode</th><th>nodes up</th></tr>{rows}</table>"
+            "</body></html>"
+        )
+
+    return app

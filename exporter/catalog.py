@@ -1,0 +1,388 @@
+"""THE metric catalogue: every Kafka MBean attribute ctlplane reads, and the series it becomes.
+
+One row per series. The scraper reads exactly these MBeans (nothing is discovered by regex), the
+families render exactly these series, and the README table, the alert rules, the Grafana panels and
+the simulator are checked against this table by tests. Names and releases come from
+shared/reference/kafka-mbeans.md and were confirmed against real 3.9 and 4.x brokers.
+
+Conventions: base units (ms -> seconds through ``scale``), ``_total`` for counters, ``_ratio`` for
+0..1 fractions. Kafka's "*Percent" idle metrics are already fractions in 0..1, so they keep scale 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from types import MappingProxyType
+
+
+class Kind(StrEnum):
+    """How Kafka exposes the value, which decides the JMX attributes we read."""
+
+    GAUGE = "gauge"  # Yammer Gauge: attribute Value
+    METER = "meter"  # Yammer Meter: Count, OneMinuteRate, ...
+    HISTOGRAM = "histogram"  # Yammer Histogram/Timer: Count, Mean, percentiles
+    KAFKA_METRIC = "kafka-metric"  # org.apache.kafka.common.metrics: one attribute per metric, no name= key
+
+
+class SeriesType(StrEnum):
+    GAUGE = "gauge"
+    COUNTER = "counter"
+    SUMMARY = "summary"  # count, sum and 0.5/0.99 quantiles of a Yammer histogram
+    STATE = "state"  # a string attribute: one series labelled with the string, value 1
+    INFO = "info"  # string attributes become labels of a `_info` series
+
+
+class Mode(StrEnum):
+    ZOOKEEPER = "zookeeper"
+    KRAFT = "kraft"
+    MIGRATION = "migration"
+
+
+class Role(StrEnum):
+    BROKER = "broker"
+    CONTROLLER = "controller"
+    COMBINED = "combined"  # KRaft process.roles=broker,controller
+    UNKNOWN = "unknown"  # never read yet
+
+
+ZK = frozenset({Mode.ZOOKEEPER})
+KRAFT = frozenset({Mode.KRAFT, Mode.MIGRATION})
+ALL_MODES = frozenset(Mode)
+BROKER = frozenset({Role.BROKER, Role.COMBINED})
+CONTROLLER = frozenset({Role.CONTROLLER, Role.COMBINED})
+ANY_ROLE = frozenset({Role.BROKER, Role.CONTROLLER, Role.COMBINED})
+
+# Histogram attributes read for a SUMMARY series, and the quantile each percentile becomes.
+HISTOGRAM_ATTRIBUTES = ("Count", "Mean", "50thPercentile", "99thPercentile")
+HISTOGRAM_QUANTILES = (("0.5", "50thPercentile"), ("0.99", "99thPercentile"))
+
+# Control-plane RPCs whose request metrics we keep (the rest of RequestMetrics is data plane).
+CONTROL_RPCS = frozenset(
+    {
+        "LeaderAndIsr",  # ZK controller -> broker, until 3.9
+        "UpdateMetadata",  # ZK controller -> broker, until 3.9
+        "StopReplica",  # ZK controller -> broker, until 3.9
+        "ControlledShutdown",
+        "AlterPartition",  # broker -> controller, 3.2+
+        "BrokerHeartbeat",  # KRaft broker -> controller
+        "BrokerRegistration",  # KRaft broker -> controller
+    }
+)
+
+
+def _frozen(mapping: Mapping[str, str] | None = None) -> Mapping[str, str]:
+    return MappingProxyType(dict(mapping or {}))
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One series and the MBean attribute it is read from."""
+
+    series: str
+    mbean: str  # an ObjectName; a `*` value (e.g. `broker-id=*`) matches every registered value
+    attribute: str  # the JMX attribute; for SUMMARY the Yammer histogram attributes are implied
+    kind: Kind
+    type: SeriesType
+    help: str
+    modes: frozenset[Mode]
+    roles: frozenset[Role]
+    since: str
+    until: str | None = None  # last release that has it
+    scale: float = 1.0  # multiply to reach base units (ms -> s is 0.001)
+    labels: Mapping[str, str] = field(default_factory=_frozen)  # ObjectName key -> label name
+    only: Mapping[str, frozenset[str]] = field(default_factory=lambda: MappingProxyType({}))
+    # Present only when `control.plane.listener.name` is set; other brokers expose NaN/0 (KIP-291).
+    needs_control_plane_listener: bool = False
+
+    @property
+    def attributes(self) -> tuple[str, ...]:
+        if self.type is SeriesType.SUMMARY:
+            return HISTOGRAM_ATTRIBUTES
+        return (self.attribute,)
+
+    @property
+    def value_label(self) -> str:
+        """The label that carries a STATE or INFO string value."""
+        if self.type is SeriesType.STATE:
+            return "state"
+        return self.attribute.lower().replace("-", "_")
+
+    @property
+    def help_text(self) -> str:
+        return f"{self.help} (JMX {self.mbean} {self.attribute})"
+
+
+def _spec(
+    series: str,
+    mbean: str,
+    attribute: str,
+    kind: Kind,
+    type_: SeriesType,
+    help_: str,
+    *,
+    modes: frozenset[Mode],
+    roles: frozenset[Role],
+    since: str,
+    until: str | None = None,
+    scale: float = 1.0,
+    labels: Mapping[str, str] | None = None,
+    only: Mapping[str, frozenset[str]] | None = None,
+    needs_listener: bool = False,
+) -> MetricSpec:
+    return MetricSpec(
+        series=series,
+        mbean=mbean,
+        attribute=attribute,
+        kind=kind,
+        type=type_,
+        help=help_,
+        modes=modes,
+        roles=roles,
+        since=since,
+        until=until,
+        scale=scale,
+        labels=_frozen(labels),
+        only=MappingProxyType(dict(only or {})),
+        needs_control_plane_listener=needs_listener,
+    )
+
+
+G, M, H, K = Kind.GAUGE, Kind.METER, Kind.HISTOGRAM, Kind.KAFKA_METRIC
+GAUGE, COUNTER, SUMMARY, STATE, INFO = (
+    SeriesType.GAUGE,
+    SeriesType.COUNTER,
+    SeriesType.SUMMARY,
+    SeriesType.STATE,
+    SeriesType.INFO,
+)
+MS = 0.001
+RPC = {"request": "request"}
+
+CATALOG: tuple[MetricSpec, ...] = (
+    # --- node identity ------------------------------------------------------------------------
+    # AppInfoParser registers an AppInfoMBean (attributes Version, CommitId, StartTimeMs) keyed by the
+    # node id; the `type=app-info` MBean without id is a metrics group with lower-case attributes.
+    _spec("kafka_node_info", "kafka.server:type=app-info,id=*", "Version", G, INFO,
+          "Kafka release of the node; node_id is broker.id / node.id",
+          modes=ALL_MODES, roles=ANY_ROLE, since="0.10", labels={"id": "node_id"}),
+    # --- KIP-291: the control-plane listener (ZooKeeper mode 2.2-3.9) ---------------------------
+    _spec("kafka_control_plane_request_queue_size",
+          "kafka.network:type=RequestChannel,name=ControlPlaneRequestQueueSize", "Value", G, GAUGE,
+          "Requests waiting in the control-plane request queue (capacity 20)",
+          modes=ZK, roles=BROKER, since="2.2", until="3.9", needs_listener=True),
+    _spec("kafka_control_plane_response_queue_size",
+          "kafka.network:type=RequestChannel,name=ControlPlaneResponseQueueSize", "Value", G, GAUGE,
+          "Responses waiting in the control-plane response queues",
+          modes=ZK, roles=BROKER, since="2.2", until="3.9", needs_listener=True),
+    _spec("kafka_control_plane_network_processor_idle_ratio",
+          "kafka.network:type=SocketServer,name=ControlPlaneNetworkProcessorAvgIdlePercent", "Value", G,
+          GAUGE, "Fraction of time the control-plane network thread is idle",
+          modes=ZK, roles=BROKER, since="2.2", until="3.9", needs_listener=True),
+    _spec("kafka_control_plane_request_handler_idle_ratio",
+          "kafka.server:type=KafkaRequestHandlerPool,name=ControlPlaneRequestHandlerAvgIdlePercent",
+          "OneMinuteRate", M, GAUGE,
+          "Fraction of time the control-plane request handler thread is idle, one-minute rate",
+          modes=ZK, roles=BROKER, since="2.2", until="3.9", needs_listener=True),
+    _spec("kafka_control_plane_expired_connections_killed_total",
+          "kafka.network:type=SocketServer,name=ControlPlaneExpiredConnectionsKilledCount", "Value", G,
+          COUNTER, "Control-plane connections closed because their re-authentication expired",
+          modes=ZK, roles=BROKER, since="2.2", until="3.9", needs_listener=True),
+    # --- the data-plane twins ------------------------------------------------------------------
+    _spec("kafka_request_queue_size", "kafka.network:type=RequestChannel,name=RequestQueueSize", "Value",
+          G, GAUGE, "Requests waiting in the data-plane request queue (on KRaft controllers: all requests)",
+          modes=ALL_MODES, roles=ANY_ROLE, since="0.10"),
+    _spec("kafka_response_queue_size", "kafka.network:type=RequestChannel,name=ResponseQueueSize",
+          "Value", G, GAUGE, "Responses waiting in the data-plane response queues",
+          modes=ALL_MODES, roles=ANY_ROLE, since="0.10"),
+    _spec("kafka_network_processor_idle_ratio",
+          "kafka.network:type=SocketServer,name=NetworkProcessorAvgIdlePercent", "Value", G, GAUGE,
+          "Fraction of time the data-plane network threads are idle",
+          modes=ALL_MODES, roles=ANY_ROLE, since="0.10"),
+    _spec("kafka_request_handler_idle_ratio",
+          "kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent", "OneMinuteRate",
+          M, GAUGE, "Fraction of time the data-plane request handler threads are idle, one-minute rate",
+          modes=ALL_MODES, roles=ANY_ROLE, since="0.10"),
+    _spec("kafka_expired_connections_killed_total",
+          "kafka.network:type=SocketServer,name=ExpiredConnectionsKilledCount", "Value", G, COUNTER,
+          "Data-plane connections closed because their re-authentication expired",
+          modes=ALL_MODES, roles=ANY_ROLE, since="2.2"),
+    # --- controller ----------------------------------------------------------------------------
+    _spec("kafka_controller_active", "kafka.controller:type=KafkaController,name=ActiveControllerCount",
+          "Value", G, GAUGE, "1 if this node is the active controller",
+          modes=ALL_MODES, roles=CONTROLLER | BROKER, since="0.10"),
+    _spec("kafka_controller_offline_partitions",
+          "kafka.controller:type=KafkaController,name=OfflinePartitionsCount", "Value", G, GAUGE,
+          "Partitions without a leader (ZooKeeper mode: non-zero only on the active controller)",
+          modes=ALL_MODES, roles=CONTROLLER | BROKER, since="0.10"),
+    _spec("kafka_controller_global_partitions",
+          "kafka.controller:type=KafkaController,name=GlobalPartitionCount", "Value", G, GAUGE,
+          "Partitions in the cluster as the controller sees them",
+          modes=ALL_MODES, roles=CONTROLLER | BROKER, since="1.0"),
+    _spec("kafka_controller_global_topics", "kafka.controller:type=KafkaController,name=GlobalTopicCount",
+          "Value", G, GAUGE, "Topics in the cluster as the controller sees them",
+          modes=ALL_MODES, roles=CONTROLLER | BROKER, since="1.0"),
+    _spec("kafka_controller_state", "kafka.controller:type=KafkaController,name=ControllerState", "Value",
+          G, GAUGE, "ZooKeeper controller state machine value (0 Idle ... see ControllerState.scala)",
+          modes=ZK, roles=BROKER, since="0.11", until="3.9"),
+    _spec("kafka_controller_event_queue_size",
+          "kafka.controller:type=ControllerEventManager,name=EventQueueSize", "Value", G, GAUGE,
+          "Events waiting in the ZooKeeper controller's event queue",
+          modes=ZK, roles=BROKER, since="2.0", until="3.9"),
+    _spec("kafka_controller_event_queue_time_seconds",
+          "kafka.controller:type=ControllerEventManager,name=EventQueueTimeMs", "", H, SUMMARY,
+          "Time controller events wait in the event queue",
+          modes=ALL_MODES, roles=CONTROLLER | BROKER, since="2.0", scale=MS),
+    _spec("kafka_controller_event_queue_processing_time_seconds",
+          "kafka.controller:type=ControllerEventManager,name=EventQueueProcessingTimeMs", "", H, SUMMARY,
+          "Time the KRaft controller takes to process an event",
+          modes=KRAFT, roles=CONTROLLER, since="2.8", scale=MS),
+    _spec("kafka_controller_channel_total_queue_size",
+          "kafka.controller:type=ControllerChannelManager,name=TotalQueueSize", "Value", G, GAUGE,
+          "Requests queued by the ZooKeeper controller for all brokers",
+          modes=ZK, roles=BROKER, since="0.11", until="3.9"),
+    _spec("kafka_controller_channel_queue_size",
+          "kafka.controller:type=ControllerChannelManager,name=QueueSize,broker-id=*", "Value", G, GAUGE,
+          "Requests queued by the ZooKeeper controller for one broker",
+          modes=ZK, roles=BROKER, since="0.11", until="3.9", labels={"broker-id": "broker"}),
+    _spec("kafka_controller_fenced_brokers", "kafka.controller:type=KafkaController,name=FencedBrokerCount",
+          "Value", G, GAUGE, "Registered brokers the controller has fenced (always 0 in ZooKeeper mode)",
+          modes=ALL_MODES, roles=CONTROLLER | BROKER, since="3.1"),
+    _spec("kafka_controller_active_brokers", "kafka.controller:type=KafkaController,name=ActiveBrokerCount",
+          "Value", G, GAUGE, "Unfenced brokers, including those in controlled shutdown",
+          modes=ALL_MODES, roles=CONTROLLER | BROKER, since="3.1"),
+    _spec("kafka_controller_broker_registration_state",
+          "kafka.controller:type=KafkaController,name=BrokerRegistrationState,broker=*", "Value", G, GAUGE,
+          "Controller's view of a broker: -1 unregistered, 10 fenced, 20 controlled shutdown, 30 active",
+          modes=KRAFT, roles=CONTROLLER, since="4.1", labels={"broker": "broker"}),
+    _spec("kafka_controller_controlled_shutdown_brokers",
+          "kafka.controller:type=KafkaController,name=ControlledShutdownBrokerCount", "Value", G, GAUGE,
+          "Brokers in controlled shutdown", modes=KRAFT, roles=CONTROLLER, since="4.1"),
+    _spec("kafka_controller_last_applied_record_offset",
+          "kafka.controller:type=KafkaController,name=LastAppliedRecordOffset", "Value", G, GAUGE,
+          "Offset of the last metadata record this controller applied",
+          modes=KRAFT, roles=CONTROLLER, since="3.3"),
+    _spec("kafka_controller_last_committed_record_offset",
+          "kafka.controller:type=KafkaController,name=LastCommittedRecordOffset", "Value", G, GAUGE,
+          "Offset of the last metadata record committed by the quorum",
+          modes=KRAFT, roles=CONTROLLER, since="3.3"),
+    _spec("kafka_controller_last_applied_record_timestamp_seconds",
+          "kafka.controller:type=KafkaController,name=LastAppliedRecordTimestamp", "Value", G, GAUGE,
+          "Append time of the last metadata record this controller applied",
+          modes=KRAFT, roles=CONTROLLER, since="3.3", scale=MS),
+    _spec("kafka_controller_last_applied_record_lag_seconds",
+          "kafka.controller:type=KafkaController,name=LastAppliedRecordLagMs", "Value", G, GAUGE,
+          "Now minus the append time of the last applied metadata record (~0 on the active controller)",
+          modes=KRAFT, roles=CONTROLLER, since="3.3", scale=MS),
+    _spec("kafka_controller_metadata_errors_total",
+          "kafka.controller:type=KafkaController,name=MetadataErrorCount", "Value", G, COUNTER,
+          "Errors the controller hit while loading or applying metadata",
+          modes=KRAFT, roles=CONTROLLER, since="3.3"),
+    _spec("kafka_controller_new_active_controllers_total",
+          "kafka.controller:type=KafkaController,name=NewActiveControllersCount", "Value", G, COUNTER,
+          "Times this controller has seen a new active controller elected (KIP-938)",
+          modes=KRAFT, roles=CONTROLLER, since="3.6"),
+    _spec("kafka_controller_timed_out_broker_heartbeats_total",
+          "kafka.controller:type=KafkaController,name=TimedOutBrokerHeartbeatCount", "Value", G, COUNTER,
+          "Broker heartbeats that timed out on the controller (KIP-938)",
+          modes=KRAFT, roles=CONTROLLER, since="3.6"),
+    _spec("kafka_controller_event_queue_operations_timed_out_total",
+          "kafka.controller:type=KafkaController,name=EventQueueOperationsTimedOutCount", "Value", G,
+          COUNTER, "Controller event-queue operations that timed out before they ran (KIP-938)",
+          modes=KRAFT, roles=CONTROLLER, since="3.6"),
+    _spec("kafka_controller_zk_migration_state",
+          "kafka.controller:type=KafkaController,name=ZkMigrationState", "Value", G, GAUGE,
+          "0 none, 1 migration, 2 pre-migration, 3 post-migration, 4 ZooKeeper (KIP-866)",
+          modes=ALL_MODES, roles=CONTROLLER | BROKER, since="3.5", until="3.9"),
+    _spec("kafka_metadata_current_controller_id",
+          "kafka.server:type=MetadataLoader,name=CurrentControllerId", "Value", G, GAUGE,
+          "Node id of the active controller as this node knows it, -1 if unknown (KIP-1001)",
+          modes=ALL_MODES, roles=ANY_ROLE, since="3.7"),
+    # --- broker lifecycle and KRaft metadata -----------------------------------------------------
+    _spec("kafka_broker_state", "kafka.server:type=KafkaServer,name=BrokerState", "Value", G, GAUGE,
+          "BrokerState: 0 not running, 1 starting, 2 recovery, 3 running, 6 pending controlled "
+          "shutdown, 7 shutting down (stays 3 after the controller fences a running KRaft broker)",
+          modes=ALL_MODES, roles=BROKER, since="0.10"),
+    _spec("kafka_broker_last_applied_record_offset", "kafka.server:type=broker-metadata-metrics",
+          "last-applied-record-offset", K, GAUGE, "Offset of the last metadata record the broker applied",
+          modes=KRAFT, roles=BROKER, since="3.3"),
+    _spec("kafka_broker_last_applied_record_timestamp_seconds", "kafka.server:type=broker-metadata-metrics",
+          "last-applied-record-timestamp", K, GAUGE,
+          "Append time of the last metadata record the broker applied",
+          modes=KRAFT, roles=BROKER, since="3.3", scale=MS),
+    _spec("kafka_broker_last_applied_record_lag_seconds", "kafka.server:type=broker-metadata-metrics",
+          "last-applied-record-lag-ms", K, GAUGE,
+          "Now minus the append time of the last metadata record the broker applied",
+          modes=KRAFT, roles=BROKER, since="3.3", scale=MS),
+    _spec("kafka_broker_metadata_load_errors_total", "kafka.server:type=broker-metadata-metrics",
+          "metadata-load-error-count", K, COUNTER, "Errors loading metadata on the broker",
+          modes=KRAFT, roles=BROKER, since="3.3"),
+    _spec("kafka_broker_metadata_apply_errors_total", "kafka.server:type=broker-metadata-metrics",
+          "metadata-apply-error-count", K, COUNTER, "Errors applying metadata deltas on the broker",
+          modes=KRAFT, roles=BROKER, since="3.3"),
+    # --- the KRaft metadata quorum (raft-metrics, on controllers and broker observers) ------------
+    _spec("kafka_raft_state", "kafka.server:type=raft-metrics", "current-state", K, STATE,
+          "Raft role of this node: leader, candidate, voted, follower, unattached or observer",
+          modes=KRAFT, roles=ANY_ROLE, since="2.8"),
+    _spec("kafka_raft_current_leader", "kafka.server:type=raft-metrics", "current-leader", K, GAUGE,
+          "Node id of the quorum leader (the active controller), -1 if unknown",
+          modes=KRAFT, roles=ANY_ROLE, since="2.8"),
+    _spec("kafka_raft_current_epoch", "kafka.server:type=raft-metrics", "current-epoch", K, GAUGE,
+          "Quorum epoch; it rises with every controller election", modes=KRAFT, roles=ANY_ROLE, since="2.8"),
+    _spec("kafka_raft_high_watermark", "kafka.server:type=raft-metrics", "high-watermark", K, GAUGE,
+          "Metadata log high watermark (next offset to commit), -1 if unknown",
+          modes=KRAFT, roles=ANY_ROLE, since="2.8"),
+    _spec("kafka_raft_log_end_offset", "kafka.server:type=raft-metrics", "log-end-offset", K, GAUGE,
+          "Metadata log end offset on this node", modes=KRAFT, roles=ANY_ROLE, since="2.8"),
+    _spec("kafka_raft_commit_latency_seconds", "kafka.server:type=raft-metrics", "commit-latency-avg", K,
+          GAUGE, "Average time to commit a metadata batch, over the metrics window",
+          modes=KRAFT, roles=ANY_ROLE, since="2.8", scale=MS),
+    # --- ZooKeeper session of ZK-mode brokers -----------------------------------------------------
+    _spec("kafka_zookeeper_expires_total",
+          "kafka.server:type=SessionExpireListener,name=ZooKeeperExpiresPerSec", "Count", M, COUNTER,
+          "ZooKeeper session expiries of the broker", modes=ZK, roles=BROKER, since="0.10", until="3.9"),
+    _spec("kafka_zookeeper_disconnects_total",
+          "kafka.server:type=SessionExpireListener,name=ZooKeeperDisconnectsPerSec", "Count", M, COUNTER,
+          "ZooKeeper disconnects of the broker", modes=ZK, roles=BROKER, since="0.10", until="3.9"),
+    # --- request metrics of the control-plane RPCs -----------------------------------------------
+    _spec("kafka_request_queue_time_seconds",
+          "kafka.network:type=RequestMetrics,name=RequestQueueTimeMs,request=*", "", H, SUMMARY,
+          "Time a control-plane RPC waits in the request queue", modes=ALL_MODES, roles=ANY_ROLE,
+          since="0.10", scale=MS, labels=RPC, only={"request": CONTROL_RPCS}),
+    _spec("kafka_request_total_time_seconds",
+          "kafka.network:type=RequestMetrics,name=TotalTimeMs,request=*", "", H, SUMMARY,
+          "Total time to serve a control-plane RPC", modes=ALL_MODES, roles=ANY_ROLE,
+          since="0.10", scale=MS, labels=RPC, only={"request": CONTROL_RPCS}),
+    _spec("kafka_requests_total",
+          "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=*,version=*", "Count", M, COUNTER,
+          "Control-plane RPCs received, all API versions", modes=ALL_MODES, roles=ANY_ROLE, since="2.0",
+          labels=RPC, only={"request": CONTROL_RPCS}),
+)  # fmt: skip
+
+SPECS_BY_SERIES: Mapping[str, MetricSpec] = MappingProxyType({spec.series: spec for spec in CATALOG})
+
+# Series the exporter derives or adds itself (rendered in families.py, not read from one MBean).
+DERIVED_SERIES: Mapping[str, str] = MappingProxyType(
+    {
+        "kafka_control_plane_listener_enabled": "1 if the broker has a dedicated control-plane listener "
+        "(control.plane.listener.name, KIP-291), 0 if not; ZooKeeper-mode brokers only",
+        "ctlplane_up": "1 if the node's JMX was read in the last round, 0 if not",
+        "ctlplane_scrape_duration_seconds": "Time the last JMX read of the node took",
+        "ctlplane_scrape_errors_total": "Failed JMX reads of the node since ctlplane started",
+        "ctlplane_round_duration_seconds": "Time the last scrape round of every node took",
+        "ctlplane_snapshot_timestamp_seconds": "Unix time at which the served snapshot was taken",
+        "ctlplane_snapshot_age_seconds": "Age of the served snapshot when this page was rendered",
+        "ctlplane_build_info": "ctlplane's version",
+    }
+)
+
+
+def all_series_names() -> frozenset[str]:
+    """Every series name ctlplane can emit, with the suffixes a summary adds."""
+    names = set(DERIVED_SERIES)
+    for spec in CATALOG:
+        names.add(spec.series)
+        if spec.type is SeriesType.SUMMARY:
+            names.update({f"{spec.series}_count", f"{spec.series}_sum"})
+    return frozenset(names)

@@ -1,0 +1,104 @@
+"""The JSON form of a FleetSnapshot served at /api/v1/snapshot, and its inverse for remote readers."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from exporter.catalog import Mode, Role
+from exporter.families import control_plane_listener_enabled
+from exporter.model import ClusterSnapshot, FleetSnapshot, NodeSnapshot, Sample
+
+SCHEMA_VERSION = 1
+
+
+def _finite(value: float) -> float | None:
+    # JSON has no NaN; Kafka reports NaN for idle ratios of listeners it does not have.
+    return value if math.isfinite(value) else None
+
+
+def snapshot_to_dict(snapshot: FleetSnapshot) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA_VERSION,
+        "sequence": snapshot.sequence,
+        "taken_at": snapshot.taken_at,
+        "round_duration_seconds": snapshot.round_duration_seconds,
+        "clusters": [
+            {
+                "name": cluster.name,
+                "mode": cluster.mode.value if cluster.mode else None,
+                "nodes": [_node_to_dict(node) for node in cluster.nodes],
+            }
+            for cluster in snapshot.clusters
+        ],
+    }
+
+
+def _node_to_dict(node: NodeSnapshot) -> dict[str, Any]:
+    return {
+        "node": node.node,
+        "address": node.address,
+        "role": node.role.value,
+        "mode": node.mode.value if node.mode else None,
+        "node_id": node.node_id,
+        "version": node.version,
+        "up": node.up,
+        "error": node.error,
+        "scrape_duration_seconds": node.scrape_duration_seconds,
+        "errors_total": node.errors_total,
+        "scraped_at": node.scraped_at,
+        "control_plane_listener": control_plane_listener_enabled(node),
+        "samples": [
+            {
+                "series": sample.series,
+                "labels": dict(sample.labels),
+                "value": _finite(sample.value),
+                **({"parts": {k: _finite(v) for k, v in sample.parts}} if sample.parts else {}),
+            }
+            for sample in node.samples
+        ],
+    }
+
+
+def snapshot_from_dict(document: dict[str, Any]) -> FleetSnapshot:
+    """Rebuild a snapshot from /api/v1/snapshot JSON (NaN comes back for values JSON could not carry)."""
+    if document.get("schema") != SCHEMA_VERSION:
+        raise ValueError(f"unsupported snapshot schema {document.get('schema')!r}, expected {SCHEMA_VERSION}")
+
+    def number(value: float | None) -> float:
+        return math.nan if value is None else float(value)
+
+    clusters = []
+    for cluster in document["clusters"]:
+        nodes = []
+        for node in cluster["nodes"]:
+            samples = tuple(
+                Sample(
+                    s["series"],
+                    tuple(sorted(s["labels"].items())),
+                    number(s["value"]),
+                    tuple((k, number(v)) for k, v in s.get("parts", {}).items()),
+                )
+                for s in node["samples"]
+            )
+            nodes.append(
+                NodeSnapshot(
+                    cluster=cluster["name"],
+                    node=node["node"],
+                    address=node["address"],
+                    role=Role(node["role"]),
+                    mode=Mode(node["mode"]) if node["mode"] else None,
+                    node_id=node["node_id"],
+                    version=node["version"],
+                    up=node["up"],
+                    scrape_duration_seconds=node["scrape_duration_seconds"],
+                    error=node["error"],
+                    errors_total=node["errors_total"],
+                    scraped_at=node["scraped_at"],
+                    samples=samples,
+                )
+            )
+        clusters.append(ClusterSnapshot(cluster["name"], tuple(nodes)))
+    return FleetSnapshot(
+        document["sequence"], document["taken_at"], document["round_duration_seconds"], tuple(clusters)
+    )

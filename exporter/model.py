@@ -1,0 +1,112 @@
+"""Immutable snapshot types: what one scrape round saw. Everything downstream is a function of these."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from exporter.catalog import Mode, Role
+
+LabelPairs = tuple[tuple[str, str], ...]  # sorted (name, value) pairs
+
+
+@dataclass(frozen=True, slots=True)
+class MBeanQuery:
+    """What to read from one node: every MBean matching `pattern`, these attributes."""
+
+    pattern: str
+    attributes: tuple[str, ...]
+    only: tuple[tuple[str, frozenset[str]], ...] = ()  # keep MBeans whose key has one of these values
+
+    def accepts(self, keys: Mapping[str, str]) -> bool:
+        return all(keys.get(key) in values for key, values in self.only)
+
+
+@dataclass(frozen=True, slots=True)
+class RawReading:
+    """The attributes read from one concrete MBean, before the catalogue maps them to series."""
+
+    pattern: str  # the MBeanQuery.pattern that matched
+    object_name: str
+    keys: Mapping[str, str]  # ObjectName key properties
+    values: Mapping[str, float | str]  # attribute -> number or string; missing attributes are absent
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One value of one series on one node (labels other than cluster/node/role)."""
+
+    series: str
+    labels: LabelPairs
+    value: float
+    # Extra samples of a summary: (suffix or quantile marker, labels, value) kept in one Sample so the
+    # family renderer sees count, sum and quantiles together.
+    parts: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeSnapshot:
+    cluster: str
+    node: str  # the `node` label
+    address: str  # JMX host:port
+    role: Role
+    mode: Mode | None  # None until the node has been read once
+    node_id: int | None
+    version: str | None
+    up: bool
+    scrape_duration_seconds: float
+    error: str | None
+    errors_total: int
+    scraped_at: float
+    samples: tuple[Sample, ...] = ()
+    _index: Mapping[tuple[str, LabelPairs], Sample] = field(
+        default_factory=lambda: MappingProxyType({}), repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        index = {(sample.series, sample.labels): sample for sample in self.samples}
+        object.__setattr__(self, "_index", MappingProxyType(index))
+
+    def value(self, series: str, **labels: str) -> float | None:
+        """The value of `series` with exactly these extra labels, or None if the node lacks it."""
+        sample = self._index.get((series, tuple(sorted(labels.items()))))
+        return None if sample is None else sample.value
+
+    def has(self, series: str) -> bool:
+        return any(sample.series == series for sample in self.samples)
+
+    def series_samples(self, series: str) -> Iterator[Sample]:
+        return (sample for sample in self.samples if sample.series == series)
+
+
+@dataclass(frozen=True)
+class ClusterSnapshot:
+    name: str
+    nodes: tuple[NodeSnapshot, ...]
+
+    @property
+    def mode(self) -> Mode | None:
+        """The cluster's mode: what its reachable nodes say, migration winning over plain KRaft."""
+        modes = {node.mode for node in self.nodes if node.mode is not None}
+        for mode in (Mode.MIGRATION, Mode.KRAFT, Mode.ZOOKEEPER):
+            if mode in modes:
+                return mode
+        return None
+
+
+@dataclass(frozen=True)
+class FleetSnapshot:
+    """One scrape round over every configured cluster."""
+
+    sequence: int  # 1 for the first round; 0 for the empty snapshot served before it ends
+    taken_at: float  # unix time at which the round started
+    round_duration_seconds: float
+    clusters: tuple[ClusterSnapshot, ...]
+
+    def nodes(self) -> Iterator[NodeSnapshot]:
+        for cluster in self.clusters:
+            yield from cluster.nodes
+
+    def cluster(self, name: str) -> ClusterSnapshot | None:
+        return next((cluster for cluster in self.clusters if cluster.name == name), None)

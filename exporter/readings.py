@@ -1,0 +1,140 @@
+"""Pure mapping between the catalogue and JMX: which MBeans to query, and raw readings -> samples.
+
+The JMX clients know nothing of series; this module knows nothing of sockets.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from exporter.catalog import CATALOG, HISTOGRAM_QUANTILES, Mode, Role, SeriesType
+from exporter.model import LabelPairs, MBeanQuery, RawReading, Sample
+
+
+def plan_queries() -> tuple[MBeanQuery, ...]:
+    """One query per distinct MBean pattern of the catalogue, with the union of its attributes."""
+    attributes: dict[tuple[str, tuple[tuple[str, frozenset[str]], ...]], list[str]] = {}
+    for spec in CATALOG:
+        key = (spec.mbean, tuple(sorted(spec.only.items())))
+        wanted = attributes.setdefault(key, [])
+        wanted.extend(attr for attr in spec.attributes if attr not in wanted)
+    return tuple(MBeanQuery(pattern, tuple(attrs), only) for (pattern, only), attrs in attributes.items())
+
+
+def parse_object_name(name: str) -> tuple[str, dict[str, str]]:
+    """Split `domain:k=v,k2=v2` into the domain and its key properties (Kafka never quotes values)."""
+    domain, _, props = name.partition(":")
+    keys = {}
+    for prop in props.split(","):
+        key, sep, value = prop.partition("=")
+        if sep:
+            keys[key] = value
+    return domain, keys
+
+
+def _number(value: float | str | None) -> float | None:
+    if value is None or isinstance(value, str):
+        return None
+    return float(value)
+
+
+def _labels(spec_labels: Mapping[str, str], keys: Mapping[str, str]) -> LabelPairs:
+    return tuple(sorted((label, keys.get(key, "")) for key, label in spec_labels.items()))
+
+
+def samples_from_readings(readings: Iterable[RawReading]) -> tuple[Sample, ...]:
+    """Map what one node returned to catalogue samples.
+
+    MBeans that collapse onto the same labels (RequestsPerSec has one MBean per API version) are summed.
+    """
+    by_pattern: dict[str, list[RawReading]] = {}
+    for reading in readings:
+        by_pattern.setdefault(reading.pattern, []).append(reading)
+
+    totals: dict[tuple[str, LabelPairs], float] = {}
+    summaries: dict[tuple[str, LabelPairs], dict[str, float]] = {}
+    for spec in CATALOG:
+        for reading in by_pattern.get(spec.mbean, ()):
+            if not all(reading.keys.get(key) in values for key, values in spec.only.items()):
+                continue
+            labels = _labels(spec.labels, reading.keys)
+            if spec.type is SeriesType.SUMMARY:
+                count = _number(reading.values.get("Count"))
+                mean = _number(reading.values.get("Mean"))
+                if count is None or mean is None:
+                    continue
+                parts = summaries.setdefault((spec.series, labels), {"count": 0.0, "sum": 0.0})
+                parts["count"] += count
+                parts["sum"] += count * mean * spec.scale
+                for quantile, attr in HISTOGRAM_QUANTILES:
+                    value = _number(reading.values.get(attr))
+                    if value is not None:
+                        # several MBeans per label set do not happen for histograms; keep the worst
+                        parts[quantile] = max(parts.get(quantile, -math.inf), value * spec.scale)
+                continue
+            raw = reading.values.get(spec.attribute)
+            if raw is None:
+                continue
+            if spec.type in (SeriesType.STATE, SeriesType.INFO):
+                totals[(spec.series, tuple(sorted((*labels, (spec.value_label, str(raw))))))] = 1.0
+            else:
+                number = _number(raw)
+                if number is not None:
+                    key = (spec.series, labels)
+                    totals[key] = totals.get(key, 0.0) + number * spec.scale
+    samples = [Sample(series, labels, value) for (series, labels), value in totals.items()]
+    for (series, labels), parts in summaries.items():
+        samples.append(Sample(series, labels, parts["count"], tuple(parts.items())))
+    return tuple(sorted(samples, key=lambda s: (s.series, s.labels)))
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    mode: Mode | None
+    role: Role
+    node_id: int | None
+    version: str | None
+
+
+def identify(samples: Sequence[Sample]) -> Identity:
+    """Mode, role, node id and release from what the node exposes (never from configuration).
+
+    KRaft nodes have raft-metrics; broker-role nodes have BrokerState; KRaft controllers register
+    kafka.controller:KafkaController. In ZooKeeper mode every broker registers the controller MBeans,
+    so a ZooKeeper-mode node is a broker whichever of them is the controller.
+    """
+    series = {sample.series for sample in samples}
+    has_broker = "kafka_broker_state" in series
+    has_controller = "kafka_controller_active" in series
+    kraft = any(name.startswith("kafka_raft_") for name in series)
+    node_id: int | None = None
+    version: str | None = None
+    for sample in samples:
+        if sample.series == "kafka_node_info":
+            labels = dict(sample.labels)
+            version = labels.get("version")
+            if labels.get("node_id", "").lstrip("-").isdigit():
+                node_id = int(labels["node_id"])
+    if kraft:
+        mode = Mode.KRAFT
+        migration = next(
+            (s.value for s in samples if s.series == "kafka_controller_zk_migration_state"), None
+        )
+        if migration in (1.0, 2.0):  # MIGRATION, PRE_MIGRATION (ZkMigrationState.java)
+            mode = Mode.MIGRATION
+        if has_broker and has_controller:
+            role = Role.COMBINED
+        elif has_broker:
+            role = Role.BROKER
+        elif has_controller:
+            role = Role.CONTROLLER
+        else:
+            role = Role.UNKNOWN
+        return Identity(mode, role, node_id, version)
+    if has_broker or has_controller:
+        # jmxquery cannot read Byte-typed gauges such as BrokerState, so the controller MBeans that every
+        # ZooKeeper-mode broker registers count as evidence too.
+        return Identity(Mode.ZOOKEEPER, Role.BROKER, node_id, version)
+    return Identity(None, Role.UNKNOWN, node_id, version)
