@@ -14,8 +14,10 @@ from pathlib import Path
 
 from exporter.catalog import Role
 from exporter.config import ConfigError, Settings, load_settings, parse_settings
+from exporter.health import Thresholds
 from exporter.jmx.base import Endpoint, JmxClient
 from exporter.scraper import Scraper, Target
+from exporter.state import ExporterState, Observation
 
 log = logging.getLogger("ctlplane")
 
@@ -40,9 +42,7 @@ def build_targets(settings: Settings) -> list[Target]:
                 password.get_secret_value() if password else None,
                 auth.ssl,
             )
-            targets.append(
-                Target(cluster.name, node.label, endpoint, Role(node.role) if node.role else Role.UNKNOWN)
-            )
+            targets.append(Target(cluster.name, node.label, endpoint, Role(node.role) if node.role else Role.UNKNOWN))
     return targets
 
 
@@ -75,6 +75,15 @@ def build_scraper(settings: Settings, client: JmxClient | None = None) -> Scrape
         timeout_seconds=settings.scrape.timeout_seconds,
         workers=settings.scrape.workers,
     )
+
+
+def build_state(settings: Settings, scraper: Scraper) -> ExporterState:
+    """Health state fed by every scrape round."""
+    health = settings.health
+    thresholds = Thresholds(**health.model_dump(exclude={"window_seconds"}))
+    state = ExporterState(scraper.latest(), thresholds, health.window_seconds)
+    scraper.subscribe(state.observe)
+    return state
 
 
 def _local_settings(stack: ExitStack, workdir: Path | None) -> Settings:
@@ -117,11 +126,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     with ExitStack() as stack:
         settings = load_settings(args.config) if args.config else _local_settings(stack, args.workdir)
         scraper = build_scraper(settings)
+        state = build_state(settings, scraper)
         stack.callback(scraper.stop)
         scraper.start()
         http = settings.http
         app = create_app(
-            scraper.latest,
+            state.current,
             interval_seconds=settings.scrape.interval_seconds,
             version=_version(),
             basic_auth_users=http.basic_auth_users,
@@ -152,13 +162,13 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     return 0
 
 
-def format_probe(scraper: Scraper) -> str:
-    snapshot = scraper.scrape_once()
+def format_probe(observation: Observation) -> str:
+    """One scrape round as text: a node table, then each cluster's controller and broker lifecycle."""
     lines = [
         f"{'cluster':<14} {'node':<16} {'role':<10} {'mode':<10} {'id':>4} {'version':<8} "
         f"{'up':<3} {'ms':>6}  series / error"
     ]
-    for node in snapshot.nodes():
+    for node in observation.snapshot.nodes():
         detail = f"{len({s.series for s in node.samples})} series" if node.up else f"ERROR {node.error}"
         mode = node.mode.value if node.mode else "-"
         lines.append(
@@ -166,14 +176,29 @@ def format_probe(scraper: Scraper) -> str:
             f"{node.node_id if node.node_id is not None else '-':>4} {node.version or '-':<8} "
             f"{'yes' if node.up else 'NO':<3} {node.scrape_duration_seconds * 1000:>6.1f}  {detail}"
         )
+    for cluster in observation.health.clusters:
+        controller = cluster.controller
+        lines.append("")
+        lines.append(
+            f"{cluster.name}: mode {cluster.mode.value if cluster.mode else 'unknown'}, "
+            f"{cluster.active_controllers} active controller(s)"
+            + (f", active {controller.node} (id {controller.node_id})" if controller.node else "")
+            + (f", epoch {controller.epoch:g}" if controller.epoch is not None else "")
+        )
+        for broker in cluster.brokers:
+            lag = "" if broker.metadata_lag_records is None else f" lag {broker.metadata_lag_records:g} records"
+            flags = "".join(f" {flag}" for flag, on in (("STALE", broker.stale), ("FROZEN", broker.frozen)) if on)
+            lines.append(f"  {broker.node:<16} {broker.state.value:<12}{lag}{flags}  ({broker.evidence})")
     return "\n".join(lines) + "\n"
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
     scraper = build_scraper(settings, build_client(settings, args.client))
+    state = build_state(settings, scraper)
     try:
-        sys.stdout.write(format_probe(scraper))
+        scraper.scrape_once()
+        sys.stdout.write(format_probe(state.current()))
     finally:
         scraper.stop()
     return 0
@@ -185,9 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="serve /metrics (and the API) for the configured clusters")
     run.add_argument("--config", type=Path, help="YAML config; without it, local Kafka clusters are started")
-    run.add_argument(
-        "--workdir", type=Path, help="data directory for the local clusters (default: temporary)"
-    )
+    run.add_argument("--workdir", type=Path, help="data directory for the local clusters (default: temporary)")
     run.set_defaults(func=cmd_run)
     check = sub.add_parser("check-config", help="validate a config file")
     check.add_argument("config", type=Path)
@@ -197,9 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     probe.add_argument("--client", choices=["jpype", "jmxquery"], help="override scrape.client")
     probe.set_defaults(func=cmd_probe)
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         result: int = args.func(args)
         return result

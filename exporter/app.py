@@ -18,10 +18,10 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.security import HTTPBasic, HTTPBasicCredentials
 
 from exporter.families import MetricsPage
-from exporter.jsonapi import snapshot_to_dict
-from exporter.model import FleetSnapshot
+from exporter.jsonapi import health_to_dict, snapshot_to_dict
+from exporter.state import Observation
 
-SnapshotSource = Callable[[], FleetSnapshot]
+ObservationSource = Callable[[], Observation]
 
 
 class BasicAuth:
@@ -59,7 +59,7 @@ class BasicAuth:
 
 
 def create_app(
-    source: SnapshotSource,
+    source: ObservationSource,
     *,
     interval_seconds: float,
     version: str = "dev",
@@ -67,26 +67,30 @@ def create_app(
     clock: Callable[[], float] = time.time,
 ) -> FastAPI:
     dependencies: list[Any] = [Depends(BasicAuth(basic_auth_users))] if basic_auth_users else []
-    app = FastAPI(
-        title="ctlplane", version=version, dependencies=dependencies, docs_url="/api/docs", redoc_url=None
-    )
+    app = FastAPI(title="ctlplane", version=version, dependencies=dependencies, docs_url="/api/docs", redoc_url=None)
     page = MetricsPage(version)
-    app.state.snapshot_source = source
+    app.state.observation_source = source
 
     # A plain (sync) route rather than make_asgi_app: no 307 redirect to /metrics/, and rendering runs
     # in the threadpool instead of the event loop.
     @app.get("/metrics", response_class=Response)
     def metrics(request: Request) -> Response:
-        body, content_type = page.render(source(), request.headers.get("accept"), clock())
+        current = source()
+        body, content_type = page.render(current.snapshot, current.health, request.headers.get("accept"), clock())
         return Response(body, media_type=content_type)
 
     @app.get("/api/v1/snapshot")
     def snapshot() -> JSONResponse:
-        return JSONResponse(snapshot_to_dict(source()))
+        return JSONResponse(snapshot_to_dict(source().snapshot))
+
+    @app.get("/api/v1/health")
+    def health() -> JSONResponse:
+        current = source()
+        return JSONResponse(health_to_dict(current.health, current.snapshot))
 
     @app.get("/healthz")
     def healthz() -> JSONResponse:
-        current = source()
+        current = source().snapshot
         age = clock() - current.taken_at
         # Healthy once a round has completed and rounds keep coming; unreachable brokers do not make
         # the exporter unhealthy (they are reported in the series), a stuck scrape loop does.
@@ -100,7 +104,7 @@ def create_app(
 
     @app.get("/", response_class=HTMLResponse)
     def landing() -> str:
-        current = source()
+        current = source().snapshot
         rows = "".join(
             f"<tr><td>{html.escape(cluster.name)}</td><td>{cluster.mode.value if cluster.mode else '?'}</td>"
             f"<td>{sum(node.up for node in cluster.nodes)}/{len(cluster.nodes)}</td></tr>"
@@ -110,7 +114,7 @@ def create_app(
             "<!doctype html><html><head><title>ctlplane</title></head><body>"
             "<h1>ctlplane</h1><p>Kafka control-plane exporter.</p>"
             '<ul><li><a href="/metrics">/metrics</a></li><li><a href="/api/v1/snapshot">/api/v1/snapshot</a>'
-            '</li><li><a href="/healthz">/healthz</a></li></ul>'
+            '</li><li><a href="/api/v1/health">/api/v1/health</a></li><li><a href="/healthz">/healthz</a></li></ul>'
             f"<table><tr><th>cluster</th><th>mode</th><th>nodes up</th></tr>{rows}</table>"
             "</body></html>"
         )

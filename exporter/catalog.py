@@ -378,9 +378,34 @@ DERIVED_SERIES: Mapping[str, str] = MappingProxyType(
 )
 
 
+# Series computed by exporter/health.py from a snapshot (and a few earlier ones).
+HEALTH_SERIES: Mapping[str, str] = MappingProxyType(
+    {
+        "kafka_cluster_mode_info": "The cluster's mode: zookeeper, kraft or migration (ZkMigrationState)",
+        "kafka_cluster_active_controllers": "Nodes claiming to be the active controller (ActiveControllerCount=1); "
+        "healthy is exactly 1",
+        "kafka_cluster_reachable_controllers": "Controller-capable nodes ctlplane could read this round",
+        "kafka_controller_info": "The active controller (KRaft: the claimant with the highest raft epoch)",
+        "kafka_controller_failovers_total": "Changes of the active controller's identity or epoch seen by ctlplane",
+        "kafka_controller_last_failover_timestamp_seconds": "When ctlplane last saw the active controller change",
+        "kafka_broker_lifecycle_state": "1 for the broker's current KIP-631 lifecycle state (INITIAL, FENCED, "
+        "ACTIVE, SHUTDOWN) or UNREACHABLE, 0 for the others",
+        "kafka_broker_metadata_lag_records": "KRaft: active controller's LastCommittedRecordOffset minus the "
+        "broker's last-applied-record-offset; ZooKeeper: requests queued for the broker by the controller",
+        "kafka_broker_metadata_lag_seconds": "KRaft: now minus the append time of the broker's last applied "
+        "metadata record",
+        "kafka_broker_metadata_stale": "1 if the broker's metadata lag is over the configured thresholds, or frozen",
+        "kafka_broker_metadata_frozen": "1 if the broker's applied metadata offset has not moved for N scrapes "
+        "while the quorum committed more",
+        "kafka_control_plane_saturated": "1 if the control-plane request queue is near its capacity of 20 or its "
+        "threads are nearly never idle (KIP-291)",
+    }
+)
+
+
 def all_series_names() -> frozenset[str]:
     """Every series name ctlplane can emit, with the suffixes a summary adds."""
-    names = set(DERIVED_SERIES)
+    names = set(DERIVED_SERIES) | set(HEALTH_SERIES)
     for spec in CATALOG:
         names.add(spec.series)
         if spec.type is SeriesType.SUMMARY:

@@ -146,11 +146,24 @@ class HttpConfig(_Strict):
         return users
 
 
+class HealthConfig(_Strict):
+    """Thresholds of the health model (exporter/health.py); defaults and meaning are in README."""
+
+    metadata_stale_seconds: float = Field(default=15.0, gt=0)
+    metadata_stale_records: float = Field(default=1000.0, gt=0)
+    metadata_frozen_scrapes: int = Field(default=3, ge=1, le=100)
+    zk_controller_queue_stale: float = Field(default=10.0, gt=0)
+    control_plane_queue_saturation_ratio: float = Field(default=0.8, gt=0, le=1)
+    control_plane_idle_saturation_ratio: float = Field(default=0.1, ge=0, lt=1)
+    window_seconds: float = Field(default=3600.0, gt=0, description="recent snapshots kept in memory")
+
+
 class Settings(_Strict):
     clusters: list[ClusterConfig] = Field(min_length=1)
     jmx: JmxAuth = Field(default_factory=JmxAuth)
     scrape: ScrapeConfig = Field(default_factory=ScrapeConfig)
     http: HttpConfig = Field(default_factory=HttpConfig)
+    health: HealthConfig = Field(default_factory=HealthConfig)
 
     @model_validator(mode="after")
     def _unique_clusters(self) -> Settings:
@@ -203,7 +216,5 @@ def load_settings(path: Path) -> Settings:
         try:
             settings.jmx_for(cluster).password()
         except ValueError as exc:
-            raise ConfigError(
-                f"{path}: invalid configuration\n  clusters.{cluster.name}.jmx: {exc}"
-            ) from None
+            raise ConfigError(f"{path}: invalid configuration\n  clusters.{cluster.name}.jmx: {exc}") from None
     return settings

@@ -21,7 +21,8 @@ from prometheus_client.core import (
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.samples import Sample as PromSample
 
-from exporter.catalog import CATALOG, DERIVED_SERIES, Mode, SeriesType
+from exporter.catalog import CATALOG, DERIVED_SERIES, HEALTH_SERIES, Mode, SeriesType
+from exporter.health import FleetHealth, Lifecycle
 from exporter.model import FleetSnapshot, NodeSnapshot
 
 NODE_LABELS = ("cluster", "node", "role")
@@ -43,7 +44,7 @@ def _node_labels(node: NodeSnapshot) -> list[str]:
     return [node.cluster, node.node, node.role.value]
 
 
-def render_families(snapshot: FleetSnapshot, version: str = "dev") -> list[Metric]:
+def render_families(snapshot: FleetSnapshot, health: FleetHealth | None = None, version: str = "dev") -> list[Metric]:
     """Every series for this snapshot, fresh objects each call (no state shared between scrapes)."""
     families: list[Metric] = []
     nodes = list(snapshot.nodes())
@@ -76,7 +77,71 @@ def render_families(snapshot: FleetSnapshot, version: str = "dev") -> list[Metri
         if family.samples:
             families.append(family)
     families.extend(_derived_families(snapshot, nodes, version))
+    if health is not None:
+        families.extend(health_families(health))
     return families
+
+
+def health_families(health: FleetHealth) -> list[Metric]:
+    """The health record as series: controller identity and failovers, lifecycle, freshness, saturation."""
+
+    def gauge(name: str, labels: Sequence[str]) -> GaugeMetricFamily:
+        return GaugeMetricFamily(name, HEALTH_SERIES[name], labels=list(labels))
+
+    cluster_mode = gauge("kafka_cluster_mode_info", ["cluster", "mode"])
+    active = gauge("kafka_cluster_active_controllers", ["cluster"])
+    reachable = gauge("kafka_cluster_reachable_controllers", ["cluster"])
+    info = gauge("kafka_controller_info", ["cluster", "node", "node_id"])
+    failovers = CounterMetricFamily(
+        "kafka_controller_failovers", HEALTH_SERIES["kafka_controller_failovers_total"], labels=["cluster"]
+    )
+    last_failover = gauge("kafka_controller_last_failover_timestamp_seconds", ["cluster"])
+    lifecycle = gauge("kafka_broker_lifecycle_state", [*NODE_LABELS, "state"])
+    lag_records = gauge("kafka_broker_metadata_lag_records", NODE_LABELS)
+    lag_seconds = gauge("kafka_broker_metadata_lag_seconds", NODE_LABELS)
+    stale = gauge("kafka_broker_metadata_stale", NODE_LABELS)
+    frozen = gauge("kafka_broker_metadata_frozen", NODE_LABELS)
+    saturated = gauge("kafka_control_plane_saturated", NODE_LABELS)
+    for cluster in health.clusters:
+        controller = cluster.controller
+        if cluster.mode is not None:
+            cluster_mode.add_metric([cluster.name, cluster.mode.value], 1.0)
+        active.add_metric([cluster.name], float(cluster.active_controllers))
+        reachable.add_metric([cluster.name], float(controller.reachable_controllers))
+        if controller.node is not None:
+            node_id = "" if controller.node_id is None else str(controller.node_id)
+            info.add_metric([cluster.name, controller.node, node_id], 1.0)
+        failovers.add_metric([cluster.name], float(controller.failovers_total))
+        if controller.last_failover_at is not None:
+            last_failover.add_metric([cluster.name], controller.last_failover_at)
+        for broker in cluster.brokers:
+            labels = [broker.cluster, broker.node, broker.role.value]
+            for state in Lifecycle:
+                lifecycle.add_metric([*labels, state.value], 1.0 if broker.state is state else 0.0)
+            if broker.metadata_lag_records is not None:
+                lag_records.add_metric(labels, broker.metadata_lag_records)
+            if broker.metadata_lag_seconds is not None:
+                lag_seconds.add_metric(labels, broker.metadata_lag_seconds)
+            if broker.up:
+                stale.add_metric(labels, 1.0 if broker.stale else 0.0)
+                frozen.add_metric(labels, 1.0 if broker.frozen else 0.0)
+            if broker.control_plane_listener:
+                saturated.add_metric(labels, 1.0 if broker.control_plane_saturated else 0.0)
+    families: list[Metric] = [
+        cluster_mode,
+        active,
+        reachable,
+        info,
+        failovers,
+        last_failover,
+        lifecycle,
+        lag_records,
+        lag_seconds,
+        stale,
+        frozen,
+        saturated,
+    ]
+    return [family for family in families if family.samples]
 
 
 def _add_summary(
@@ -124,9 +189,7 @@ def _derived_families(snapshot: FleetSnapshot, nodes: Sequence[NodeSnapshot], ve
         DERIVED_SERIES["ctlplane_snapshot_timestamp_seconds"],
         value=snapshot.taken_at,
     )
-    build = GaugeMetricFamily(
-        "ctlplane_build_info", DERIVED_SERIES["ctlplane_build_info"], labels=["version"]
-    )
+    build = GaugeMetricFamily("ctlplane_build_info", DERIVED_SERIES["ctlplane_build_info"], labels=["version"])
     build.add_metric([version], 1.0)
     families: list[Metric] = [up, duration, errors, round_duration, timestamp, build]
     if listener.samples:
@@ -162,13 +225,15 @@ class MetricsPage:
         self._lock = threading.Lock()
         self._cache: dict[tuple[int, float, str], bytes] = {}
 
-    def render(self, snapshot: FleetSnapshot, accept: str | None, now: float) -> tuple[bytes, str]:
+    def render(
+        self, snapshot: FleetSnapshot, health: FleetHealth | None, accept: str | None, now: float
+    ) -> tuple[bytes, str]:
         encoder, content_type = choose_encoder(accept or "")
         key = (snapshot.sequence, snapshot.taken_at, content_type)
         with self._lock:
             body = self._cache.get(key)
             if body is None:
-                body = encoder(_Families(render_families(snapshot, self.version)))
+                body = encoder(_Families(render_families(snapshot, health, self.version)))
                 # keep only the newest snapshot's pages (one per content type)
                 self._cache = {k: v for k, v in self._cache.items() if k[:2] == key[:2]}
                 self._cache[key] = body

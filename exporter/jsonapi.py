@@ -7,6 +7,7 @@ from typing import Any
 
 from exporter.catalog import Mode, Role
 from exporter.families import control_plane_listener_enabled
+from exporter.health import FleetHealth
 from exporter.model import ClusterSnapshot, FleetSnapshot, NodeSnapshot, Sample
 
 SCHEMA_VERSION = 1
@@ -102,3 +103,47 @@ def snapshot_from_dict(document: dict[str, Any]) -> FleetSnapshot:
     return FleetSnapshot(
         document["sequence"], document["taken_at"], document["round_duration_seconds"], tuple(clusters)
     )
+
+
+def health_to_dict(health: FleetHealth, snapshot: FleetSnapshot) -> dict[str, Any]:
+    """/api/v1/health: per cluster, the controller view and every broker's lifecycle with its evidence."""
+    return {
+        "schema": SCHEMA_VERSION,
+        "sequence": snapshot.sequence,
+        "taken_at": snapshot.taken_at,
+        "clusters": [
+            {
+                "name": cluster.name,
+                "mode": cluster.mode.value if cluster.mode else None,
+                "active_controllers": cluster.active_controllers,
+                "controller": {
+                    "claimants": list(cluster.controller.claimants),
+                    "node": cluster.controller.node,
+                    "node_id": cluster.controller.node_id,
+                    "epoch": cluster.controller.epoch,
+                    "failovers_total": cluster.controller.failovers_total,
+                    "last_failover_at": cluster.controller.last_failover_at,
+                    "reachable_controllers": cluster.controller.reachable_controllers,
+                },
+                "brokers": [
+                    {
+                        "node": b.node,
+                        "node_id": b.node_id,
+                        "role": b.role.value,
+                        "up": b.up,
+                        "state": b.state.value,
+                        "evidence": b.evidence,
+                        "metadata_lag_records": b.metadata_lag_records,
+                        "metadata_lag_seconds": b.metadata_lag_seconds,
+                        "stale": b.stale,
+                        "frozen": b.frozen,
+                        "control_plane_listener": b.control_plane_listener,
+                        "control_plane_queue_ratio": b.control_plane_queue_ratio,
+                        "control_plane_saturated": b.control_plane_saturated,
+                    }
+                    for b in cluster.brokers
+                ],
+            }
+            for cluster in health.clusters
+        ],
+    }

@@ -119,9 +119,7 @@ def identify(samples: Sequence[Sample]) -> Identity:
                 node_id = int(labels["node_id"])
     if kraft:
         mode = Mode.KRAFT
-        migration = next(
-            (s.value for s in samples if s.series == "kafka_controller_zk_migration_state"), None
-        )
+        migration = next((s.value for s in samples if s.series == "kafka_controller_zk_migration_state"), None)
         if migration in (1.0, 2.0):  # MIGRATION, PRE_MIGRATION (ZkMigrationState.java)
             mode = Mode.MIGRATION
         if has_broker and has_controller:

@@ -21,7 +21,7 @@ from exporter.readings import identify, plan_queries, samples_from_readings
 
 log = logging.getLogger(__name__)
 
-SnapshotListener = Callable[[FleetSnapshot], None]
+SnapshotListener = Callable[[FleetSnapshot], object]
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,7 @@ class JmxQueryClient:
         if endpoint.ssl:
             raise JmxError(f"{endpoint.address}: the jmxquery client does not support JMX over SSL")
         connection = JMXConnection(endpoint.service_url, endpoint.username, endpoint.password)
-        jmx_queries = [
-            JMXQuery(query.pattern, attribute=attr) for query in queries for attr in query.attributes
-        ]
+        jmx_queries = [JMXQuery(query.pattern, attribute=attr) for query in queries for attr in query.attributes]
         try:
             metrics = connection.query(jmx_queries, timeout=self.timeout_seconds)
         except subprocess.CalledProcessError as exc:
@@ -44,11 +42,7 @@ class JmxQueryClient:
             name = str(metric.mBeanName)
             _, keys = parse_object_name(name)
             for query in queries:
-                if (
-                    metric.attribute in query.attributes
-                    and _matches(query.pattern, name)
-                    and query.accepts(keys)
-                ):
+                if metric.attribute in query.attributes and _matches(query.pattern, name) and query.accepts(keys):
                     value = metric.value
                     converted: float | str = value if isinstance(value, str) else float(value)
                     values.setdefault((query.pattern, name), {})[str(metric.attribute)] = converted
