@@ -142,9 +142,11 @@ class Scraper:
         for target in self.targets:
             memory = self._memory[target]
             if memory.in_flight is None:
-                memory.in_flight = self._pool.submit(self._read, target)
-                memory.in_flight.add_done_callback(_clear_in_flight(memory))
-                fresh[target] = memory.in_flight
+                future = self._pool.submit(self._read, target)
+                memory.in_flight = future
+                # may run at once if the read already finished: keep our own reference to the future
+                future.add_done_callback(_clear_in_flight(memory))
+                fresh[target] = future
         wait(list(fresh.values()), timeout=self.timeout_seconds)
         nodes = [self._node_snapshot(target, fresh.get(target), taken_at) for target in self.targets]
         snapshot = _assemble(

@@ -43,8 +43,7 @@ class JmxQueryClient:
             _, keys = parse_object_name(name)
             for query in queries:
                 if metric.attribute in query.attributes and _matches(query.pattern, name) and query.accepts(keys):
-                    value = metric.value
-                    converted: float | str = value if isinstance(value, str) else float(value)
+                    converted = _convert(metric.value)
                     values.setdefault((query.pattern, name), {})[str(metric.attribute)] = converted
         readings = []
         for (pattern, name), attrs in values.items():
@@ -63,3 +62,14 @@ def _matches(pattern: str, name: str) -> bool:
     if pattern_domain != domain or set(pattern_keys) != set(keys):
         return False
     return all(value == "*" or keys[key] == value for key, value in pattern_keys.items())
+
+
+def _convert(value: object) -> float | str:
+    """jmxquery reports some numbers as strings (Byte-typed gauges such as BrokerState come back as '3')."""
+    if isinstance(value, int | float):
+        return float(value)
+    text = str(value)
+    try:
+        return float(text)
+    except ValueError:
+        return text

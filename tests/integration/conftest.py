@@ -1,0 +1,108 @@
+"""Session fixtures: real local Kafka clusters started from the cached jars (ctlplane.localkafka).
+
+Each cluster starts lazily on first use and stops at session end; the start-up
+time of each is printed in the terminal summary.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ctlplane import localkafka
+from ctlplane.localkafka import KafkaCluster, ZooKeeperServer
+
+STARTUP_SECONDS: dict[str, float] = {}
+
+
+def _assert_gone(pids: list[int]) -> None:
+    leftovers = []
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        leftovers.append(pid)
+    assert not leftovers, f"processes left behind: {leftovers}"
+
+
+def _pids(cluster: KafkaCluster) -> list[int]:
+    return [pid for n in cluster.nodes if (pid := n.pid) is not None]
+
+
+@pytest.fixture(scope="session")
+def kafka_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("kafka")
+
+
+@pytest.fixture(scope="session")
+def zookeeper(kafka_workdir: Path) -> Iterator[ZooKeeperServer]:
+    """One ZooKeeper shared by both ZooKeeper-mode clusters (each in its own chroot)."""
+    started = time.monotonic()
+    zk = localkafka.start_zookeeper(kafka_workdir, name="zookeeper", version=localkafka.ZK_VERSION)
+    STARTUP_SECONDS["zookeeper"] = time.monotonic() - started
+    pid = zk.pid
+    yield zk
+    zk.stop()
+    _assert_gone([pid] if pid is not None else [])
+
+
+def _timed(name: str, start: float) -> None:
+    STARTUP_SECONDS[name] = time.monotonic() - start
+
+
+@pytest.fixture(scope="session")
+def zk_cluster(kafka_workdir: Path, zookeeper: ZooKeeperServer) -> Iterator[KafkaCluster]:
+    """Kafka 3.9.2, ZooKeeper mode, 3 brokers, control-plane listener CONTROLLER (KIP-291)."""
+    started = time.monotonic()
+    cluster = localkafka.start_zk_cluster(
+        "zk-3.9", kafka_workdir, brokers=3, control_plane_listener=True, zookeeper=zookeeper
+    )
+    _timed("zk-3.9 (3 brokers, listener)", started)
+    yield cluster
+    pids = _pids(cluster)
+    cluster.stop()
+    _assert_gone(pids)
+
+
+@pytest.fixture(scope="session")
+def zk_cluster_no_listener(kafka_workdir: Path, zookeeper: ZooKeeperServer) -> Iterator[KafkaCluster]:
+    """Kafka 3.9.2, ZooKeeper mode, 1 broker, no control-plane listener, same ZooKeeper (own chroot)."""
+    started = time.monotonic()
+    cluster = localkafka.start_zk_cluster(
+        "zk-3.9-nolistener",
+        kafka_workdir,
+        brokers=1,
+        control_plane_listener=False,
+        zookeeper=zookeeper,
+        chroot="/zk-3.9-nolistener",
+    )
+    _timed("zk-3.9-nolistener (1 broker)", started)
+    yield cluster
+    pids = _pids(cluster)
+    cluster.stop()
+    _assert_gone(pids)
+
+
+@pytest.fixture(scope="session")
+def kraft_cluster(kafka_workdir: Path) -> Iterator[KafkaCluster]:
+    """Kafka 4.3.1, KRaft, 3 controller-only + 2 broker-only nodes, broker session timeout 6 s."""
+    started = time.monotonic()
+    cluster = localkafka.start_kraft_cluster("kraft-4.3", kafka_workdir, controllers=3, brokers=2)
+    _timed("kraft-4.3 (3 controllers + 2 brokers, incl. storage format)", started)
+    yield cluster
+    pids = _pids(cluster)
+    cluster.stop()
+    _assert_gone(pids)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not STARTUP_SECONDS:
+        return
+    terminalreporter.section("local Kafka start-up times")
+    for name, seconds in STARTUP_SECONDS.items():
+        terminalreporter.write_line(f"{name}: {seconds:.1f} s")

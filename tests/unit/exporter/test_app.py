@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import base64
+
+import bcrypt
+from fastapi.testclient import TestClient
+
+from exporter.app import create_app
+from exporter.health import Thresholds
+from exporter.jsonapi import snapshot_from_dict, snapshot_to_dict
+from exporter.state import ExporterState
+from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller
+from tests.unit.exporter.test_families import sample_fleet
+
+
+def client(snapshot=None, **kwargs):  # type: ignore[no-untyped-def]
+    state = ExporterState(snapshot or sample_fleet(), Thresholds())
+    app = create_app(state.current, interval_seconds=15, version="test", clock=lambda: 1005.0, **kwargs)
+    return TestClient(app), state
+
+
+def test_metrics_is_a_plain_route_with_content_negotiation() -> None:
+    http, _ = client()
+    plain = http.get("/metrics", follow_redirects=False)
+    assert plain.status_code == 200 and plain.headers["content-type"].startswith("text/plain")
+    assert 'ctlplane_up{cluster="zk",node="b3",role="broker"} 0.0' in plain.text
+    assert "ctlplane_snapshot_age_seconds 5.0" in plain.text
+    om = http.get("/metrics", headers={"Accept": "application/openmetrics-text;version=1.0.0,text/plain;q=0.5"})
+    assert om.headers["content-type"].startswith("application/openmetrics-text") and om.text.endswith("# EOF\n")
+
+
+def test_snapshot_json_round_trips() -> None:
+    http, state = client()
+    document = http.get("/api/v1/snapshot").json()
+    assert snapshot_to_dict(snapshot_from_dict(document)) == document
+    zk = next(c for c in document["clusters"] if c["name"] == "zk")
+    assert [n["control_plane_listener"] for n in zk["nodes"]] == [True, False, None]
+
+
+def test_health_json_names_the_controller_and_each_broker_state() -> None:
+    snapshot = fleet(kraft_controller("c1", 1, active=True, registrations={101: 10}), kraft_broker("b1", 101))
+    http, _ = client(snapshot)
+    cluster = http.get("/api/v1/health").json()["clusters"][0]
+    assert cluster["controller"]["node"] == "c1" and cluster["active_controllers"] == 1
+    assert cluster["brokers"][0]["state"] == "FENCED"
+
+
+def test_healthz_is_unhealthy_until_the_first_round_and_when_rounds_stop() -> None:
+    http, state = client(fleet(kraft_broker("b1", 101), sequence=0, at=1000.0))
+    assert http.get("/healthz").status_code == 503
+    state.observe(fleet(kraft_broker("b1", 101), sequence=1, at=1000.0))
+    assert http.get("/healthz").status_code == 200
+    stale_http, _ = client(fleet(kraft_broker("b1", 101), sequence=7, at=900.0))
+    assert stale_http.get("/healthz").json()["status"] == "unhealthy"
+
+
+def test_basic_auth_guards_every_endpoint() -> None:
+    hashed = bcrypt.hashpw(b"pw", bcrypt.gensalt(rounds=4)).decode()
+    http, _ = client(basic_auth_users={"prometheus": hashed})
+    good = "Basic " + base64.b64encode(b"prometheus:pw").decode()
+    bad = "Basic " + base64.b64encode(b"prometheus:nope").decode()
+    for path in ("/metrics", "/api/v1/snapshot", "/healthz", "/"):
+        assert http.get(path).status_code == 401
+        assert http.get(path, headers={"Authorization": bad}).status_code == 401
+        assert http.get(path, headers={"Authorization": good}).status_code in (200, 503)
+
+
+def test_unknown_path_is_a_clean_404() -> None:
+    http, _ = client()
+    assert http.get("/metrics/../../etc/passwd").status_code == 404
+    assert http.post("/metrics").status_code == 405

@@ -1,0 +1,76 @@
+"""The naming rules of the series ctlplane emits, and the README table that lists them."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from exporter.catalog import CATALOG, DERIVED_SERIES, HEALTH_SERIES, Kind, SeriesType, all_series_names
+from exporter.readings import parse_object_name
+
+README = Path(__file__).parents[3] / "README.md"
+NAME = re.compile(r"^(kafka|ctlplane)_[a-z0-9]+(_[a-z0-9]+)*$")
+# Abbreviated or non-base units that Prometheus naming forbids.
+FORBIDDEN_PARTS = {"ms", "millis", "milliseconds", "percent", "pct", "us", "count", "persec"}
+
+
+@pytest.mark.parametrize("name", sorted({spec.series for spec in CATALOG} | set(DERIVED_SERIES) | set(HEALTH_SERIES)))
+def test_series_name_follows_prometheus_conventions(name: str) -> None:
+    assert NAME.match(name), name
+    assert not FORBIDDEN_PARTS & set(name.split("_")), f"{name}: use base units, _total and _ratio"
+    assert name.startswith("ctlplane_") or name.startswith("kafka_")
+
+
+@pytest.mark.parametrize("spec", CATALOG, ids=lambda spec: spec.series)
+def test_spec_is_consistent(spec) -> None:  # type: ignore[no-untyped-def]
+    assert (spec.type is SeriesType.COUNTER) == spec.series.endswith("_total")
+    if spec.series.endswith("_ratio"):
+        assert spec.type is SeriesType.GAUGE and "Percent" in spec.mbean and spec.scale == 1.0
+    if spec.series.endswith("_seconds"):
+        assert spec.scale == 0.001, "every Kafka time is in milliseconds"
+    if spec.type is SeriesType.SUMMARY:
+        assert spec.kind is Kind.HISTOGRAM
+    if spec.kind is Kind.KAFKA_METRIC:
+        assert "name" not in parse_object_name(spec.mbean)[1], "Kafka-metrics groups have no name= key"
+    assert spec.mbean in spec.help_text, "HELP names the MBean"
+    assert spec.modes and spec.roles and spec.since
+    domain, keys = parse_object_name(spec.mbean)
+    assert domain.startswith("kafka.") and "type" in keys
+    assert set(spec.labels) <= set(keys), "labels come from ObjectName keys"
+    assert not {"cluster", "node", "role"} & set(spec.labels.values())
+
+
+def test_series_names_are_unique() -> None:
+    names = [spec.series for spec in CATALOG]
+    assert len(names) == len(set(names))
+    assert not set(names) & set(DERIVED_SERIES) and not set(names) & set(HEALTH_SERIES)
+
+
+def test_kip291_metrics_and_their_data_plane_twins_are_all_there() -> None:
+    mbeans = {parse_object_name(spec.mbean)[1].get("name") for spec in CATALOG}
+    for name in (
+        "RequestQueueSize",
+        "ResponseQueueSize",
+        "NetworkProcessorAvgIdlePercent",
+        "RequestHandlerAvgIdlePercent",
+        "ExpiredConnectionsKilledCount",
+    ):
+        assert name in mbeans and f"ControlPlane{name}" in mbeans
+
+
+def test_idle_meters_read_the_one_minute_rate_not_the_lifetime_mean() -> None:
+    for spec in CATALOG:
+        if spec.mbean.endswith("RequestHandlerAvgIdlePercent"):
+            assert spec.kind is Kind.METER and spec.attribute == "OneMinuteRate"
+
+
+def test_readme_lists_every_series_with_its_mbean() -> None:
+    text = README.read_text()
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `([a-z0-9_]+)` \|[^|]*\| `?([^|`]*)`? \|", text, re.M)}
+    for spec in CATALOG:
+        assert rows.get(spec.series) == spec.mbean, f"README row for {spec.series}"
+    for name in (*DERIVED_SERIES, *HEALTH_SERIES):
+        assert name in rows, f"README row for {name}"
+    assert set(rows) <= all_series_names(), f"README lists unknown series: {set(rows) - all_series_names()}"

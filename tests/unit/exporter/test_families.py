@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from prometheus_client.exposition import generate_latest
+
+from exporter.catalog import Mode
+from exporter.families import MetricsPage, render_families
+from exporter.health import HealthMemory, Thresholds, evaluate
+from exporter.model import FleetSnapshot
+from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller, node
+
+GOLDEN = Path(__file__).parent / "golden" / "metrics.txt"
+
+
+def sample_fleet() -> FleetSnapshot:
+    """Two clusters: ZooKeeper mode (one broker with the KIP-291 listener, one without, one down), KRaft."""
+    zk_values = {
+        "kafka_broker_state": 3.0,
+        "kafka_controller_active": 1.0,
+        "kafka_control_plane_request_queue_size": 2.0,
+        "kafka_control_plane_network_processor_idle_ratio": 0.97,
+        "kafka_control_plane_request_handler_idle_ratio": 0.95,
+        "kafka_request_queue_size": 0.0,
+        ("kafka_controller_channel_queue_size", (("broker", "2"),)): 1.0,
+    }
+    return fleet(
+        node("b1", zk_values, cluster="zk", mode=Mode.ZOOKEEPER, node_id=1),
+        node(
+            "b2",
+            {
+                "kafka_broker_state": 3.0,
+                "kafka_controller_active": 0.0,
+                # registered even without the listener, NaN there (KIP-291): must not be exported
+                "kafka_control_plane_network_processor_idle_ratio": float("nan"),
+            },
+            cluster="zk",
+            mode=Mode.ZOOKEEPER,
+            node_id=2,
+        ),
+        node("b3", cluster="zk", mode=Mode.ZOOKEEPER, node_id=3, up=False, error="timed out"),
+        kraft_controller("c1", 1, active=True, registrations={101: 30}, cluster="kr"),
+        kraft_broker("k1", 101, cluster="kr"),
+    )
+
+
+def render_text(snapshot: FleetSnapshot) -> bytes:
+    health, _ = evaluate(snapshot, HealthMemory(), Thresholds())
+
+    class Registry:
+        def collect(self):  # type: ignore[no-untyped-def]
+            return render_families(snapshot, health, version="test")
+
+    return generate_latest(Registry())  # type: ignore[arg-type]
+
+
+def test_exposition_matches_golden_text() -> None:
+    text = render_text(sample_fleet()).decode()
+    if not GOLDEN.exists():  # first run writes the golden file for review
+        GOLDEN.write_text(text)
+    assert text == GOLDEN.read_text()
+
+
+def test_listener_off_broker_has_no_control_plane_series_and_says_so() -> None:
+    text = render_text(sample_fleet()).decode()
+    assert 'kafka_control_plane_listener_enabled{cluster="zk",node="b1",role="broker"} 1.0' in text
+    assert 'kafka_control_plane_listener_enabled{cluster="zk",node="b2",role="broker"} 0.0' in text
+    assert not [
+        line
+        for line in text.splitlines()
+        if line.startswith("kafka_control_plane_") and 'node="b2"' in line and "listener_enabled" not in line
+    ]
+
+
+def test_down_node_is_reported_by_up_only() -> None:
+    lines = [line for line in render_text(sample_fleet()).decode().splitlines() if 'node="b3"' in line]
+    assert 'ctlplane_up{cluster="zk",node="b3",role="broker"} 0.0' in lines
+    assert not [line for line in lines if line.startswith("kafka_") and "lifecycle" not in line]
+    assert 'kafka_broker_lifecycle_state{cluster="zk",node="b3",role="broker",state="UNREACHABLE"} 1.0' in lines
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is installed by `make test`")
+def test_promtool_accepts_the_exposition() -> None:
+    result = subprocess.run(
+        ["promtool", "check", "metrics"], input=render_text(sample_fleet()), capture_output=True, check=False
+    )
+    assert result.returncode == 0, result.stdout.decode() + result.stderr.decode()
+
+
+def test_page_is_rendered_once_per_snapshot_and_content_type_with_a_fresh_age() -> None:
+    page = MetricsPage("test")
+    snapshot = sample_fleet()
+    first, content_type = page.render(snapshot, None, None, now=1010.0)
+    second, _ = page.render(snapshot, None, None, now=1012.5)
+    assert content_type.startswith("text/plain")
+    assert b"ctlplane_snapshot_age_seconds 10.0" in first
+    assert b"ctlplane_snapshot_age_seconds 12.5" in second
+    assert first.split(b"\n", 3)[3] == second.split(b"\n", 3)[3]
+    openmetrics, om_type = page.render(snapshot, None, "application/openmetrics-text; version=1.0.0", now=1010.0)
+    assert om_type.startswith("application/openmetrics-text")
+    assert openmetrics.endswith(b"# EOF\n") and openmetrics.count(b"# EOF") == 1

@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+import pytest
+
+from exporter.catalog import CATALOG, Mode, Role
+from exporter.model import RawReading, Sample
+from exporter.readings import identify, parse_object_name, plan_queries, samples_from_readings
+
+
+def reading(pattern: str, name: str, **values: float | str) -> RawReading:
+    return RawReading(pattern, name, parse_object_name(name)[1], {k.replace("_", "-"): v for k, v in values.items()})
+
+
+def test_plan_reads_each_mbean_pattern_once_with_every_attribute_it_needs() -> None:
+    queries = plan_queries()
+    patterns = [q.pattern for q in queries]
+    assert len(patterns) == len(set(patterns))
+    raft = next(q for q in queries if q.pattern == "kafka.server:type=raft-metrics")
+    assert {"current-state", "current-leader", "current-epoch", "high-watermark"} <= set(raft.attributes)
+    assert {spec.mbean for spec in CATALOG} == set(patterns)
+
+
+def test_request_metrics_keep_only_control_plane_rpcs_and_sum_api_versions() -> None:
+    pattern = "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=*,version=*"
+    samples = samples_from_readings(
+        [
+            reading(
+                pattern,
+                "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=UpdateMetadata,version=7",
+                Count=5,
+            ),
+            reading(
+                pattern,
+                "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=UpdateMetadata,version=8",
+                Count=2,
+            ),
+            reading(
+                pattern, "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Produce,version=9", Count=99
+            ),
+        ]
+    )
+    assert samples == (Sample("kafka_requests_total", (("request", "UpdateMetadata"),), 7.0),)
+
+
+def test_histogram_becomes_a_summary_in_seconds() -> None:
+    pattern = "kafka.controller:type=ControllerEventManager,name=EventQueueTimeMs"
+    (sample,) = samples_from_readings(
+        [RawReading(pattern, pattern, {}, {"Count": 4.0, "Mean": 2.5, "50thPercentile": 2.0, "99thPercentile": 9.0})]
+    )
+    assert sample.series == "kafka_controller_event_queue_time_seconds"
+    assert dict(sample.parts) == pytest.approx({"count": 4.0, "sum": 0.01, "0.5": 0.002, "0.99": 0.009})
+
+
+def test_milliseconds_become_seconds_and_strings_become_labels() -> None:
+    metadata = "kafka.server:type=broker-metadata-metrics"
+    raft = "kafka.server:type=raft-metrics"
+    info = "kafka.server:type=app-info,id=*"
+    samples = samples_from_readings(
+        [
+            RawReading(metadata, metadata, {"type": "broker-metadata-metrics"}, {"last-applied-record-lag-ms": 1500.0}),
+            RawReading(raft, raft, {"type": "raft-metrics"}, {"current-state": "observer", "current-leader": 2.0}),
+            RawReading(info, "kafka.server:type=app-info,id=7", {"type": "app-info", "id": "7"}, {"Version": "4.3.1"}),
+        ]
+    )
+    assert Sample("kafka_broker_last_applied_record_lag_seconds", (), 1.5) in samples
+    assert Sample("kafka_raft_state", (("state", "observer"),), 1.0) in samples
+    assert Sample("kafka_raft_current_leader", (), 2.0) in samples
+    assert Sample("kafka_node_info", (("node_id", "7"), ("version", "4.3.1")), 1.0) in samples
+
+
+def test_per_broker_controller_queues_carry_the_broker_label() -> None:
+    pattern = "kafka.controller:type=ControllerChannelManager,name=QueueSize,broker-id=*"
+    samples = samples_from_readings(
+        [reading(pattern, "kafka.controller:type=ControllerChannelManager,name=QueueSize,broker-id=2", Value=3)]
+    )
+    assert samples == (Sample("kafka_controller_channel_queue_size", (("broker", "2"),), 3.0),)
+
+
+def _samples(*series: str, **values: float) -> list[Sample]:
+    out = [Sample(s, (), 1.0) for s in series]
+    out += [Sample(k, (), v) for k, v in values.items()]
+    return out
+
+
+@pytest.mark.parametrize(
+    ("samples", "mode", "role"),
+    [
+        (_samples("kafka_broker_state", "kafka_controller_active"), Mode.ZOOKEEPER, Role.BROKER),
+        (_samples("kafka_controller_active"), Mode.ZOOKEEPER, Role.BROKER),  # jmxquery cannot read BrokerState
+        (_samples("kafka_broker_state", "kafka_raft_current_leader"), Mode.KRAFT, Role.BROKER),
+        (_samples("kafka_controller_active", "kafka_raft_current_leader"), Mode.KRAFT, Role.CONTROLLER),
+        (_samples("kafka_controller_active", "kafka_broker_state", "kafka_raft_state"), Mode.KRAFT, Role.COMBINED),
+        (
+            _samples("kafka_controller_active", "kafka_raft_current_leader", kafka_controller_zk_migration_state=1.0),
+            Mode.MIGRATION,
+            Role.CONTROLLER,
+        ),
+        (
+            _samples("kafka_controller_active", "kafka_raft_current_leader", kafka_controller_zk_migration_state=3.0),
+            Mode.KRAFT,
+            Role.CONTROLLER,
+        ),
+        (_samples(), None, Role.UNKNOWN),
+    ],
+)
+def test_mode_and_role_come_from_what_the_node_exposes(samples: list[Sample], mode: Mode | None, role: Role) -> None:
+    identity = identify(samples)
+    assert (identity.mode, identity.role) == (mode, role)
+
+
+def test_node_id_and_version_come_from_app_info() -> None:
+    identity = identify([Sample("kafka_node_info", (("node_id", "3"), ("version", "3.9.2")), 1.0)])
+    assert (identity.node_id, identity.version) == (3, "3.9.2")

@@ -1,0 +1,92 @@
+"""Scrape rounds with an in-process JmxClient double at the I/O edge (no JMX, no network)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+from exporter.jmx.base import Endpoint, JmxError
+from exporter.model import MBeanQuery, RawReading
+from exporter.scraper import Scraper, Target
+
+BROKER_STATE = "kafka.server:type=KafkaServer,name=BrokerState"
+
+
+class ScriptedClient:
+    """Answers per port: a BrokerState of 3, a JmxError, or a read that blocks until released."""
+
+    def __init__(self) -> None:
+        self.failing: set[int] = set()
+        self.stalled: set[int] = set()
+        self.release = threading.Event()
+        self.reads: list[int] = []
+
+    def read(self, endpoint: Endpoint, queries: Sequence[MBeanQuery]) -> list[RawReading]:
+        self.reads.append(endpoint.port)
+        if endpoint.port in self.failing:
+            raise JmxError(f"{endpoint.address}: connection refused")
+        if endpoint.port in self.stalled:
+            self.release.wait(10)
+        return [RawReading(BROKER_STATE, BROKER_STATE, {"type": "KafkaServer", "name": "BrokerState"}, {"Value": 3.0})]
+
+    def close(self) -> None:
+        self.release.set()
+
+
+def scraper(client: ScriptedClient, timeout: float = 0.3) -> Scraper:
+    targets = [Target("c1", f"b{port}", Endpoint("127.0.0.1", port)) for port in (1, 2, 3)]
+    return Scraper(targets, client, interval_seconds=1, timeout_seconds=timeout, workers=4)
+
+
+def test_a_failing_node_is_an_error_value_and_the_rest_are_served() -> None:
+    client = ScriptedClient()
+    client.failing.add(2)
+    snapshot = scraper(client).scrape_once()
+    nodes = {n.node: n for n in snapshot.nodes()}
+    assert [nodes[f"b{i}"].up for i in (1, 2, 3)] == [True, False, True]
+    assert nodes["b2"].error == "127.0.0.1:2: connection refused" and nodes["b2"].errors_total == 1
+    assert nodes["b1"].value("kafka_broker_state") == 3.0
+
+
+def test_a_stalled_node_is_down_within_the_timeout_and_not_read_again_until_it_returns() -> None:
+    client = ScriptedClient()
+    client.stalled.add(3)
+    s = scraper(client)
+    first = s.scrape_once()
+    assert first.round_duration_seconds < 2
+    assert {n.node: n.up for n in first.nodes()} == {"b1": True, "b2": True, "b3": False}
+    second = s.scrape_once()
+    b3 = next(n for n in second.nodes() if n.node == "b3")
+    assert not b3.up and "still running" in (b3.error or "")
+    assert client.reads.count(3) == 1
+    client.stalled.clear()
+    client.release.set()
+    deadline_rounds = 20
+    while deadline_rounds and not all(n.up for n in s.scrape_once().nodes()):
+        deadline_rounds -= 1
+    assert all(n.up for n in s.latest().nodes()) and s.latest().sequence >= 3
+    s.stop()
+
+
+def test_identity_survives_while_the_node_is_down() -> None:
+    client = ScriptedClient()
+    s = scraper(client)
+    s.scrape_once()
+    client.failing.add(1)
+    b1 = next(n for n in s.scrape_once().nodes() if n.node == "b1")
+    assert not b1.up and b1.mode is not None and b1.role.value == "broker"
+
+
+def test_listeners_get_every_snapshot_and_a_failing_listener_does_not_stop_the_round() -> None:
+    client = ScriptedClient()
+    s = scraper(client)
+    seen: list[int] = []
+
+    def broken(_: object) -> None:
+        raise RuntimeError("listener bug")
+
+    s.subscribe(broken)
+    s.subscribe(lambda snapshot: seen.append(snapshot.sequence))
+    s.scrape_once()
+    s.scrape_once()
+    assert seen == [1, 2] and s.latest().sequence == 2
