@@ -118,17 +118,16 @@ def _local_settings(stack: ExitStack, workdir: Path | None) -> Settings:
     )
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def serve(settings: Settings) -> int:
+    """Scrape the configured clusters and serve HTTP until interrupted."""
     import uvicorn
 
     from exporter.app import create_app
 
-    with ExitStack() as stack:
-        settings = load_settings(args.config) if args.config else _local_settings(stack, args.workdir)
-        scraper = build_scraper(settings)
-        state = build_state(settings, scraper)
-        stack.callback(scraper.stop)
-        scraper.start()
+    scraper = build_scraper(settings)
+    state = build_state(settings, scraper)
+    scraper.start()
+    try:
         http = settings.http
         app = create_app(
             state.current,
@@ -141,7 +140,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         sys.stdout.write(
             f"ctlplane {_version()} watching {len(scraper.targets)} nodes in "
             f"{len(settings.clusters)} cluster(s)\n  metrics:  {base}/metrics\n"
-            f"  snapshot: {base}/api/v1/snapshot\n  home:     {base}/\n"
+            f"  snapshot: {base}/api/v1/snapshot\n  health:   {base}/api/v1/health\n  home:     {base}/\n"
         )
         sys.stdout.flush()
         uvicorn.run(
@@ -152,7 +151,21 @@ def cmd_run(args: argparse.Namespace) -> int:
             ssl_certfile=str(http.tls.cert_file) if http.tls else None,
             ssl_keyfile=str(http.tls.key_file) if http.tls else None,
         )
+    finally:
+        scraper.stop()
     return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    with ExitStack() as stack:
+        settings = load_settings(args.config) if args.config else _local_settings(stack, args.workdir)
+        return serve(settings)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from demo.launch import cmd_demo as run_demo
+
+    return run_demo(args, lambda document: serve(parse_settings(document, "demo")))
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
@@ -212,6 +225,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("--config", type=Path, help="YAML config; without it, local Kafka clusters are started")
     run.add_argument("--workdir", type=Path, help="data directory for the local clusters (default: temporary)")
     run.set_defaults(func=cmd_run)
+    from demo.launch import add_demo_arguments
+
+    demo = sub.add_parser("demo", help="simulated Kafka clusters with fault scenarios, served by the exporter")
+    add_demo_arguments(demo)
+    demo.set_defaults(func=cmd_demo)
     check = sub.add_parser("check-config", help="validate a config file")
     check.add_argument("config", type=Path)
     check.set_defaults(func=cmd_check_config)

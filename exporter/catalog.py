@@ -167,6 +167,10 @@ CATALOG: tuple[MetricSpec, ...] = (
     _spec("kafka_node_info", "kafka.server:type=app-info,id=*", "Version", G, INFO,
           "Kafka release of the node; node_id is broker.id / node.id",
           modes=ALL_MODES, roles=ANY_ROLE, since="0.10", labels={"id": "node_id"}),
+    # `ctlplane demo` serves this from its simulated nodes so nothing simulated passes for a real cluster.
+    _spec("ctlplane_simulated_info", "ctlplane.demo:type=Simulator", "Scenario", G, INFO,
+          "Present only on simulated nodes (ctlplane demo); the label is the running scenario",
+          modes=ALL_MODES, roles=ANY_ROLE, since="0.10"),
     # --- KIP-291: the control-plane listener (ZooKeeper mode 2.2-3.9) ---------------------------
     _spec("kafka_control_plane_request_queue_size",
           "kafka.network:type=RequestChannel,name=ControlPlaneRequestQueueSize", "Value", G, GAUGE,
@@ -256,6 +260,10 @@ CATALOG: tuple[MetricSpec, ...] = (
           "kafka.controller:type=KafkaController,name=BrokerRegistrationState,broker=*", "Value", G, GAUGE,
           "Controller's view of a broker: -1 unregistered, 10 fenced, 20 controlled shutdown, 30 active",
           modes=KRAFT, roles=CONTROLLER, since="4.1", labels={"broker": "broker"}),
+    _spec("kafka_controller_broker_heartbeat_age_seconds",
+          "kafka.controller:type=KafkaController,name=TimeSinceLastHeartbeatReceivedMs,broker=*", "Value", G,
+          GAUGE, "Time since the active controller last received a heartbeat from the broker",
+          modes=KRAFT, roles=CONTROLLER, since="4.1", scale=MS, labels={"broker": "broker"}),
     _spec("kafka_controller_controlled_shutdown_brokers",
           "kafka.controller:type=KafkaController,name=ControlledShutdownBrokerCount", "Value", G, GAUGE,
           "Brokers in controlled shutdown", modes=KRAFT, roles=CONTROLLER, since="4.1"),

@@ -24,9 +24,9 @@ from prometheus_client.samples import Sample as PromSample
 from exporter.catalog import CATALOG, DERIVED_SERIES, HEALTH_SERIES, Mode, SeriesType
 from exporter.health import FleetHealth, Lifecycle
 from exporter.model import FleetSnapshot, NodeSnapshot
+from exporter.readings import LISTENER_EVIDENCE
 
 NODE_LABELS = ("cluster", "node", "role")
-CONTROL_PLANE_QUEUE = "kafka_control_plane_request_queue_size"
 
 
 def control_plane_listener_enabled(node: NodeSnapshot) -> bool | None:
@@ -37,7 +37,7 @@ def control_plane_listener_enabled(node: NodeSnapshot) -> bool | None:
     """
     if not node.up or node.mode is not Mode.ZOOKEEPER:
         return None
-    return node.has(CONTROL_PLANE_QUEUE)
+    return node.has(LISTENER_EVIDENCE)
 
 
 def _node_labels(node: NodeSnapshot) -> list[str]:
@@ -62,8 +62,6 @@ def render_families(snapshot: FleetSnapshot, health: FleetHealth | None = None, 
             family = GaugeMetricFamily(spec.series, spec.help_text, labels=names)
         for node in nodes:
             if not node.up:
-                continue
-            if spec.needs_control_plane_listener and not control_plane_listener_enabled(node):
                 continue
             for sample in node.series_samples(spec.series):
                 labels = dict(sample.labels)

@@ -114,6 +114,7 @@ class _ClusterMemory:
     last_failover_at: float | None = None
     # node -> recent (applied offset, committed offset) pairs, newest last
     offsets: Mapping[str, tuple[tuple[float, float], ...]] = field(default_factory=lambda: MappingProxyType({}))
+    states: Mapping[str, Lifecycle] = field(default_factory=lambda: MappingProxyType({}))  # last lifecycle
 
 
 @dataclass(frozen=True)
@@ -184,16 +185,26 @@ def _is_broker(node: NodeSnapshot) -> bool:
     return node.role is Role.UNKNOWN
 
 
-def _lifecycle(node: NodeSnapshot, registration: float | None, mode: Mode | None) -> tuple[Lifecycle, str]:
+def _lifecycle(
+    node: NodeSnapshot, registration: float | None, mode: Mode | None, previous: Lifecycle | None
+) -> tuple[Lifecycle, str]:
     controller_says = REGISTRATION_STATES.get(registration) if registration is not None else None
+    if not node.up and previous is Lifecycle.SHUTDOWN:
+        # After a controlled shutdown the controller fences the departed broker; that is the expected
+        # end of a shutdown, not a fencing incident, until the process comes back.
+        return Lifecycle.SHUTDOWN, f"after controlled shutdown; JMX: {node.error}"
     if not node.up:
         if controller_says in (Lifecycle.FENCED, Lifecycle.SHUTDOWN, Lifecycle.INITIAL):
             # The quorum's view is the truth about the broker; our failed read is secondary evidence.
             return controller_says, f"controller registration state {controller_says}; JMX: {node.error}"
         return Lifecycle.UNREACHABLE, f"JMX: {node.error}"
+    broker_state = node.value("kafka_broker_state")
+    if broker_state in (6.0, 7.0):
+        # The broker knows it is shutting down before the controller's registration says so.
+        name = BROKER_STATE_NAMES[broker_state]
+        return Lifecycle.SHUTDOWN, f"BrokerState={name}"
     if controller_says is not None:
         return controller_says, f"controller BrokerRegistrationState={registration:g}"
-    broker_state = node.value("kafka_broker_state")
     if broker_state is None:
         return Lifecycle.INITIAL, "no BrokerState yet"
     name = BROKER_STATE_NAMES.get(broker_state, f"{broker_state:g}")
@@ -296,7 +307,7 @@ def evaluate_cluster(
                 or (lag_seconds is not None and lag_seconds >= thresholds.metadata_stale_seconds)
                 or (lag_records is not None and lag_records >= thresholds.metadata_stale_records)
             )
-        state, evidence = _lifecycle(node, _registration(active, node), mode)
+        state, evidence = _lifecycle(node, _registration(active, node), mode, memory.states.get(node.node))
         queue = node.value("kafka_control_plane_request_queue_size") if node.up else None
         queue_ratio = queue / CONTROL_PLANE_QUEUE_CAPACITY if queue is not None else None
         idle = (
@@ -336,8 +347,13 @@ def evaluate_cluster(
             )
         )
     known = {node.node for node in cluster.nodes}
-    memory = replace(memory, offsets=MappingProxyType({k: v for k, v in offsets.items() if k in known}))
-    health = ClusterHealth(cluster.name, mode, controller, tuple(_infer_fenced(cluster, active, brokers)), now)
+    final = tuple(_infer_fenced(cluster, active, brokers))
+    memory = replace(
+        memory,
+        offsets=MappingProxyType({k: v for k, v in offsets.items() if k in known}),
+        states=MappingProxyType({b.node: b.state for b in final}),
+    )
+    health = ClusterHealth(cluster.name, mode, controller, final, now)
     return health, memory
 
 

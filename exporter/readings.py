@@ -44,6 +44,10 @@ def _labels(spec_labels: Mapping[str, str], keys: Mapping[str, str]) -> LabelPai
     return tuple(sorted((label, keys.get(key, "")) for key, label in spec_labels.items()))
 
 
+LISTENER_EVIDENCE = "kafka_control_plane_request_queue_size"
+LISTENER_SERIES = frozenset(spec.series for spec in CATALOG if spec.needs_control_plane_listener)
+
+
 def samples_from_readings(readings: Iterable[RawReading]) -> tuple[Sample, ...]:
     """Map what one node returned to catalogue samples.
 
@@ -84,6 +88,10 @@ def samples_from_readings(readings: Iterable[RawReading]) -> tuple[Sample, ...]:
                 if number is not None:
                     key = (spec.series, labels)
                     totals[key] = totals.get(key, 0.0) + number * spec.scale
+    if not any(series == LISTENER_EVIDENCE for series, _ in totals):
+        # Without `control.plane.listener.name` Kafka still registers the SocketServer ControlPlane* gauges
+        # (NaN idle, 0 expired) but no control-plane queue (KIP-291): those values describe nothing.
+        totals = {key: value for key, value in totals.items() if key[0] not in LISTENER_SERIES}
     samples = [Sample(series, labels, value) for (series, labels), value in totals.items()]
     for (series, labels), parts in summaries.items():
         samples.append(Sample(series, labels, parts["count"], tuple(parts.items())))

@@ -30,7 +30,7 @@ def test_metrics_is_a_plain_route_with_content_negotiation() -> None:
 
 
 def test_snapshot_json_round_trips() -> None:
-    http, state = client()
+    http, _ = client()
     document = http.get("/api/v1/snapshot").json()
     assert snapshot_to_dict(snapshot_from_dict(document)) == document
     zk = next(c for c in document["clusters"] if c["name"] == "zk")

@@ -64,7 +64,7 @@ def test_missing_password_variable_is_reported(tmp_path: Path, monkeypatch: pyte
 
 def test_plain_text_basic_auth_password_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CTLPLANE_TEST_PASSWORD", "x")
-    with pytest.raises(ConfigError, match="http.basic_auth_users"):
+    with pytest.raises(ConfigError, match=r"http\.basic_auth_users"):
         text = GOOD.replace("port: 18309}", "port: 18309, basic_auth_users: {prometheus: hunter2}}")
         load_settings(write(tmp_path, text))
 

@@ -34,8 +34,6 @@ def sample_fleet() -> FleetSnapshot:
             {
                 "kafka_broker_state": 3.0,
                 "kafka_controller_active": 0.0,
-                # registered even without the listener, NaN there (KIP-291): must not be exported
-                "kafka_control_plane_network_processor_idle_ratio": float("nan"),
             },
             cluster="zk",
             mode=Mode.ZOOKEEPER,

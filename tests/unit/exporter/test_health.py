@@ -234,3 +234,19 @@ def test_controllers_are_not_listed_as_brokers_but_combined_nodes_are() -> None:
     cluster, _ = _health(kraft_controller("c9", 9, active=False), combined)
     assert [b.node for b in cluster.brokers] == ["n1"]
     assert find_active_controller(fleet(combined).clusters[0]) is not None
+
+
+def test_controlled_shutdown_stays_shutdown_when_the_controller_then_fences_the_departed_broker() -> None:
+    memory = HealthMemory()
+    steps = [
+        (kraft_broker("b1", 101), 30, Lifecycle.ACTIVE),
+        (kraft_broker("b1", 101, broker_state=6), 30, Lifecycle.SHUTDOWN),  # broker knows first
+        (kraft_broker("b1", 101, broker_state=7), 20, Lifecycle.SHUTDOWN),
+        (kraft_broker("b1", 101, up=False), 10, Lifecycle.SHUTDOWN),  # gone: fenced, but no FENCED page
+        (kraft_broker("b1", 101, broker_state=3), 30, Lifecycle.ACTIVE),  # restarted
+        (kraft_broker("b1", 101, up=False), 10, Lifecycle.FENCED),  # a crash is a fencing
+    ]
+    for at, (broker, registration, expected) in enumerate(steps):
+        controller = kraft_controller("c1", 1, active=True, registrations={101: registration})
+        cluster, memory = _health(controller, broker, memory=memory, at=float(at))
+        assert cluster.brokers[0].state is expected, f"step {at}"

@@ -111,3 +111,15 @@ def test_mode_and_role_come_from_what_the_node_exposes(samples: list[Sample], mo
 def test_node_id_and_version_come_from_app_info() -> None:
     identity = identify([Sample("kafka_node_info", (("node_id", "3"), ("version", "3.9.2")), 1.0)])
     assert (identity.node_id, identity.version) == (3, "3.9.2")
+
+
+def test_control_plane_gauges_kafka_registers_without_the_listener_are_dropped() -> None:
+    socket_server = "kafka.network:type=SocketServer,name=ControlPlaneNetworkProcessorAvgIdlePercent"
+    queue = "kafka.network:type=RequestChannel,name=ControlPlaneRequestQueueSize"
+    idle = RawReading(socket_server, socket_server, {}, {"Value": float("nan")})
+    assert samples_from_readings([idle]) == ()
+    with_listener = samples_from_readings([idle, RawReading(queue, queue, {}, {"Value": 0.0})])
+    assert {s.series for s in with_listener} == {
+        "kafka_control_plane_network_processor_idle_ratio",
+        "kafka_control_plane_request_queue_size",
+    }

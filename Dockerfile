@@ -1,0 +1,27 @@
+# ctlplane: the exporter (+ dashboard) in one image. Build: docker build -t ctlplane .
+# Run:   docker run -p 18309:18309 -v $PWD/ctlplane.yaml:/etc/ctlplane.yaml:ro ctlplane run --config /etc/ctlplane.yaml
+
+FROM python:3.11-slim-bookworm AS build
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY exporter exporter
+COPY ctlplane ctlplane
+COPY demo demo
+COPY dashboard dashboard
+COPY pipeline pipeline
+RUN pip wheel --no-cache-dir --wheel-dir /wheels ".[dashboard]"
+
+FROM python:3.11-slim-bookworm
+# JPype needs a JVM in-process for the persistent JMX connectors; a headless JRE is enough.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends openjdk-17-jre-headless=17.* \
+    && rm -rf /var/lib/apt/lists/*
+COPY --from=build /wheels /wheels
+RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels \
+    && useradd --system --uid 10001 --home-dir /nonexistent --shell /usr/sbin/nologin ctlplane
+USER 10001
+EXPOSE 18309
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+    CMD ["python", "-c", "import urllib.request,sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:18309/healthz', timeout=4).status != 200)"]
+ENTRYPOINT ["ctlplane"]
+CMD ["run", "--config", "/etc/ctlplane.yaml"]

@@ -1,0 +1,49 @@
+# The only entry points: run, test, lint, bench (CI runs `make test` through .ci/run).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+INSTALLED := $(VENV)/.installed
+CONFIG ?=
+
+.PHONY: run test lint bench jars system-deps-run system-deps-test unit clean
+
+$(INSTALLED): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e ".[dev,dashboard,pipeline]"
+	touch $@
+
+system-deps-run:
+	tools/install-system-deps.sh run
+
+system-deps-test:
+	tools/install-system-deps.sh test
+
+jars: $(INSTALLED) system-deps-run
+	$(BIN)/python -m ctlplane.localkafka jars
+
+# Exporter + dashboard. Without CONFIG=file.yaml it starts local real Kafka clusters and watches them.
+run: $(INSTALLED) jars
+	$(BIN)/ctlplane run $(if $(CONFIG),--config $(CONFIG),)
+
+lint: $(INSTALLED) system-deps-test
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy exporter ctlplane demo dashboard pipeline tools bench
+	$(BIN)/lint-imports
+	$(BIN)/hadolint Dockerfile
+	alerts/check.sh
+
+unit: $(INSTALLED)
+	$(BIN)/pytest -q tests/unit
+
+test: $(INSTALLED) system-deps-test jars lint
+	$(BIN)/pytest -q --durations=15 tests
+
+bench: $(INSTALLED) jars
+	$(BIN)/python bench/scrape_cost.py
+	$(BIN)/python bench/fleet.py
+	$(BIN)/python bench/pipeline.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

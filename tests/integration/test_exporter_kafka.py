@@ -1,0 +1,183 @@
+"""The exporter against real Kafka: every series a mode defines, sane values, failures as values."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from ctlplane.localkafka import KafkaCluster, free_port
+from exporter.catalog import CATALOG, Mode, Role, SeriesType
+from exporter.health import Lifecycle
+from exporter.model import ClusterSnapshot
+from tests.integration.watch import Watch
+
+ZK_ONLY_ON_ACTIVE_CONTROLLER = {"kafka_controller_channel_queue_size"}  # per-broker queues of the active one
+# Series that exist only once the matching traffic happened (no AlterPartition on an idle cluster, ...).
+TRAFFIC_DEPENDENT = {"kafka_requests_total"}
+
+
+def _release(version: str) -> tuple[int, int]:
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
+
+
+def expected_series(mode: Mode, version: str, *, listener: bool) -> set[str]:
+    release = _release(version)
+    names = set()
+    for spec in CATALOG:
+        if mode not in spec.modes or spec.series == "ctlplane_simulated_info":
+            continue
+        if _release(spec.since) > release or (spec.until and _release(spec.until) < release):
+            continue
+        if spec.needs_control_plane_listener and not listener:
+            continue
+        names.add(spec.series)
+    return names - TRAFFIC_DEPENDENT
+
+
+def present(cluster: ClusterSnapshot) -> set[str]:
+    return {sample.series for node in cluster.nodes for sample in node.samples}
+
+
+def assert_sane(cluster: ClusterSnapshot) -> None:
+    for node in cluster.nodes:
+        for sample in node.samples:
+            spec = next(s for s in CATALOG if s.series == sample.series)
+            if sample.series.endswith("_ratio"):
+                assert 0.0 <= sample.value <= 1.0 or math.isnan(sample.value), (node.node, sample)
+            if sample.series.endswith(("_queue_size", "_total", "_seconds")) and spec.type is not SeriesType.INFO:
+                # NaN is Kafka's "no sample in the window" (e.g. commit latency on a follower)
+                assert sample.value >= 0 or math.isnan(sample.value), (node.node, sample)
+
+
+@pytest.fixture(scope="module")
+def zk_watch(zk_cluster: KafkaCluster, zk_cluster_no_listener: KafkaCluster) -> Watch:
+    watch = Watch(zk_cluster, zk_cluster_no_listener)
+    watch.until(lambda o: all(n.up for n in o.snapshot.nodes()), 60, "all ZooKeeper-mode brokers read")
+    return watch
+
+
+def test_zookeeper_cluster_with_listener_serves_every_series_its_mode_defines(zk_watch: Watch) -> None:
+    observation = zk_watch.until(
+        lambda o: o.health.cluster("zk-3.9").active_controllers == 1,  # type: ignore[union-attr]
+        60,
+        "one active controller",
+    )
+    snapshot, health = zk_watch.cluster("zk-3.9")
+    assert snapshot.mode is Mode.ZOOKEEPER
+    assert {n.role for n in snapshot.nodes} == {Role.BROKER}
+    assert {n.version for n in snapshot.nodes} == {"3.9.2"} and {n.node_id for n in snapshot.nodes} == {1, 2, 3}
+    missing = expected_series(Mode.ZOOKEEPER, "3.9.2", listener=True) - present(snapshot)
+    assert not missing, f"series the mode defines but the cluster does not serve: {sorted(missing)}"
+    for node in snapshot.nodes:
+        per_node = expected_series(Mode.ZOOKEEPER, "3.9.2", listener=True) - ZK_ONLY_ON_ACTIVE_CONTROLLER
+        assert not per_node - {s.series for s in node.samples}, node.node
+    assert_sane(snapshot)
+    assert health.active_controllers == 1 and health.controller.node is not None
+    assert [b.state for b in health.brokers] == [Lifecycle.ACTIVE] * 3
+    assert all(b.control_plane_listener for b in health.brokers)
+    assert observation.snapshot.sequence >= 1
+
+
+def test_zookeeper_cluster_without_listener_reports_it_not_configured(zk_watch: Watch) -> None:
+    zk_watch.scrape()
+    snapshot, health = zk_watch.cluster("zk-3.9-nolistener")
+    assert not {s for s in present(snapshot) if s.startswith("kafka_control_plane_")}
+    assert [b.control_plane_listener for b in health.brokers] == [False]
+    missing = expected_series(Mode.ZOOKEEPER, "3.9.2", listener=False) - present(snapshot)
+    assert not missing, sorted(missing)
+
+
+def test_kraft_cluster_serves_every_series_its_mode_defines(kraft_cluster: KafkaCluster) -> None:
+    watch = Watch(kraft_cluster)
+    watch.until(
+        lambda o: all(n.up for n in o.snapshot.nodes()) and o.health.clusters[0].active_controllers == 1,
+        90,
+        "KRaft nodes read, one active controller",
+    )
+    snapshot, health = watch.cluster("kraft-4.3")
+    assert snapshot.mode is Mode.KRAFT
+    roles = {n.node: n.role for n in snapshot.nodes}
+    assert roles == {node.name: Role(node.roles[0]) for node in kraft_cluster.nodes}
+    missing = expected_series(Mode.KRAFT, "4.3.1", listener=False) - present(snapshot)
+    assert not missing, sorted(missing)
+    assert not {s for s in present(snapshot) if s.startswith("kafka_control_plane_")}
+    assert_sane(snapshot)
+    active = health.controller
+    leaders = {n.value("kafka_raft_current_leader") for n in snapshot.nodes}
+    assert leaders == {float(active.node_id)}, "raft current-leader agrees with ActiveControllerCount"  # type: ignore[arg-type]
+    assert active.node in {c.name for c in kraft_cluster.controllers()}
+    assert {b.node for b in health.brokers} == {b.name for b in kraft_cluster.brokers()}
+    assert all(b.metadata_lag_records is not None and b.metadata_lag_records >= 0 for b in health.brokers)
+    assert all(b.state is Lifecycle.ACTIVE for b in health.brokers), health.brokers
+    watch.close()
+
+
+def test_a_stalled_broker_is_down_within_the_timeout_and_the_others_keep_updating(
+    zk_watch: Watch, zk_cluster: KafkaCluster
+) -> None:
+    victim = zk_cluster.brokers()[-1]
+    victim.pause()
+    try:
+        observation = zk_watch.until(
+            lambda o: not next(n for n in o.snapshot.nodes() if n.node == victim.name).up, 20, "stalled broker down"
+        )
+        assert observation.snapshot.round_duration_seconds < 3.0 + 1.5, "a stalled node must not stall the round"
+        others = [n for n in observation.snapshot.nodes() if n.node != victim.name]
+        assert all(n.up for n in others)
+        before = {n.node: n.value("kafka_request_handler_idle_ratio") for n in others}
+        after = zk_watch.scrape()
+        assert after.snapshot.sequence == observation.snapshot.sequence + 1
+        assert all(n.up for n in after.snapshot.nodes() if n.node != victim.name), before
+    finally:
+        victim.resume()
+    zk_watch.until(lambda o: all(n.up for n in o.snapshot.nodes()), 30, "stalled broker back after SIGCONT")
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is installed by `make test`")
+def test_ctlplane_run_serves_both_real_clusters_on_metrics(
+    zk_cluster: KafkaCluster, kraft_cluster: KafkaCluster, tmp_path: Path
+) -> None:
+    port = free_port()
+    nodes = "\n".join(
+        f"  - name: {c.name}\n    nodes:\n"
+        + "\n".join(f"      - {{address: '127.0.0.1:{n.jmx_port}', name: {n.name}}}" for n in c.nodes)
+        for c in (zk_cluster, kraft_cluster)
+    )
+    config = tmp_path / "ctlplane.yaml"
+    config.write_text(
+        f"clusters:\n{nodes}\nscrape: {{interval_seconds: 2, timeout_seconds: 1.5}}\nhttp: {{port: {port}}}\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ctlplane.cli", "run", "--config", str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        wanted = [f'kafka_cluster_active_controllers{{cluster="{c}"}} 1.0' for c in ("zk-3.9", "kraft-4.3")]
+        deadline = time.monotonic() + 90
+        text = ""
+        while not all(line in text for line in wanted):
+            assert process.poll() is None, process.stdout.read().decode()  # type: ignore[union-attr]
+            assert time.monotonic() < deadline, f"no single active controller per cluster on /metrics:\n{text}"
+            time.sleep(1)
+            try:
+                body = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).content
+            except httpx.HTTPError:
+                continue
+            text = body.decode()
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200
+        check = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True, check=False)
+        assert check.returncode == 0, check.stdout.decode() + check.stderr.decode()
+        assert 'kafka_control_plane_request_queue_size{cluster="zk-3.9"' in text
+        assert 'kafka_broker_last_applied_record_offset{cluster="kraft-4.3"' in text
+    finally:
+        process.terminate()
+        process.wait(timeout=20)

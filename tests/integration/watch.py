@@ -1,0 +1,75 @@
+"""Watch a real cluster through the real exporter path: JPype JMX client -> Scraper -> ExporterState."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from ctlplane.localkafka import KafkaCluster
+from exporter.catalog import Role
+from exporter.health import ClusterHealth, Thresholds
+from exporter.jmx.base import Endpoint
+from exporter.jmx.jpype_client import JPypeJmxClient
+from exporter.model import ClusterSnapshot
+from exporter.scraper import Scraper, Target
+from exporter.state import ExporterState, Observation
+
+_CLIENT: JPypeJmxClient | None = None
+
+
+def shared_client() -> JPypeJmxClient:
+    """One JPype client (one JVM) for the whole test process; RMI timeouts of 1 s."""
+    global _CLIENT
+    if _CLIENT is None:
+        _CLIENT = JPypeJmxClient(timeout_seconds=1.0)
+    return _CLIENT
+
+
+def targets_of(*clusters: KafkaCluster) -> list[Target]:
+    return [
+        Target(
+            cluster.name,
+            node.name,
+            Endpoint("127.0.0.1", node.jmx_port),
+            Role.COMBINED if len(node.roles) > 1 else Role(node.roles[0]),
+        )
+        for cluster in clusters
+        for node in cluster.nodes
+    ]
+
+
+class Watch:
+    def __init__(self, *clusters: KafkaCluster, timeout: float = 3.0, thresholds: Thresholds | None = None) -> None:
+        self.scraper = Scraper(
+            targets_of(*clusters), shared_client(), interval_seconds=1.0, timeout_seconds=timeout, workers=8
+        )
+        self.state = ExporterState(self.scraper.latest(), thresholds or Thresholds())
+        self.scraper.subscribe(self.state.observe)
+
+    def scrape(self) -> Observation:
+        self.scraper.scrape_once()
+        return self.state.current()
+
+    def until(
+        self, predicate: Callable[[Observation], bool], timeout: float, what: str, pause: float = 0.5
+    ) -> Observation:
+        """Scrape until `predicate` holds; fail naming `what` and the last health seen."""
+        deadline = time.monotonic() + timeout
+        while True:
+            observation = self.scrape()
+            if predicate(observation):
+                return observation
+            if time.monotonic() > deadline:
+                raise AssertionError(f"not within {timeout:g}s: {what}; last health: {observation.health}")
+            time.sleep(pause)
+
+    def cluster(self, name: str) -> tuple[ClusterSnapshot, ClusterHealth]:
+        observation = self.state.current()
+        snapshot = observation.snapshot.cluster(name)
+        health = observation.health.cluster(name)
+        assert snapshot is not None and health is not None
+        return snapshot, health
+
+    def close(self) -> None:
+        # the shared client stays open for the next watcher; only the pool goes
+        self.scraper._pool.shutdown(wait=False, cancel_futures=True)

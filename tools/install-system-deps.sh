@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Install the Debian packages ctlplane needs, only those missing. Usage: install-system-deps.sh run|test
+#   run:  a JDK (JPype's JVM and the local Kafka clusters) and Maven (fetches the Kafka jars)
+#   test: the above plus Prometheus, Alertmanager (promtool, amtool) and Chromium for the browser tests
+set -euo pipefail
+want=(java:openjdk-17-jdk-headless mvn:maven)
+if [ "${1:-run}" = test ]; then
+  want+=(promtool:prometheus amtool:prometheus-alertmanager prometheus-alertmanager:prometheus-alertmanager
+         chromium:chromium)
+fi
+missing=()
+for pair in "${want[@]}"; do
+  command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+if [ "$(id -u)" -ne 0 ]; then
+  echo "missing system packages: ${missing[*]} (run as root, or: sudo apt-get install ${missing[*]})" >&2
+  exit 1
+fi
+echo "installing: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
