@@ -1,0 +1,113 @@
+"""End to end: a real KRaft broker stops -> PagerDuty Events v2 `trigger`; it resumes -> `resolve`.
+
+Real Kafka 4.3 (the session fixture), ctlplane, Prometheus 2.42 and Alertmanager 0.25 from Debian, the
+shipped rules and routing, and a local HTTP receiver in PagerDuty's place. Scrape and evaluation run at
+the shipped 15 s, so the printed fault-to-page time is the figure an operator would see (target <= 90 s;
+asserted only against a generous bound).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ctlplane.localkafka import KafkaCluster
+from tests.e2e.paging_stack import ROUTING_KEYS, Event, PagingStack, ScrapeTarget
+
+# kraft_cluster: the session fixture of tests/integration/conftest.py, re-exported by tests/e2e/conftest.py.
+
+pytestmark = pytest.mark.kafka
+
+# Generous bounds: the expected figures are ~80-120 s to page and ~30-90 s to resolve (15 s scrape,
+# 15 s evaluation, `for: 1m`, group_wait 10 s, group_interval 1m), on 2 shared cores.
+PAGE_DEADLINE_SECONDS = 300
+RESOLVE_DEADLINE_SECONDS = 300
+
+
+@pytest.fixture
+def paging(tmp_path: Path, kraft_cluster: KafkaCluster) -> Iterator[PagingStack]:
+    stack = PagingStack(tmp_path / "paging")
+    try:
+        role: dict[tuple[str, ...], str] = {("broker",): "broker", ("controller",): "controller"}
+        stack.start(
+            [
+                ScrapeTarget(
+                    kraft_cluster.name,
+                    [(n.name, n.jmx_port, role.get(n.roles, "combined")) for n in kraft_cluster.nodes],
+                )
+            ]
+        )
+        yield stack
+    finally:
+        stack.close()
+
+
+def _healthy(stack: PagingStack, cluster: str, broker: str) -> bool:
+    selector = f'cluster="{cluster}",node="{broker}",state="ACTIVE"'
+    active = stack.query(f"kafka_broker_lifecycle_state{{{selector}}} == 1")
+    controllers = stack.query(f'kafka_cluster_active_controllers{{cluster="{cluster}"}} == 1')
+    return bool(active) and bool(controllers)
+
+
+def _is_page_for(event: Event, alertname: str, action: str) -> bool:
+    return event.action == action and event.payload.get("class") == alertname
+
+
+def test_paused_broker_pages_and_resolves(
+    paging: PagingStack, kraft_cluster: KafkaCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster = kraft_cluster.name
+    broker = kraft_cluster.node("broker-1")
+    deadline = time.monotonic() + 180
+    while not _healthy(paging, cluster, broker.name):
+        assert time.monotonic() < deadline, "Prometheus never saw a healthy cluster:\n" + paging.log("ctlplane")
+        time.sleep(1)
+    baseline = len(paging.receiver.snapshot())
+    assert not [e for e in paging.receiver.snapshot() if e.action == "trigger"], "pages on a healthy cluster"
+
+    fault_at = time.monotonic()
+    broker.pause()  # SIGSTOP: no heartbeats, no JMX answers; the controller fences it after 6 s
+    try:
+        trigger = paging.receiver.wait_for(
+            lambda e: _is_page_for(e, "KafkaBrokerFenced", "trigger"), PAGE_DEADLINE_SECONDS, after=baseline
+        )
+    finally:
+        broker.resume()
+    resumed_at = time.monotonic()
+    page_seconds = trigger.received_at - fault_at
+
+    body, payload = trigger.body, trigger.payload
+    assert body["routing_key"] == ROUTING_KEYS["pagerduty-critical"]
+    assert payload["severity"] == "critical"
+    assert payload["summary"] == f"Kafka broker {broker.name} in cluster {cluster} is fenced"
+    assert payload["source"] == f"kafka cluster {cluster}"
+    assert payload["component"] == broker.name
+    assert payload["group"] == cluster
+    assert re.fullmatch(r"[0-9a-f]{64}", trigger.dedup_key), trigger.dedup_key
+    assert body["links"][0]["href"].endswith("alerts/runbooks/KafkaBrokerFenced.md")
+    assert f"fenced broker {broker.name}" in payload["custom_details"]["firing"]
+    # One fault, one page: nothing else (unreachable, stale metadata, exporter) triggered with it.
+    triggers = [e for e in paging.receiver.snapshot()[baseline:] if e.action == "trigger"]
+    assert [e.payload.get("class") for e in triggers] == ["KafkaBrokerFenced"]
+
+    resolve = paging.receiver.wait_for(
+        lambda e: e.action == "resolve" and e.dedup_key == trigger.dedup_key,
+        RESOLVE_DEADLINE_SECONDS,
+        after=baseline,
+    )
+    resolve_seconds = resolve.received_at - resumed_at
+    assert resolve.body["routing_key"] == ROUTING_KEYS["pagerduty-critical"]
+    assert resolve.payload["severity"] == "critical"
+    assert broker.name in resolve.payload["summary"]
+
+    with capsys.disabled():
+        sys.stdout.write(
+            f"\n[paging e2e] {cluster}/{broker.name} SIGSTOP -> KafkaBrokerFenced trigger: {page_seconds:.1f} s; "
+            f"SIGCONT -> resolve: {resolve_seconds:.1f} s (scrape/eval {paging.interval_seconds:g} s, shipped rules)\n"
+        )
+    assert page_seconds < PAGE_DEADLINE_SECONDS
