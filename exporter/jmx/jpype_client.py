@@ -20,6 +20,9 @@ from exporter.model import MBeanQuery, RawReading
 # Re-resolve MBean names this often: MBeans such as ControllerChannelManager's per-broker queues or
 # the controller's per-broker registration state appear and disappear as brokers come and go.
 RESOLVE_TTL_SECONDS = 60.0
+# A pattern that matched nothing is retried sooner: a starting broker registers some MBeans (app-info,
+# the controller's) only at the end of its start-up.
+RESOLVE_EMPTY_TTL_SECONDS = 10.0
 
 _jvm_lock = threading.Lock()
 log = logging.getLogger(__name__)
@@ -96,7 +99,8 @@ class _Connection:
 
     def _resolve(self, query: MBeanQuery, now: float) -> list[tuple[Any, str, dict[str, str]]]:
         cached = self.resolved.get(query)
-        if cached is not None and now - cached.at < RESOLVE_TTL_SECONDS:
+        ttl = RESOLVE_TTL_SECONDS if cached is not None and cached.names else RESOLVE_EMPTY_TTL_SECONDS
+        if cached is not None and now - cached.at < ttl:
             return cached.names
         from javax.management import ObjectName
 

@@ -60,7 +60,8 @@ def assert_sane(cluster: ClusterSnapshot) -> None:
 @pytest.fixture(scope="module")
 def zk_watch(zk_cluster: KafkaCluster, zk_cluster_no_listener: KafkaCluster) -> Watch:
     watch = Watch(zk_cluster, zk_cluster_no_listener)
-    watch.until(lambda o: all(n.up for n in o.snapshot.nodes()), 60, "all ZooKeeper-mode brokers read")
+    # a broker restarted by an earlier test registers app-info only at the end of its start-up
+    watch.until(lambda o: all(n.up and n.version for n in o.snapshot.nodes()), 60, "all ZooKeeper-mode brokers read")
     return watch
 
 

@@ -62,6 +62,7 @@ def kraft_controller(
     at: float = 1000.0,
     up: bool = True,
     cluster: str = "c1",
+    heartbeat_timeouts: float | None = None,
 ) -> NodeSnapshot:
     values: dict[str | tuple[str, tuple[tuple[str, str], ...]], float] = {
         "kafka_controller_active": 1.0 if active else 0.0,
@@ -70,6 +71,8 @@ def kraft_controller(
         "kafka_controller_last_applied_record_offset": committed,
         "kafka_controller_fenced_brokers": fenced,
     }
+    if heartbeat_timeouts is not None:
+        values["kafka_controller_timed_out_broker_heartbeats_total"] = heartbeat_timeouts
     for broker, state in (registrations or {}).items():
         values[("kafka_controller_broker_registration_state", (("broker", str(broker)),))] = state
     return node(name, values, role=Role.CONTROLLER, node_id=node_id, at=at, up=up, cluster=cluster)

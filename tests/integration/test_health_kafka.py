@@ -1,0 +1,183 @@
+"""Health faults on real clusters: fencing, controller failover, controlled shutdown, stale metadata."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from ctlplane.localkafka import KafkaCluster
+from exporter.health import Lifecycle, Thresholds
+from exporter.state import Observation
+from tests.integration.watch import Watch
+
+INTERVAL = 1.0  # Watch.until scrapes about once a second (plus the round itself)
+
+
+def _cluster(o: Observation, name: str):  # type: ignore[no-untyped-def]
+    health = o.health.cluster(name)
+    assert health is not None
+    return health
+
+
+@pytest.fixture(scope="module")
+def kraft(kraft_cluster: KafkaCluster) -> Watch:
+    watch = Watch(kraft_cluster, timeout=2.0, thresholds=Thresholds(metadata_stale_seconds=5.0))
+    watch.until(
+        lambda o: (
+            all(n.up for n in o.snapshot.nodes())
+            and all(b.state is Lifecycle.ACTIVE for b in _cluster(o, "kraft-4.3").brokers)
+            and _cluster(o, "kraft-4.3").active_controllers == 1
+        ),
+        120,
+        "healthy KRaft cluster",
+    )
+    return watch
+
+
+def _state(o: Observation, broker: str) -> Lifecycle:
+    b = _cluster(o, "kraft-4.3").broker(broker)
+    assert b is not None
+    return b.state
+
+
+def test_stalled_kraft_broker_is_fenced_then_active_again(kraft: Watch, kraft_cluster: KafkaCluster) -> None:
+    victim = kraft_cluster.brokers()[0]
+    victim.pause()
+    try:
+        # broker.session.timeout.ms (6 s) + two scrape intervals, with room for a loaded machine
+        fenced = kraft.until(
+            lambda o: _state(o, victim.name) is Lifecycle.FENCED, 6 + 2 * INTERVAL + 20, "stalled broker FENCED"
+        )
+        broker = _cluster(fenced, "kraft-4.3").broker(victim.name)
+        assert broker is not None and not broker.up and "FENCED" in broker.evidence
+        other = next(b for b in kraft_cluster.brokers() if b is not victim)
+        assert _state(fenced, other.name) is Lifecycle.ACTIVE
+    finally:
+        victim.resume()
+    kraft.until(lambda o: _state(o, victim.name) is Lifecycle.ACTIVE, 60, "resumed broker ACTIVE")
+
+
+def test_stalled_active_controller_fails_over_once(kraft: Watch, kraft_cluster: KafkaCluster) -> None:
+    start = kraft.until(lambda o: _cluster(o, "kraft-4.3").active_controllers == 1, 30, "one active controller")
+    before = _cluster(start, "kraft-4.3").controller
+    old = kraft_cluster.node(before.node)  # type: ignore[arg-type]
+    old.pause()
+    try:
+        moved = kraft.until(
+            lambda o: _cluster(o, "kraft-4.3").controller.node not in (None, old.name), 60, "a new active controller"
+        )
+        after = _cluster(moved, "kraft-4.3").controller
+        assert after.failovers_total == before.failovers_total + 1
+        assert after.epoch is not None and before.epoch is not None and after.epoch > before.epoch
+        # observers (brokers) learn the new leader a moment later; they must converge on the same node
+        kraft.until(
+            lambda o: (
+                {n.value("kafka_raft_current_leader") for n in o.snapshot.nodes() if n.up} == {float(after.node_id)}
+            ),  # type: ignore[arg-type]
+            30,
+            "raft current-leader agrees with the new active controller on every reachable node",
+        )
+    finally:
+        old.resume()
+    # the resumed old leader learns the new epoch: no second failover, exactly one claimant again
+    settled = kraft.until(
+        lambda o: all(n.up for n in o.snapshot.nodes()) and _cluster(o, "kraft-4.3").active_controllers == 1,
+        60,
+        "quorum settled",
+    )
+    for _ in range(5):
+        settled = kraft.scrape()
+    assert _cluster(settled, "kraft-4.3").controller.failovers_total == before.failovers_total + 1
+    assert _cluster(settled, "kraft-4.3").controller.node == after.node
+
+
+def test_controlled_shutdown_is_shutdown_not_fenced(kraft: Watch, kraft_cluster: KafkaCluster) -> None:
+    victim = kraft_cluster.brokers()[-1]
+    seen: list[Lifecycle] = []
+    stopping = threading.Event()
+
+    def watch_while_stopping() -> None:
+        while not stopping.is_set():
+            seen.append(_state(kraft.scrape(), victim.name))
+            time.sleep(0.2)
+
+    watcher = threading.Thread(target=watch_while_stopping)
+    watcher.start()
+    try:
+        victim.stop()  # SIGTERM: controlled shutdown; returns once the process has exited
+    finally:
+        stopping.set()
+        watcher.join()
+    try:
+        for _ in range(10):  # past broker.session.timeout.ms: the controller fences the departed broker
+            seen.append(_state(kraft.scrape(), victim.name))
+            time.sleep(0.5)
+        assert Lifecycle.SHUTDOWN in seen, seen
+        after = seen[seen.index(Lifecycle.SHUTDOWN) :]
+        assert set(after) == {Lifecycle.SHUTDOWN}, f"after the shutdown began: {after}"
+    finally:
+        victim.start()
+    kraft.until(lambda o: _state(o, victim.name) is Lifecycle.ACTIVE, 90, "restarted broker ACTIVE")
+
+
+def test_metadata_goes_stale_without_a_quorum_and_fresh_after(kraft: Watch, kraft_cluster: KafkaCluster) -> None:
+    paused = kraft_cluster.controllers()[:2]  # 2 of 3 voters: no leader can commit
+    for controller in paused:
+        controller.pause()
+    broker = kraft_cluster.brokers()[0].name
+    try:
+        stale = kraft.until(
+            lambda o: (b := _cluster(o, "kraft-4.3").broker(broker)) is not None and b.stale,
+            60,
+            "broker metadata stale",
+        )
+        b = _cluster(stale, "kraft-4.3").broker(broker)
+        assert b is not None and b.metadata_lag_seconds is not None and b.metadata_lag_seconds >= 5.0
+    finally:
+        for controller in paused:
+            controller.resume()
+    kraft.until(
+        lambda o: (
+            (b := _cluster(o, "kraft-4.3").broker(broker)) is not None
+            and not b.stale
+            and b.metadata_lag_seconds is not None
+            and b.metadata_lag_seconds < 5.0
+        ),
+        90,
+        "metadata fresh again",
+    )
+
+
+def test_zookeeper_controller_moves_when_the_active_one_stops(zk_cluster: KafkaCluster) -> None:
+    watch = Watch(zk_cluster, timeout=2.0)
+    start = watch.until(
+        lambda o: _cluster(o, "zk-3.9").active_controllers == 1 and all(n.up for n in o.snapshot.nodes()),
+        60,
+        "one ZooKeeper-mode controller",
+    )
+    before = _cluster(start, "zk-3.9").controller
+    old = zk_cluster.node(before.node)  # type: ignore[arg-type]
+    old.stop()
+    try:
+        moved = watch.until(
+            lambda o: (
+                _cluster(o, "zk-3.9").controller.node not in (None, old.name)
+                and _cluster(o, "zk-3.9").active_controllers == 1
+            ),
+            60,
+            "a new ZooKeeper-mode controller",
+        )
+        assert _cluster(moved, "zk-3.9").controller.failovers_total == before.failovers_total + 1
+        assert _state_zk(moved, old.name) in (Lifecycle.SHUTDOWN, Lifecycle.UNREACHABLE)
+    finally:
+        old.start()
+    watch.until(lambda o: all(n.up for n in o.snapshot.nodes()), 60, "restarted broker read again")
+    watch.close()
+
+
+def _state_zk(o: Observation, broker: str) -> Lifecycle:
+    b = _cluster(o, "zk-3.9").broker(broker)
+    assert b is not None
+    return b.state
