@@ -10,7 +10,7 @@ CONFIG ?=
 $(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e ".[dev,dashboard,pipeline]"
+	$(BIN)/pip install -q -e ".[dev,dashboard,pipeline,bench]"
 	touch $@
 
 system-deps-run:
@@ -41,9 +41,9 @@ test: $(INSTALLED) system-deps-test jars lint
 	$(BIN)/pytest -q --durations=15 tests
 
 bench: $(INSTALLED) jars
-	$(BIN)/python bench/scrape_cost.py
-	$(BIN)/python bench/fleet.py
-	$(BIN)/python bench/pipeline.py
+	$(BIN)/python -m bench.scrape_cost
+	$(BIN)/python -m bench.fleet
+	$(BIN)/python -m bench.pipeline
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

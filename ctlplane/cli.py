@@ -113,6 +113,8 @@ def _local_settings(stack: ExitStack, workdir: Path | None) -> Settings:
                 for cluster in clusters
             ],
             "scrape": {"interval_seconds": 5, "timeout_seconds": 4},
+            # `make run` keeps history so `ctlplane pipeline ...` and the History page have data
+            "history": {"path": str(Path.cwd() / ".data" / "history"), "flush_seconds": 60},
         },
         "local fleet",
     )
@@ -126,6 +128,14 @@ def serve(settings: Settings) -> int:
 
     scraper = build_scraper(settings)
     state = build_state(settings, scraper)
+    writer = None
+    if settings.history is not None:
+        from exporter.history import HistoryWriter
+
+        history = settings.history
+        writer = HistoryWriter(history.path, history.flush_seconds, history.retention_days, history.max_bytes).start()
+        # listeners run in subscription order: state.current() is already this round's observation
+        scraper.subscribe(lambda _snapshot: writer.observe(state.current()))
     scraper.start()
     try:
         http = settings.http
@@ -153,6 +163,8 @@ def serve(settings: Settings) -> int:
         )
     finally:
         scraper.stop()
+        if writer is not None:
+            writer.close()  # after the scraper: the last round's rows are flushed
     return 0
 
 
@@ -230,6 +242,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo = sub.add_parser("demo", help="simulated Kafka clusters with fault scenarios, served by the exporter")
     add_demo_arguments(demo)
     demo.set_defaults(func=cmd_demo)
+    from pipeline.cli import add_subcommands as add_pipeline_subcommands
+
+    add_pipeline_subcommands(sub)
     check = sub.add_parser("check-config", help="validate a config file")
     check.add_argument("config", type=Path)
     check.set_defaults(func=cmd_check_config)
@@ -240,7 +255,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        result: int = args.func(args)
+        if getattr(args, "wants_settings", False):
+            # pipeline jobs take their thresholds and interval from the config when one is given
+            settings = load_settings(args.config) if args.config else None
+            result: int = args.func(
+                args, settings.health if settings else None, settings.scrape.interval_seconds if settings else None
+            )
+        else:
+            result = args.func(args)
         return result
     except ConfigError as exc:
         sys.stderr.write(f"error: {exc}\n")

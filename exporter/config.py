@@ -158,12 +158,22 @@ class HealthConfig(_Strict):
     window_seconds: float = Field(default=3600.0, gt=0, description="recent snapshots kept in memory")
 
 
+class HistoryConfig(_Strict):
+    """The Parquet archive of every snapshot (exporter/history.py) that the Spark pipeline reads."""
+
+    path: Path
+    flush_seconds: float = Field(default=60.0, gt=0)
+    retention_days: float | None = Field(default=30.0, gt=0)
+    max_bytes: int | None = Field(default=None, gt=0)
+
+
 class Settings(_Strict):
     clusters: list[ClusterConfig] = Field(min_length=1)
     jmx: JmxAuth = Field(default_factory=JmxAuth)
     scrape: ScrapeConfig = Field(default_factory=ScrapeConfig)
     http: HttpConfig = Field(default_factory=HttpConfig)
     health: HealthConfig = Field(default_factory=HealthConfig)
+    history: HistoryConfig | None = None  # off unless configured
 
     @model_validator(mode="after")
     def _unique_clusters(self) -> Settings:

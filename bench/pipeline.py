@@ -1,0 +1,194 @@
+"""Time the `episodes` and `sweep` jobs on Spark local[2] against the same episode SQL in DuckDB.
+
+    .venv/bin/python -m bench.pipeline --rows 10 50 --dir /tmp/ctlplane-bench
+
+(As a module: run as a script, bench/ would come first on sys.path and this file would shadow `pipeline`.)
+
+Generates an archive in the exporter's own layout (exporter.history.write_partitioned): 20 clusters x
+6 nodes x 5 series every 15 s with deterministic faults, then times each engine reading that Parquet
+and writing its result as Parquet. DuckDB is a bench-only dependency.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import shutil
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type information
+
+from exporter.history import HISTORY_SCHEMA, write_partitioned
+from pipeline import transforms
+from pipeline.io import read_archive, write_table
+from pipeline.rules import EpisodeRules, Kind
+from pipeline.session import build_session
+
+CLUSTERS, NODES, INTERVAL = 20, 6, 15.0
+T0_US = 1_714_521_600_000_000  # 2024-05-01T00:00:00Z
+SERIES = ("kafka_broker_metadata_lag_records", "ctlplane_up", "kafka_broker_lifecycle_state",
+          "kafka_controller_active", "kafka_control_plane_request_queue_size")  # fmt: skip
+RULES = EpisodeRules(interval_seconds=INTERVAL)
+
+
+def generate(root: Path, million_rows: int) -> int:
+    """Write about `million_rows` M rows; returns the exact count."""
+    per_round = CLUSTERS * NODES * len(SERIES)
+    rounds = million_rows * 1_000_000 // per_round
+    sequence = itertools.count(1)
+    total = 0
+    for first in range(0, rounds, 2000):  # 2000 rounds (8h20m) per batch keeps memory small
+        r = np.arange(first, min(rounds, first + 2000))
+        grid_c, grid_n = np.meshgrid(np.arange(CLUSTERS), np.arange(NODES), indexing="ij")
+        c, n = grid_c.ravel(), grid_n.ravel()
+        rr = np.repeat(r, len(c))
+        cc, nn = np.tile(c, len(r)), np.tile(n, len(r))
+        key = cc * NODES + nn
+        lag = np.where((rr + key * 37) % 400 < 8, 5000.0, 10.0)
+        up = np.where((rr + key * 53) % 997 < 3, 0.0, 1.0)
+        fenced = (rr + key * 71) % 613 < 4
+        leader = np.where((rr + cc * 11) % 500 < 3, 0.0, 1.0)
+        second = np.where((rr + cc * 13) % 700 < 3, 1.0, 0.0)
+        active = np.where(nn == 0, leader, np.where(nn == 1, second, 0.0))
+        queue = np.where((rr + key * 29) % 800 < 6, 18.0, 1.0)
+        k = len(rr)
+        values = np.concatenate([lag, up, np.ones(k), active, queue])
+        labels = np.concatenate(
+            [np.full(k, ""), np.full(k, ""), np.where(fenced, "state=FENCED", "state=ACTIVE"),
+             np.full(k, ""), np.full(k, "")]
+        )  # fmt: skip
+        states = np.where(fenced, "FENCED", "ACTIVE")
+        table = pa.table(
+            {
+                "timestamp": pa.array(np.tile(T0_US + rr * int(INTERVAL * 1e6), 5)).cast(
+                    HISTORY_SCHEMA.field("timestamp").type
+                ),
+                "cluster": pa.array(np.tile(np.char.add("c", cc.astype(str)), 5)),
+                "node": pa.array(np.tile(np.char.add("n", nn.astype(str)), 5)),
+                "role": pa.array(np.full(5 * k, "combined")),
+                "series": pa.array(np.repeat(np.array(SERIES), k)),
+                "labels": pa.array(labels),
+                "value": pa.array(values),
+                "state": pa.array(np.tile(states, 5)),
+            },
+            schema=HISTORY_SCHEMA,
+        )
+        write_partitioned(root, table, lambda: next(sequence))
+        total += table.num_rows
+    return total
+
+
+def duckdb_episodes(root: Path, out: Path) -> int:
+    gap = int(RULES.gap_seconds * 1e6)
+    files = f"{root}/date=*/cluster=*/part-*.parquet"
+    sql = f"""
+    COPY (
+    WITH src AS (SELECT timestamp, cluster, node, series, labels, value FROM read_parquet('{files}')
+                 WHERE series IN {tuple(transforms.EPISODE_SERIES)}),
+    q AS (
+      SELECT cluster, node, 'stale_metadata' AS kind, timestamp,
+             max(CASE WHEN series = '{transforms.LAG_RECORDS}' THEN value END) AS peak
+      FROM src WHERE (series = '{transforms.LAG_RECORDS}' AND value >= {RULES.metadata_stale_records})
+                  OR (series = '{transforms.LAG_SECONDS}' AND value >= {RULES.metadata_stale_seconds})
+                  OR (series = '{transforms.FROZEN}' AND value >= 1) GROUP BY ALL
+      UNION ALL SELECT cluster, node, 'fenced', timestamp, NULL FROM src
+        WHERE series = 'kafka_broker_lifecycle_state' AND labels = 'state=FENCED' AND value >= 1 GROUP BY ALL
+      UNION ALL SELECT cluster, node, 'unreachable', timestamp, NULL FROM src
+        WHERE series = 'ctlplane_up' AND value < 1 GROUP BY ALL
+      UNION ALL SELECT cluster, node, 'control_plane_saturated', timestamp,
+             max(CASE WHEN series = '{transforms.QUEUE_SIZE}' THEN value END) FROM src
+        WHERE (series = '{transforms.QUEUE_SIZE}' AND value >= {RULES.queue_saturation_size})
+           OR (series IN {transforms.IDLE_RATIOS} AND value < {RULES.idle_saturation_ratio}) GROUP BY ALL
+      UNION ALL SELECT cluster, '', CASE WHEN active < 0.5 THEN 'no_active_controller'
+             ELSE 'several_active_controllers' END, b, active FROM (
+        SELECT cluster, make_timestamp(epoch_us(timestamp) // {int(INTERVAL * 1e6)} * {int(INTERVAL * 1e6)}) AS b,
+               sum(CASE WHEN series = 'kafka_controller_active' THEN value ELSE 0 END) AS active
+        FROM src WHERE series IN ('kafka_controller_active', 'ctlplane_up') GROUP BY ALL)
+        WHERE active < 0.5 OR active >= 1.5),
+    f AS (SELECT *, CASE WHEN lag(timestamp) OVER w IS NULL
+                  OR epoch_us(timestamp) - epoch_us(lag(timestamp) OVER w) > {gap} THEN 1 ELSE 0 END AS brk
+          FROM q WINDOW w AS (PARTITION BY cluster, node, kind ORDER BY timestamp)),
+    i AS (SELECT *, sum(brk) OVER (PARTITION BY cluster, node, kind ORDER BY timestamp
+                                   ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS island FROM f)
+    SELECT cluster, node, kind, min(timestamp) AS start, max(timestamp) AS "end",
+           (epoch_us(max(timestamp)) - epoch_us(min(timestamp))) / 1e6 AS duration_seconds,
+           max(peak) AS peak, count(*) AS samples
+    FROM i GROUP BY cluster, node, kind, island
+    HAVING duration_seconds >= CASE kind WHEN 'control_plane_saturated' THEN 60 ELSE 30 END
+    ) TO '{out}' (FORMAT parquet)
+    """
+    connection = duckdb.connect()
+    connection.execute("SET threads = 2")
+    connection.execute(sql)
+    count: int = connection.execute(f"SELECT count(*) FROM read_parquet('{out}')").fetchone()[0]  # type: ignore[index]
+    connection.close()
+    return count
+
+
+def timed(action: Callable[[], int], repeats: int) -> tuple[list[float], int]:
+    seconds = []
+    result = 0
+    for _ in range(repeats):
+        started = time.perf_counter()
+        result = action()
+        seconds.append(time.perf_counter() - started)
+    return seconds, result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, nargs="+", default=[10, 50], help="millions of rows per data set")
+    parser.add_argument("--dir", type=Path, default=Path("/tmp/ctlplane-bench"))
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs after one warm-up (median shown)")
+    args = parser.parse_args()
+    spark = build_session("local[2]", "ctlplane-bench", {"spark.driver.memory": "2g"}, progress=False)
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        for millions in args.rows:
+            root = args.dir / f"m{millions}"
+            if not root.exists():
+                started = time.perf_counter()
+                rows = generate(root, millions)
+                print(f"generated {rows:,} rows in {time.perf_counter() - started:.1f} s -> {root}")
+            out = args.dir / f"out{millions}"
+            shutil.rmtree(out, ignore_errors=True)
+            out.mkdir(parents=True)
+
+            def spark_episodes(root: Path = root, out: Path = out) -> int:
+                rows = read_archive(spark, str(root), series=transforms.EPISODE_SERIES)
+                found = transforms.episodes(rows, RULES, [k for k in Kind if k is not Kind.CONTROLLER_CHURN])
+                write_table(found, f"{out}/spark_episodes")
+                return spark.read.parquet(f"{out}/spark_episodes").count()
+
+            def spark_sweep(root: Path = root, out: Path = out) -> int:
+                rows = read_archive(spark, str(root), series=transforms.EPISODE_SERIES)
+                reference = transforms.episodes(rows, RULES, [Kind.STALE_METADATA])
+                table = transforms.sweep(rows, transforms.LAG_RECORDS, [100, 250, 500, 1000, 2500, 5000, 10000, 25000],
+                                         [0, 15, 30, 60, 120, 300, 600], RULES.gap_seconds, reference)  # fmt: skip
+                write_table(table, f"{out}/spark_sweep")
+                return spark.read.parquet(f"{out}/spark_sweep").count()
+
+            def duck(root: Path = root, out: Path = out) -> int:
+                return duckdb_episodes(root, out / "duckdb_episodes.parquet")
+
+            results = {}
+            for name, action in (("spark episodes", spark_episodes), ("spark sweep", spark_sweep),
+                                 ("duckdb episodes", duck)):  # fmt: skip
+                first, _ = timed(action, 1)
+                runs, count = timed(action, args.repeats)
+                results[name] = statistics.median(runs)
+                print(f"{millions}M {name:<16} first {first[0]:6.2f} s  median {results[name]:6.2f} s  "
+                      f"runs {' '.join(f'{s:.2f}' for s in runs)}  -> {count} rows")  # fmt: skip
+            ratio = results["spark episodes"] / results["duckdb episodes"]
+            print(f"{millions}M episodes Spark / DuckDB = {ratio:.2f}x (target <= 2x)")
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main()

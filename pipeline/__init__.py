@@ -1,0 +1,1 @@
+"""Batch jobs over the history archive (PySpark): episodes, alert-threshold sweeps and daily reports."""

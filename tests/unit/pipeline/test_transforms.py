@@ -1,0 +1,150 @@
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+from pyspark.sql import types as T
+from pyspark.testing import assertDataFrameEqual
+
+from exporter.history import HISTORY_SCHEMA
+from pipeline import transforms
+from pipeline.rules import EpisodeRules, Kind
+from pipeline.schema import history_struct
+from tests.unit.pipeline.frames import EPISODE_DDL, archive, at, episode, row
+
+RULES = EpisodeRules()  # 15 s interval, gap 22.5 s, stale at 1000 records / 15 s, min 30 s (saturation 60 s)
+LAG = transforms.LAG_RECORDS
+
+
+def test_history_struct_is_derived_from_the_arrow_schema() -> None:
+    struct = history_struct()
+    assert [(f.name, f.nullable) for f in struct] == [(f.name, f.nullable) for f in HISTORY_SCHEMA]
+    assert [f.dataType for f in struct] == [
+        T.TimestampType(), *[T.StringType()] * 5, T.DoubleType(), T.StringType()
+    ]  # fmt: skip
+
+
+def test_stale_metadata_episodes_threshold_minimum_and_gap(spark: SparkSession) -> None:
+    rows = [
+        # b1: one episode 15..60 (peak 5000), then a one-sample flap at 150 (shorter than 30 s: dropped)
+        *(row(t, "b1", LAG, v) for t, v in ((0, 10), (15, 1500), (30, 2000), (45, 5000), (60, 1200), (75, 10))),
+        row(150, "b1", LAG, 3000),
+        # b2: lag in seconds over 15 s, records fine: an episode with no records peak
+        *(row(t, "b2", transforms.LAG_SECONDS, 20) for t in (300, 315, 330, 345)),
+        *(row(t, "b2", LAG, 0) for t in (300, 315, 330, 345)),
+        # b3: a missed scrape at 45 (a 30 s gap > 22.5 s) splits the run in two
+        *(row(t, "b3", LAG, 2000) for t in (0, 15, 30, 60, 75, 90)),
+        # b4: applied offset frozen
+        *(row(t, "b4", transforms.FROZEN, 1) for t in (0, 15, 30)),
+        row(45, "b4", transforms.FROZEN, 0),
+    ]
+    expected = [
+        episode("stale_metadata", 15, 60, 5000.0, 4, node="b1"),
+        episode("stale_metadata", 300, 345, None, 4, node="b2"),
+        episode("stale_metadata", 0, 30, 2000.0, 3, node="b3"),
+        episode("stale_metadata", 60, 90, 2000.0, 3, node="b3"),
+        episode("stale_metadata", 0, 30, None, 3, node="b4"),
+    ]
+    actual = transforms.stale_metadata_episodes(archive(spark, rows), RULES)
+    assertDataFrameEqual(actual, spark.createDataFrame(expected, EPISODE_DDL), checkRowOrder=False)
+
+
+def test_episodes_of_every_kind(spark: SparkSession) -> None:
+    times = range(0, 135, 15)
+    rows = [
+        # b1 fenced 0..45, then active
+        *(row(t, "b1", "kafka_broker_lifecycle_state", 1, "state=FENCED") for t in (0, 15, 30, 45)),
+        *(row(t, "b1", "kafka_broker_lifecycle_state", 1, "state=ACTIVE") for t in range(60, 135, 15)),
+        # every node's up flag each round; b2 unreachable 30..60; k2 is read 3 s into each round
+        *(row(t, n, "ctlplane_up", 0 if n == "b2" and 30 <= t <= 60 else 1) for t in times for n in ("b1", "b2", "k1")),
+        *(row(t + 3, "k2", "ctlplane_up", 1) for t in times),
+        # k1 claims except 75..105 (no controller); k2 also claims at 0..30 (two controllers)
+        *(row(t, "k1", transforms.CONTROLLER_ACTIVE, 0 if 75 <= t <= 105 else 1) for t in times),
+        *(row(t + 3, "k2", transforms.CONTROLLER_ACTIVE, 1 if t <= 30 else 0) for t in times),
+        # b1 control-plane queue at 18 of 20 for 60 s
+        *(row(t, "b1", transforms.QUEUE_SIZE, 18) for t in (0, 15, 30, 45, 60)),
+        row(75, "b1", transforms.QUEUE_SIZE, 2),
+        # failovers at 15, 45 and 60 (three within 10 minutes: churn); the counter resets at 105
+        *(row(t, "", transforms.FAILOVERS, v) for t, v in zip(times, (0, 1, 1, 2, 3, 3, 3, 0, 0), strict=True)),
+    ]
+    expected = [
+        episode("fenced", 0, 45, None, 4, node="b1"),
+        episode("unreachable", 30, 60, None, 3, node="b2"),
+        episode("several_active_controllers", 0, 30, 2.0, 3, node=""),
+        episode("no_active_controller", 75, 105, 0.0, 3, node=""),
+        episode("control_plane_saturated", 0, 60, 18.0, 5, node="b1"),
+        episode("controller_churn", 15, 60, 3.0, 3, node=""),
+    ]
+    actual = transforms.episodes(archive(spark, rows), RULES)
+    assertDataFrameEqual(actual, spark.createDataFrame(expected, EPISODE_DDL), checkRowOrder=False)
+
+
+def test_sweep_pages_minutes_and_caught_match_a_hand_computed_case(spark: SparkSession) -> None:
+    lag = [(0, 600), (15, 1200), (30, 1200), (45, 600), (60, 50), *((t, 3000) for t in range(300, 375, 15))]
+    rows = [*(row(t, "b1", LAG, v) for t, v in lag), row(0, "b9", LAG, 10, cluster="c2")]
+    reference = spark.createDataFrame(
+        [episode("stale_metadata", 0, 45, None, 4), episode("stale_metadata", 300, 360, None, 5)], EPISODE_DDL
+    )
+    # >= 500: runs 0..45 (45 s) and 300..360 (60 s); >= 1000: runs 15..30 (15 s) and 300..360 (60 s).
+    # for 30 s: 500 fires 15 + 30 s, 1000 fires only the long run (30 s) from 330, catching one episode.
+    expected = [
+        ("c1", 500.0, 0.0, 2, 105 / 60, 2, 2),
+        ("c1", 500.0, 30.0, 2, 45 / 60, 2, 2),
+        ("c1", 1000.0, 0.0, 2, 75 / 60, 2, 2),
+        ("c1", 1000.0, 30.0, 1, 30 / 60, 1, 2),
+        *(("c2", thr, f, 0, 0.0, 0, 0) for thr in (500.0, 1000.0) for f in (0.0, 30.0)),
+    ]
+    actual = transforms.sweep(archive(spark, rows), LAG, [1000, 500], [30, 0], RULES.gap_seconds, reference)
+    ddl = (
+        "cluster string, threshold double, for_seconds double, pages long, minutes_firing double, "
+        "episodes_caught long, episodes_total long"
+    )
+    assertDataFrameEqual(actual, spark.createDataFrame(expected, ddl), checkRowOrder=False)
+
+
+def test_daily_summary_and_worst_nodes(spark: SparkSession) -> None:
+    day2 = 86_400
+    found = spark.createDataFrame(
+        [
+            episode("fenced", 0, 120, None, 9, node="b1"),
+            episode("stale_metadata", 600, 660, 4000.0, 5, node="b2"),
+            episode("unreachable", 900, 1200, None, 21, node="b2"),
+            episode("controller_churn", 0, 500, 3.0, 3, node=""),
+            episode("fenced", day2, day2 + 60, None, 5, node="b1"),
+        ],
+        EPISODE_DDL,
+    )
+    rows = archive(
+        spark,
+        [
+            row(0, "b1", LAG, 4000),
+            row(15, "b1", LAG, 100),
+            row(0, "b1", "ctlplane_up", 1),
+            row(0, "b2", "ctlplane_up", 0),
+            row(15, "b1", "ctlplane_up", 1),
+            row(15, "b2", "ctlplane_up", 1),
+            row(0, "b1", "ctlplane_up", 1, cluster="c2"),  # a quiet cluster: a row of zeros
+        ],
+    )
+    kinds = [k.value for k in Kind]
+    zeros = dict.fromkeys(kinds, 0)
+    day1_counts = {**zeros, "fenced": 1, "stale_metadata": 1, "unreachable": 1, "controller_churn": 1}
+    day2_counts = {**zeros, "fenced": 1}
+    expected_daily = spark.createDataFrame(
+        [
+            (at(0).date(), "c1", 4, *day1_counts.values(), 8.0, 8.0 / 3, 4000.0, 0.25),
+            (at(day2).date(), "c1", 1, *day2_counts.values(), 1.0, 1.0, None, None),
+            (at(0).date(), "c2", 0, *zeros.values(), 0.0, None, None, 0.0),
+        ],
+        "date date, cluster string, episodes long, "
+        + ", ".join(f"{k} long" for k in kinds)
+        + ", episode_minutes double, mttr_minutes double, max_lag_records double, unreachable_ratio double",
+    )
+    assertDataFrameEqual(transforms.daily_summary(found, rows), expected_daily, checkRowOrder=False)
+    expected_worst = spark.createDataFrame(
+        [
+            (at(0).date(), "c1", 1, "b2", 2, 6.0),
+            (at(0).date(), "c1", 2, "b1", 1, 2.0),
+            (at(day2).date(), "c1", 1, "b1", 1, 1.0),
+        ],
+        "date date, cluster string, rank int, node string, episodes long, episode_minutes double",
+    )
+    assertDataFrameEqual(transforms.worst_nodes(found), expected_worst, checkRowOrder=False)
