@@ -38,7 +38,7 @@ unit: $(INSTALLED)
 	$(BIN)/pytest -q tests/unit
 
 test: $(INSTALLED) system-deps-test jars lint
-	$(BIN)/pytest -q --durations=15 tests
+	$(BIN)/pytest -q --durations=20 tests/unit tests/integration tests/e2e
 
 bench: $(INSTALLED) jars
 	$(BIN)/python -m bench.scrape_cost

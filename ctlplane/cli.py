@@ -115,6 +115,7 @@ def _local_settings(stack: ExitStack, workdir: Path | None) -> Settings:
             "scrape": {"interval_seconds": 5, "timeout_seconds": 4},
             # `make run` keeps history so `ctlplane pipeline ...` and the History page have data
             "history": {"path": str(Path.cwd() / ".data" / "history"), "flush_seconds": 60},
+            "dashboard": {"history_dir": str(Path.cwd() / ".data" / "pipeline")},
         },
         "local fleet",
     )
@@ -145,12 +146,25 @@ def serve(settings: Settings) -> int:
             version=_version(),
             basic_auth_users=http.basic_auth_users,
         )
+        if settings.dashboard.enabled:
+            from dashboard.cli import mount_dashboard
+
+            board = settings.dashboard
+            mount_dashboard(
+                app,
+                state,
+                refresh_ms=int(board.refresh_seconds * 1000),
+                alerts_url=board.alerts_url,
+                history_dir=board.history_dir,
+            )
         scheme = "https" if http.tls else "http"
         base = f"{scheme}://{http.host}:{http.port}"
         sys.stdout.write(
             f"ctlplane {_version()} watching {len(scraper.targets)} nodes in "
-            f"{len(settings.clusters)} cluster(s)\n  metrics:  {base}/metrics\n"
-            f"  snapshot: {base}/api/v1/snapshot\n  health:   {base}/api/v1/health\n  home:     {base}/\n"
+            f"{len(settings.clusters)} cluster(s)\n"
+            + (f"  dashboard: {base}/dashboard/\n" if settings.dashboard.enabled else "")
+            + f"  metrics:   {base}/metrics\n  snapshot:  {base}/api/v1/snapshot\n"
+            f"  health:    {base}/api/v1/health\n  home:      {base}/\n"
         )
         sys.stdout.flush()
         uvicorn.run(
@@ -178,6 +192,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from demo.launch import cmd_demo as run_demo
 
     return run_demo(args, lambda document: serve(parse_settings(document, "demo")))
+
+
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    from dashboard.cli import cmd_dashboard as run_dashboard
+
+    return run_dashboard(args)
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
@@ -242,6 +262,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo = sub.add_parser("demo", help="simulated Kafka clusters with fault scenarios, served by the exporter")
     add_demo_arguments(demo)
     demo.set_defaults(func=cmd_demo)
+    from dashboard.cli import add_dashboard_arguments
+
+    dashboard = sub.add_parser("dashboard", help="the web dashboard alone, reading a remote exporter's JSON API")
+    add_dashboard_arguments(dashboard)
+    dashboard.set_defaults(func=cmd_dashboard)
     from pipeline.cli import add_subcommands as add_pipeline_subcommands
 
     add_pipeline_subcommands(sub)

@@ -113,8 +113,18 @@ def create_app(
         return (
             "<!doctype html><html><head><title>ctlplane</title></head><body>"
             "<h1>ctlplane</h1><p>Kafka control-plane exporter.</p>"
-            '<ul><li><a href="/metrics">/metrics</a></li><li><a href="/api/v1/snapshot">/api/v1/snapshot</a>'
-            '</li><li><a href="/api/v1/health">/api/v1/health</a></li><li><a href="/healthz">/healthz</a></li></ul>'
+            "<ul>"
+            + "".join(
+                f'<li><a href="{path}">{label}</a></li>'
+                for path, label in (
+                    ("/dashboard/", "dashboard"),
+                    ("/metrics", "/metrics"),
+                    ("/api/v1/snapshot", "/api/v1/snapshot"),
+                    ("/api/v1/health", "/api/v1/health"),
+                    ("/healthz", "/healthz"),
+                )
+            )
+            + "</ul>"
             f"<table><tr><th>cluster</th><th>mode</th><th>nodes up</th></tr>{rows}</table>"
             "</body></html>"
         )

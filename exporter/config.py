@@ -167,6 +167,15 @@ class HistoryConfig(_Strict):
     max_bytes: int | None = Field(default=None, gt=0)
 
 
+class DashboardConfig(_Strict):
+    """The web dashboard `ctlplane run` serves at /dashboard/ (docs/dashboard.md)."""
+
+    enabled: bool = True
+    refresh_seconds: float = Field(default=5.0, ge=1)
+    alerts_url: str | None = Field(default=None, description="Alertmanager or Prometheus base URL")
+    history_dir: Path | None = Field(default=None, description="the Spark pipeline's --out directory")
+
+
 class Settings(_Strict):
     clusters: list[ClusterConfig] = Field(min_length=1)
     jmx: JmxAuth = Field(default_factory=JmxAuth)
@@ -174,6 +183,7 @@ class Settings(_Strict):
     http: HttpConfig = Field(default_factory=HttpConfig)
     health: HealthConfig = Field(default_factory=HealthConfig)
     history: HistoryConfig | None = None  # off unless configured
+    dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
 
     @model_validator(mode="after")
     def _unique_clusters(self) -> Settings:

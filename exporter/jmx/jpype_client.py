@@ -90,6 +90,7 @@ class _Connection:
         self.connector = JMXConnectorFactory.connect(JMXServiceURL(endpoint.service_url), env)
         self.server = self.connector.getMBeanServerConnection()
         self.resolved: dict[MBeanQuery, _Resolved] = {}
+        self.attribute_arrays: dict[MBeanQuery, Any] = {}  # Java String[] per query, built once
 
     def close(self) -> None:
         try:
@@ -119,7 +120,9 @@ class _Connection:
         now = time.monotonic()
         readings = []
         for query in queries:
-            attributes = _jarray(String, list(query.attributes))
+            attributes = self.attribute_arrays.get(query)
+            if attributes is None:
+                attributes = self.attribute_arrays[query] = _jarray(String, list(query.attributes))
             for name, canonical, keys in self._resolve(query, now):
                 try:
                     result = self.server.getAttributes(name, attributes)

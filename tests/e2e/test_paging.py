@@ -19,7 +19,7 @@ import pytest
 from ctlplane.localkafka import KafkaCluster
 from tests.e2e.paging_stack import ROUTING_KEYS, Event, PagingStack, ScrapeTarget
 
-# kraft_cluster: the session fixture of tests/integration/conftest.py, re-exported by tests/e2e/conftest.py.
+# kraft_cluster: the session fixture of tests/conftest.py (shared with tests/integration).
 
 pytestmark = pytest.mark.kafka
 

@@ -1,4 +1,4 @@
-"""Session fixtures: real local Kafka clusters started from the cached jars (ctlplane.localkafka).
+"""Session fixtures shared by tests/integration and tests/e2e: real local Kafka clusters from the cached jars.
 
 Each cluster starts lazily on first use and stops at session end; the start-up
 time of each is printed in the terminal summary.

@@ -1,0 +1,94 @@
+"""`ctlplane dashboard --exporter URL`: the dashboard alone, reading a remote exporter's JSON API.
+
+`ctlplane/cli.py` adds the subcommand with `add_dashboard_arguments` and dispatches to `cmd_dashboard`;
+`ctlplane run` mounts the dashboard on its own exporter app with `mount_dashboard`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dashboard.source import InProcessSource, RemoteSource
+
+if TYPE_CHECKING:
+    from dash import Dash
+    from fastapi import FastAPI
+
+    from exporter.state import ExporterState
+
+# The default prefix, repeated here so building the CLI parser does not import Dash (about a second).
+PREFIX = "/dashboard/"
+
+
+def mount_dashboard(
+    app: FastAPI,
+    state: ExporterState,
+    *,
+    refresh_ms: int = 5000,
+    alerts_url: str | None = None,
+    history_dir: Path | None = None,
+    url_prefix: str = PREFIX,
+) -> Dash:
+    """Serve the dashboard from the exporter's own app and process (reads its state in memory)."""
+    from dashboard.app import create_dashboard
+
+    return create_dashboard(
+        InProcessSource(state),
+        server=app,
+        refresh_ms=refresh_ms,
+        alerts_url=alerts_url,
+        history_dir=history_dir,
+        url_prefix=url_prefix,
+    )
+
+
+def add_dashboard_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--exporter", required=True, help="base URL of a running exporter, e.g. http://host:9308")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8050, help="port to listen on (default 8050)")
+    parser.add_argument("--refresh-seconds", type=float, default=5.0, help="page refresh and exporter poll interval")
+    parser.add_argument("--window-seconds", type=float, default=3600.0, help="how much history to keep in memory")
+    parser.add_argument("--alerts-url", help="Alertmanager or Prometheus base URL for the Alerts page")
+    parser.add_argument("--history-dir", type=Path, help="the Spark pipeline's output directory for the History page")
+    parser.add_argument("--exporter-user", help="basic-auth user for the exporter")
+    parser.add_argument("--exporter-password-file", type=Path, help="file holding the exporter's basic-auth password")
+
+
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    import uvicorn
+    from fastapi import FastAPI
+    from fastapi.responses import RedirectResponse
+
+    from dashboard.app import create_dashboard
+
+    auth = None
+    if args.exporter_user:
+        if args.exporter_password_file is None:
+            sys.stderr.write("error: --exporter-user needs --exporter-password-file\n")
+            return 2
+        auth = (args.exporter_user, args.exporter_password_file.read_text().strip())
+    source = RemoteSource(args.exporter, window_seconds=args.window_seconds, auth=auth)
+    source.start(args.refresh_seconds)
+    server = FastAPI(title="ctlplane dashboard")
+
+    @server.get("/", include_in_schema=False)
+    def home() -> RedirectResponse:
+        return RedirectResponse(PREFIX)
+
+    try:
+        create_dashboard(  # mounts itself on `server`
+            source,
+            server=server,
+            refresh_ms=int(args.refresh_seconds * 1000),
+            alerts_url=args.alerts_url,
+            history_dir=args.history_dir,
+        )
+        sys.stdout.write(f"ctlplane dashboard for {args.exporter}: http://{args.host}:{args.port}{PREFIX}\n")
+        sys.stdout.flush()
+        uvicorn.run(server, host=args.host, port=args.port, log_level="warning")
+    finally:
+        source.close()
+    return 0

@@ -1,0 +1,140 @@
+"""Browser-test helpers shared by tests/e2e and the real-Kafka browser test in tests/integration.
+
+Debian's chromium driven by Playwright (`playwright install` cannot download browsers here); the app is
+served by uvicorn in a thread on a free loopback port.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+
+import uvicorn
+from fastapi import FastAPI
+from playwright.sync_api import Browser, ConsoleMessage, Page, Playwright, sync_playwright
+
+from dashboard.app import create_dashboard
+from dashboard.source import InProcessSource
+from exporter.app import create_app
+from exporter.health import Thresholds
+from exporter.jmx.jpype_client import JPypeJmxClient
+from exporter.scraper import Scraper, Target
+from exporter.state import ExporterState
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+DOCS_IMG = Path(__file__).parents[2] / "docs" / "img"
+
+
+class _SharedChromium:
+    """One chromium per process: Playwright's sync API cannot start twice in one thread, so the e2e session
+    fixture and the real-Kafka test's fixture share it; the last user to leave closes it."""
+
+    def __init__(self) -> None:
+        self.users = 0
+        self.playwright: Playwright | None = None
+        self.browser: Browser | None = None
+
+    @contextmanager
+    def use(self) -> Iterator[Browser]:
+        if self.browser is None:
+            self.playwright = sync_playwright().start()
+            self.browser = self.playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        self.users += 1
+        try:
+            yield self.browser
+        finally:
+            self.users -= 1
+            if self.users == 0 and self.playwright is not None:
+                self.browser.close()
+                self.playwright.stop()
+                self.browser = self.playwright = None
+
+
+_CHROMIUM = _SharedChromium()
+
+
+def launch_browser() -> AbstractContextManager[Browser]:
+    return _CHROMIUM.use()
+
+
+def artifacts_dir() -> Path:
+    """Screenshots land here (CI uploads the directory); CTLPLANE_TEST_ARTIFACTS overrides the root."""
+    root = Path(os.environ.get("CTLPLANE_TEST_ARTIFACTS", Path(__file__).parents[2] / ".test-artifacts"))
+    directory = root / "dashboard"
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+@contextmanager
+def serve(app: FastAPI) -> Iterator[str]:
+    """Serve `app` on a free loopback port in a thread; yields the base URL."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="uvicorn", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+        assert not thread.is_alive(), "uvicorn did not stop"
+
+
+def watch_errors(page: Page) -> list[str]:
+    errors: list[str] = []
+
+    def on_console(message: ConsoleMessage) -> None:
+        if message.type == "error":
+            errors.append(f"console: {message.text}")
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
+    return errors
+
+
+def shoot(page: Page, artifacts: Path, name: str, docs: bool = False) -> None:
+    path = artifacts / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    if docs and os.environ.get("CTLPLANE_UPDATE_DOCS_SCREENSHOTS") == "1":
+        DOCS_IMG.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, DOCS_IMG / f"dashboard-{name}.png")
+
+
+@contextmanager
+def scraped(targets: list[Target], refresh_ms: int, interval: float) -> Iterator[tuple[ExporterState, str]]:
+    """The exporter's real path (JPype client, Scraper thread, ExporterState) with the dashboard mounted."""
+    scraper = Scraper(
+        targets, JPypeJmxClient(timeout_seconds=2), interval_seconds=interval, timeout_seconds=0.8 * interval, workers=5
+    )
+    state = ExporterState(scraper.latest(), Thresholds())
+    scraper.subscribe(state.observe)
+    app = create_app(state.current, interval_seconds=interval)
+    create_dashboard(InProcessSource(state), server=app, refresh_ms=refresh_ms)
+    scraper.start()
+    try:
+        with serve(app) as base:
+            yield state, base
+    finally:
+        scraper.stop()

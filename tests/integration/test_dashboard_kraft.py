@@ -1,0 +1,97 @@
+"""The dashboard in a real browser against the real KRaft 4.3 cluster (3 controllers + 2 brokers).
+
+It lives here, beside the session fixture that starts the cluster, so one test session starts one
+cluster. Browser helpers are shared with tests/e2e (tests/e2e/browser.py).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from jmxquery import JMXConnection, JMXQuery
+from playwright.sync_api import Browser, expect
+
+from ctlplane.localkafka import KafkaCluster
+from exporter.jmx.base import Endpoint
+from exporter.scraper import Target
+from tests.e2e.browser import artifacts_dir, launch_browser, scraped, shoot, watch_errors
+
+pytestmark = pytest.mark.kafka
+
+FIRST_READ_MS = 120_000  # generous: CI machines running Kafka, Spark and chromium at once are slow
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with launch_browser() as chromium:
+        yield chromium
+
+
+@pytest.fixture(scope="module")
+def artifacts() -> Path:
+    return artifacts_dir()
+
+
+def _active_controllers_by_jmx(cluster: KafkaCluster) -> list[str]:
+    """Kafka's own answer, read with another JMX client than the exporter's."""
+    active = []
+    for node in cluster.controllers():
+        results = JMXConnection(node.jmx_url).query(
+            [JMXQuery("kafka.controller:type=KafkaController,name=ActiveControllerCount", attribute="Value")],
+            timeout=60,
+        )
+        if any(str(r.value) == "1" for r in results):
+            active.append(node.name)
+    return active
+
+
+def _eventually(probe: Callable[[], list[str]], timeout: float) -> list[str]:
+    deadline = time.monotonic() + timeout
+    value = probe()
+    while len(value) != 1 and time.monotonic() < deadline:
+        time.sleep(1)
+        value = probe()
+    return value
+
+
+def test_real_kraft_cluster_nodes_roles_and_active_controller(
+    browser: Browser, kraft_cluster: KafkaCluster, artifacts: Path
+) -> None:
+    # no role hints: the roles shown must come from what each node's JMX says
+    targets = [Target(kraft_cluster.name, n.name, Endpoint("127.0.0.1", n.jmx_port)) for n in kraft_cluster.nodes]
+    # a longer interval than the demo test's: first JMX reads of real Kafka JVMs are slow on a busy machine
+    with scraped(targets, refresh_ms=1000, interval=4.0) as (_, base):
+        page = browser.new_page(viewport={"width": 1500, "height": 1000})
+        errors = watch_errors(page)
+        page.goto(f"{base}/dashboard/cluster/{kraft_cluster.name}")
+        expect(page.locator("tr.node-row")).to_have_count(len(kraft_cluster.nodes), timeout=FIRST_READ_MS)
+        for node in kraft_cluster.nodes:
+            role = "combined" if len(node.roles) > 1 else node.roles[0]
+            row = page.locator(f'tr[data-node="{node.name}"]')
+            # roles come from JMX, so they show once the node has been read
+            expect(row).to_have_attribute("data-role", role, timeout=FIRST_READ_MS)
+            expect(row.locator("td.node")).to_have_text(f"{node.name} (id {node.node_id})")
+            expect(row.locator("td").last).to_have_text("yes")
+            if node.is_broker:
+                expect(row).to_have_attribute("data-state", "ACTIVE", timeout=FIRST_READ_MS)
+
+        truth = _eventually(lambda: _active_controllers_by_jmx(kraft_cluster), timeout=60)
+        assert len(truth) == 1, f"Kafka reports active controllers {truth}"
+        active = kraft_cluster.node(truth[0])
+        expect(page.locator(".controller-identity")).to_have_text(f"{active.name} (id {active.node_id})")
+        expect(page.locator("[data-active-controller]")).to_have_count(1)
+        expect(page.locator(f'tr[data-node="{active.name}"] [data-active-controller]')).to_have_count(1)
+        expect(page.locator(".graph-queues .js-plotly-plot .scatterlayer .trace").first).to_be_attached(timeout=20_000)
+        shoot(page, artifacts, "cluster", docs=True)
+
+        page.locator('header a[href="/dashboard/"]').click()
+        fleet_row = page.locator(f'tr[data-cluster="{kraft_cluster.name}"]')
+        expect(fleet_row).to_have_attribute("data-level", "ok")
+        expect(fleet_row).to_contain_text(f"{active.name} (id {active.node_id})")
+        expect(fleet_row).to_contain_text(f"ACTIVE {len(kraft_cluster.brokers())}")
+        shoot(page, artifacts, "fleet", docs=True)
+        page.close()
+        assert errors == []

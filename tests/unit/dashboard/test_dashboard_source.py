@@ -1,0 +1,231 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.parquet as pq  # type: ignore[import-untyped]  # pyarrow ships no type information
+import pytest
+from fastapi.testclient import TestClient
+
+from dashboard.source import (
+    Alert,
+    AlertSource,
+    RemoteSource,
+    Table,
+    health_from_dict,
+    parse_alertmanager,
+    parse_prometheus,
+    read_history,
+)
+from exporter.app import create_app
+from exporter.catalog import Role
+from exporter.health import Thresholds
+from exporter.jsonapi import health_to_dict
+from exporter.model import ClusterSnapshot, FleetSnapshot
+from exporter.state import ExporterState
+from tests.unit.dashboard.builders import T0, node
+
+RUNBOOK = "https://example.org/runbooks/KafkaBrokerFenced.md"
+
+
+def _fleet(sequence: int, at: float, active: str = "ctl-1") -> FleetSnapshot:
+    nodes = (
+        node(
+            "ctl-1",
+            Role.CONTROLLER,
+            node_id=100,
+            at=at,
+            kafka_controller_active=float(active == "ctl-1"),
+            kafka_raft_current_epoch=5.0 if active == "ctl-1" else 6.0,
+            kafka_controller_last_committed_record_offset=50.0,
+        ),
+        node(
+            "ctl-2",
+            Role.CONTROLLER,
+            node_id=101,
+            at=at,
+            kafka_controller_active=float(active == "ctl-2"),
+            kafka_raft_current_epoch=5.0 if active == "ctl-1" else 6.0,
+            kafka_controller_last_committed_record_offset=50.0,
+        ),
+        node("b1", Role.BROKER, node_id=1, at=at, kafka_broker_state=3.0, kafka_broker_last_applied_record_offset=40.0),
+    )
+    return FleetSnapshot(sequence, at, 0.1, (ClusterSnapshot("c1", nodes),))
+
+
+def test_health_from_dict_inverts_health_to_dict() -> None:
+    state = ExporterState(_fleet(0, T0), Thresholds())
+    state.observe(_fleet(1, T0 + 5))
+    observation = state.observe(_fleet(2, T0 + 10, active="ctl-2"))
+    document = health_to_dict(observation.health, observation.snapshot)
+    rebuilt = health_from_dict(document)
+    assert health_to_dict(rebuilt, observation.snapshot) == document
+    assert rebuilt.clusters[0].controller.node == "ctl-2"
+    assert rebuilt.clusters[0].controller.failovers_total == 1
+
+
+def test_remote_source_reads_a_real_exporter_app_into_its_window() -> None:
+    state = ExporterState(_fleet(0, T0), Thresholds())
+    app = create_app(state.current, interval_seconds=5)
+    source = RemoteSource("http://exporter", client=TestClient(app, base_url="http://exporter"), window_seconds=12)
+    assert source.poll_once().snapshot.sequence == 0
+    assert source.window() == ()  # the empty pre-scrape snapshot is not history
+    for sequence in (1, 2, 3, 4):
+        state.observe(_fleet(sequence, T0 + 5 * sequence))
+        source.poll_once()
+        source.poll_once()  # same round twice: kept once
+    assert [o.snapshot.sequence for o in source.window()] == [2, 3, 4]  # 12 s window
+    current = source.current()
+    assert current.health.clusters[0].controller.node == "ctl-1"
+    assert [b.node for b in current.health.clusters[0].brokers] == ["b1"]
+    assert current.health.clusters[0].brokers[0].metadata_lag_records == 10.0
+    assert source.last_error is None
+
+
+def test_remote_source_keeps_the_last_observation_when_the_exporter_fails() -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    source = RemoteSource("http://nowhere:1", client=httpx.Client(transport=httpx.MockTransport(refuse)))
+    assert source.poll_once().snapshot.sequence == 0
+    assert source.last_error == "ConnectError: connection refused"
+
+
+ALERTMANAGER_DOC: list[dict[str, Any]] = [
+    {
+        "labels": {"alertname": "KafkaBrokerFenced", "severity": "critical", "cluster": "c1", "broker": "2"},
+        "annotations": {"summary": "broker 2 fenced", "runbook_url": RUNBOOK},
+        "startsAt": "2023-11-14T22:13:20.000Z",
+        "endsAt": "2023-11-14T22:20:00.000Z",
+        "status": {"state": "active", "silencedBy": [], "inhibitedBy": []},
+    },
+    {
+        "labels": {"alertname": "KafkaMetadataStale", "severity": "warning", "cluster": "c1"},
+        "annotations": {"description": "stale"},
+        "startsAt": "2023-11-14T22:13:20Z",
+        "status": {"state": "suppressed"},
+    },
+]
+
+
+def test_parse_alertmanager() -> None:
+    assert parse_alertmanager(ALERTMANAGER_DOC) == (
+        Alert("KafkaBrokerFenced", "firing", "critical", ALERTMANAGER_DOC[0]["labels"], "broker 2 fenced", RUNBOOK, T0),
+        Alert("KafkaMetadataStale", "suppressed", "warning", ALERTMANAGER_DOC[1]["labels"], "stale", None, T0),
+    )
+
+
+def test_parse_prometheus() -> None:
+    document = {
+        "status": "success",
+        "data": {
+            "alerts": [
+                {
+                    "labels": {"alertname": "KafkaNoActiveController", "severity": "critical", "cluster": "c1"},
+                    "annotations": {"summary": "no controller", "runbook_url": RUNBOOK},
+                    "state": "pending",
+                    "activeAt": "2023-11-14T22:13:20+00:00",
+                    "value": "0e+00",
+                }
+            ]
+        },
+    }
+    [alert] = parse_prometheus(document)
+    assert (alert.name, alert.state, alert.cluster, alert.runbook_url, alert.starts_at) == (
+        "KafkaNoActiveController",
+        "pending",
+        "c1",
+        RUNBOOK,
+        T0,
+    )
+
+
+def test_alert_source_detects_alertmanager_and_remembers_resolved_alerts() -> None:
+    served: list[list[dict[str, Any]]] = [ALERTMANAGER_DOC, ALERTMANAGER_DOC[1:]]
+    seen: list[str] = []
+
+    def alertmanager(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.path)
+        if request.url.path != "/api/v2/alerts":
+            return httpx.Response(404)
+        return httpx.Response(200, json=served[0] if len(seen) == 1 else served[1])
+
+    now = [T0]
+    source = AlertSource(
+        "http://am:9093/", client=httpx.Client(transport=httpx.MockTransport(alertmanager)), clock=lambda: now[0]
+    )
+    first = source.result()
+    assert (first.api, [a.name for a in first.firing()], first.recent) == ("alertmanager", ["KafkaBrokerFenced"], ())
+    assert source.result() is first  # within min_interval_seconds: no new request
+    now[0] += 10
+    second = source.result()
+    assert [a.name for a in second.active] == ["KafkaMetadataStale"]
+    assert [(a.name, a.state, a.ends_at) for a in second.recent] == [("KafkaBrokerFenced", "resolved", T0 + 10)]
+    assert seen == ["/api/v2/alerts", "/api/v2/alerts"]
+
+
+def test_alert_source_falls_back_to_prometheus_and_reports_errors() -> None:
+    def prometheus(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/api/v1/alerts":
+            return httpx.Response(200, json={"status": "success", "data": {"alerts": []}})
+        return httpx.Response(404)
+
+    result = AlertSource("http://prom:9090", client=httpx.Client(transport=httpx.MockTransport(prometheus))).result()
+    assert (result.api, result.active, result.error) == ("prometheus", (), None)
+
+    down = AlertSource(
+        "http://am:9093", client=httpx.Client(transport=httpx.MockTransport(lambda r: httpx.Response(503)))
+    )
+    error = down.result().error
+    assert error is not None and "503" in error
+
+
+def test_read_history_reads_spark_part_files(tmp_path: Path) -> None:
+    """The layout of docs/pipeline.md: Parquet part files per output, Spark's marker files beside them."""
+    (tmp_path / "episodes").mkdir()
+    (tmp_path / "sweep").mkdir()
+    (tmp_path / "report" / "daily").mkdir(parents=True)
+    columns = ("cluster", "node", "kind", "start", "end", "duration_seconds", "peak", "samples")
+    start, end = datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 1, 0, 1, tzinfo=UTC)
+    rows = [("c1", "b1", "fenced", start, end, 60.0, None, 5), ("c2", "b2", "stale_metadata", start, end, 60.0, 5e3, 5)]
+    for i, row in enumerate(rows):
+        pq.write_table(
+            pa.table({c: [v] for c, v in zip(columns, row, strict=True)}),
+            tmp_path / "episodes" / f"part-0000{i}-x.snappy.parquet",
+        )
+    (tmp_path / "episodes" / "_SUCCESS").write_text("")
+    (tmp_path / "episodes" / ".part-00000-x.snappy.parquet.crc").write_bytes(b"crc")
+    (tmp_path / "sweep" / "part-00000-y.csv").write_text(
+        "cluster,threshold,for_seconds,pages,minutes_firing,episodes_caught,episodes_total\nc1,1000,60,3,4.5,2,2\n"
+    )
+    pq.write_table(
+        pa.table({"date": ["2026-01-01"], "cluster": ["c1"], "episodes": [2]}),
+        tmp_path / "report" / "daily" / "part-0.parquet",
+    )
+    history = read_history(tmp_path)
+    assert history.episodes == Table(columns, tuple(rows))
+    assert history.sweep == Table(
+        ("cluster", "threshold", "for_seconds", "pages", "minutes_firing", "episodes_caught", "episodes_total"),
+        (("c1", "1000", "60", "3", "4.5", "2", "2"),),
+    )
+    assert history.daily == Table(("date", "cluster", "episodes"), (("2026-01-01", "c1", 2),))
+    assert (history.errors, len(history.files)) == ((), 4)
+
+
+@pytest.mark.parametrize("configured", [False, True])
+def test_read_history_without_outputs(tmp_path: Path, configured: bool) -> None:
+    history = read_history(tmp_path if configured else None)
+    assert (history.episodes, history.sweep) == (None, None)
+    assert history.directory == (str(tmp_path) if configured else None)
+
+
+def test_read_history_reports_unreadable_files(tmp_path: Path) -> None:
+    (tmp_path / "episodes").mkdir()
+    (tmp_path / "episodes" / "broken.parquet").write_bytes(b"not parquet")
+    history = read_history(tmp_path)
+    assert history.episodes is None
+    [error] = history.errors
+    assert error.startswith(f"{tmp_path / 'episodes' / 'broken.parquet'}: ")

@@ -1,0 +1,101 @@
+from __future__ import annotations
+
+from dashboard.timeline import Event, EventKind, timeline
+from exporter.health import BrokerHealth, ControllerView, Lifecycle
+from exporter.model import ClusterSnapshot
+from exporter.state import Observation
+from tests.unit.dashboard.builders import T0, broker, cluster_health, controller, observation
+
+EMPTY = ClusterSnapshot("c1", ())
+
+
+def _obs(at: float, *brokers: BrokerHealth, view: ControllerView | None = None) -> Observation:
+    return observation(((EMPTY, cluster_health(brokers=brokers, view=view)),), at=at)
+
+
+def test_no_observations_and_one_observation_have_no_events() -> None:
+    assert timeline([]) == []
+    assert timeline([_obs(T0, broker("b1", Lifecycle.FENCED))]) == []  # the baseline is not an event
+
+
+def test_fencing_then_unfencing() -> None:
+    window = [
+        _obs(T0, broker("b1")),
+        _obs(T0 + 5, broker("b1", Lifecycle.FENCED)),
+        _obs(T0 + 10, broker("b1", Lifecycle.FENCED)),
+        _obs(T0 + 20, broker("b1")),
+    ]
+    assert timeline(window) == [
+        Event(T0 + 20, "c1", "b1", EventKind.UNFENCED, "fenced for 15 s (controller BrokerRegistrationState=30)"),
+        Event(T0 + 5, "c1", "b1", EventKind.FENCED, "controller BrokerRegistrationState=10"),
+    ]
+
+
+def test_unreachable_spell() -> None:
+    window = [_obs(T0, broker("b1")), _obs(T0 + 5, broker("b1", Lifecycle.UNREACHABLE)), _obs(T0 + 35, broker("b1"))]
+    assert timeline(window) == [
+        Event(
+            T0 + 35,
+            "c1",
+            "b1",
+            EventKind.REACHABLE,
+            "ACTIVE after 30 s unreachable (controller BrokerRegistrationState=30)",
+        ),
+        Event(T0 + 5, "c1", "b1", EventKind.UNREACHABLE, "JMX: connection refused"),
+    ]
+
+
+def test_lag_episode() -> None:
+    window = [
+        _obs(T0, broker("b1")),
+        _obs(T0 + 5, broker("b1", stale=True, lag_records=5000.0, lag_seconds=20.0)),
+        _obs(T0 + 10, broker("b1", stale=True, frozen=True)),
+        _obs(T0 + 15, broker("b1")),
+    ]
+    assert timeline(window) == [
+        Event(T0 + 15, "c1", "b1", EventKind.LAG_ENDED, "metadata caught up"),
+        Event(T0 + 5, "c1", "b1", EventKind.LAG_STARTED, "metadata stale: 5000 records, 20.0 s"),
+    ]
+
+
+def test_election_split_brain_and_loss_of_controller() -> None:
+    window = [
+        _obs(T0, view=controller(("ctl-1",), epoch=5.0)),
+        _obs(T0 + 5, view=controller(("ctl-2",), epoch=6.0, failovers=1, last_failover_at=T0 + 5)),
+        _obs(T0 + 10, view=controller(("ctl-1", "ctl-2"), epoch=6.0, failovers=1)),
+        _obs(T0 + 15, view=controller((), epoch=6.0, failovers=1)),
+        _obs(T0 + 20, view=controller(("ctl-3",), epoch=7.0, failovers=2)),
+    ]
+    assert timeline(window) == [
+        Event(T0 + 20, "c1", None, EventKind.CONTROLLER_RESTORED, "one active controller: ctl-3"),
+        Event(T0 + 20, "c1", "ctl-3", EventKind.ELECTION, "none -> ctl-3 (epoch 7)"),
+        Event(T0 + 15, "c1", None, EventKind.NO_CONTROLLER, "no active controller (was ctl-2)"),
+        Event(T0 + 10, "c1", None, EventKind.SPLIT_BRAIN, "2 active controllers: ctl-1, ctl-2"),
+        Event(T0 + 5, "c1", "ctl-2", EventKind.ELECTION, "ctl-1 -> ctl-2 (epoch 6)"),
+    ]
+
+
+def test_other_lifecycle_changes_and_vanishing_brokers() -> None:
+    window = [
+        _obs(T0, broker("b1"), broker("b2", node_id=2)),
+        _obs(T0 + 5, broker("b1", Lifecycle.SHUTDOWN)),  # b2 left the config: no event
+    ]
+    [event] = timeline(window)
+    assert (event.kind, event.node, event.detail) == (
+        EventKind.STATE,
+        "b1",
+        "ACTIVE -> SHUTDOWN (controller BrokerRegistrationState=30)",
+    )
+
+
+def test_first_contact_is_not_an_event() -> None:
+    """The exporter has just started: nodes are read for the first time and a controller appears."""
+    window = [
+        _obs(T0, broker("b1", Lifecycle.UNREACHABLE), view=controller(())),
+        _obs(T0 + 5, broker("b1"), view=controller(("ctl-1",))),
+        _obs(T0 + 10, broker("b1", Lifecycle.FENCED), view=controller(())),
+    ]
+    assert [(e.kind, e.node) for e in timeline(window)] == [
+        (EventKind.NO_CONTROLLER, None),
+        (EventKind.FENCED, "b1"),
+    ]
