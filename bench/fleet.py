@@ -1,0 +1,160 @@
+"""ctlplane against 100, 300 and 1,000 simulated nodes: round wall time, exporter CPU per round, RSS and
+/metrics render time, printed as a table.
+
+    .venv/bin/python bench/fleet.py [--sizes 100,300,1000] [--rounds 3] [--interval 15] [--profile-render]
+
+One simulator process serves 1,000 nodes (100 clusters of 10: KRaft and ZooKeeper alternating); this
+process runs the real Scraper with the JPype client, the health model (ExporterState) and MetricsPage
+rendering. CPU is this process's user+sys (its JVM included); the simulator's CPU per round is reported
+apart. After the cold round (first connect), warm-up rounds run until every node answers (at most
+--warmup-rounds): connecting costs ~5-10x a steady read, so at 1,000 nodes the first rounds cannot all
+finish and the steady figures would otherwise measure the backlog of connects, not steady scraping.
+Targets (issue 4): 1,000 nodes within the 15 s interval on 2 cores with RSS < 1 GB; /metrics < 300 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from demo.launch import start_simulator
+from exporter.families import MetricsPage
+from exporter.health import Thresholds
+from exporter.jmx.base import Endpoint
+from exporter.jmx.jpype_client import JPypeJmxClient
+from exporter.scraper import Scraper, Target
+from exporter.state import ExporterState
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _process_cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def _load() -> str:
+    return "load average " + ", ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def _status(pid: str = "self") -> tuple[float, int]:
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["Threads"])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--sizes", default="100,300,1000")
+    parser.add_argument("--rounds", type=int, default=3, help="steady rounds per size, after one cold round")
+    parser.add_argument("--interval", type=float, default=15.0)
+    parser.add_argument("--workers", type=int, default=16)
+    parser.add_argument("--timeout", type=float, default=12.0, help="the scrape round's timeout, seconds")
+    parser.add_argument("--warmup-rounds", type=int, default=20, help="at most this many rounds to get every node up")
+    parser.add_argument("--profile-render", action="store_true", help="cProfile one /metrics render per size")
+    args = parser.parse_args()
+    sizes = [int(size) for size in args.sizes.split(",")]
+
+    started = time.monotonic()
+    simulator = start_simulator(fleet_clusters=-(-max(sizes) // 10), fleet_nodes=10, max_heap="512m", ready_timeout=600)
+    startup = time.monotonic() - started
+    sim_rss, sim_threads = _status(str(simulator.pid))
+    print(
+        f"simulator: {len(simulator.nodes)} nodes up in {startup:.1f} s, RSS {sim_rss:.0f} MB, "
+        f"{sim_threads} threads; {_load()}"
+    )
+    rows = []
+    client = JPypeJmxClient(timeout_seconds=5.0, max_heap="256m")
+    try:
+        for size in sizes:
+            targets = [Target(n.cluster, n.name, Endpoint("127.0.0.1", n.port)) for n in simulator.nodes[:size]]
+            scraper = Scraper(
+                targets, client, interval_seconds=args.interval, timeout_seconds=args.timeout, workers=args.workers
+            )
+            state = ExporterState(scraper.latest(), Thresholds())
+            scraper.subscribe(state.observe)
+            page = MetricsPage()
+            walls, cpus, sim_cpus, renders = [], [], [], []
+            cold_wall = cold_cpu = 0.0
+            up = warmup = 0
+            round_index = 0
+            steady = -1  # the first steady round's index, once every node answered (or warm-up gave up)
+            while steady < 0 or round_index < steady + args.rounds:
+                round_start = time.monotonic()
+                cpu, sim_cpu = _cpu_seconds(), _process_cpu_seconds(simulator.pid)
+                snapshot = scraper.scrape_once()
+                wall = time.monotonic() - round_start
+                render_start = time.perf_counter()
+                current = state.current()
+                body, _ = page.render(current.snapshot, current.health, None, time.time())
+                render = time.perf_counter() - render_start
+                cpu = _cpu_seconds() - cpu
+                sim_cpu = _process_cpu_seconds(simulator.pid) - sim_cpu
+                up = sum(node.up for node in snapshot.nodes())
+                if round_index == 0:
+                    cold_wall, cold_cpu = wall, cpu
+                elif steady < 0:
+                    warmup = round_index
+                else:
+                    walls.append(wall)
+                    cpus.append(cpu)
+                    sim_cpus.append(sim_cpu)
+                    renders.append(render)
+                if steady < 0 and (up == size or round_index >= args.warmup_rounds):
+                    steady = round_index + 1
+                print(f"  {size} nodes, round {round_index}: {wall:.2f} s, {up} up, cpu {cpu:.2f} s, {_load()}")
+                round_index += 1
+                if steady < 0 or round_index < steady + args.rounds:
+                    time.sleep(max(0.0, args.interval - (time.monotonic() - round_start)))
+            if args.profile_render:
+                profile = cProfile.Profile()
+                current = state.current()
+                # a fresh page: MetricsPage reuses its body for a snapshot it has already rendered
+                profile.runcall(MetricsPage().render, current.snapshot, current.health, None, time.time())
+                report = io.StringIO()
+                pstats.Stats(profile, stream=report).sort_stats("cumulative").print_stats(25)
+                print(f"/metrics render profile, {size} nodes:\n{report.getvalue()}")
+            rss, threads = _status()
+            sim_rss, sim_threads = _status(str(simulator.pid))
+            rows.append(
+                (size, up, cold_wall, cold_cpu, warmup, statistics.median(walls), max(walls), statistics.median(cpus),
+                 rss, threads, statistics.median(renders) * 1000, len(body), statistics.median(sim_cpus), sim_rss,
+                 sim_threads)
+            )  # fmt: skip
+            client.close()  # the next size connects afresh
+    finally:
+        simulator.stop()
+
+    header = (
+        f"{'nodes':>5} {'up':>5} {'cold s':>7} {'cold cpu':>8} {'warmup':>6} {'round s':>8} {'max s':>6} "
+        f"{'cpu s':>6} {'RSS MB':>7} {'thr':>5} {'/metrics ms':>11} {'bytes':>9} {'sim cpu':>7} {'sim MB':>7} "
+        f"{'sim thr':>7}"
+    )
+    print(
+        f"\ninterval {args.interval:g} s, timeout {args.timeout:g} s, {args.workers} workers, "
+        f"{args.rounds} steady rounds (median; max); "
+        f"warmup = rounds after the cold one until every node answered; {_load()}"
+    )
+    print(header)
+    for r in rows:
+        print(
+            f"{r[0]:>5} {r[1]:>5} {r[2]:>7.2f} {r[3]:>8.2f} {r[4]:>6} {r[5]:>8.2f} {r[6]:>6.2f} {r[7]:>6.2f} "
+            f"{r[8]:>7.0f} {r[9]:>5} {r[10]:>11.1f} {r[11]:>9} {r[12]:>7.2f} {r[13]:>7.0f} {r[14]:>7}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
