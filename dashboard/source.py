@@ -6,8 +6,8 @@
 - `AlertSource` reads Alertmanager's `/api/v2/alerts` or Prometheus' `/api/v1/alerts`.
 - `read_history` reads the Spark pipeline's episode and sweep files.
 
-Parsing is kept in pure functions (`health_from_dict`, `parse_alertmanager`, `parse_prometheus`) so it
-is tested on documents, not servers.
+Parsing is kept in pure functions (`exporter.jsonapi.health_from_dict`, `parse_alertmanager`,
+`parse_prometheus`) so it is tested on documents, not servers.
 """
 
 from __future__ import annotations
@@ -25,9 +25,8 @@ from typing import Any, Protocol
 
 import httpx
 
-from exporter.catalog import Mode, Role
-from exporter.health import BrokerHealth, ClusterHealth, ControllerView, FleetHealth, Lifecycle
-from exporter.jsonapi import snapshot_from_dict
+from exporter.health import FleetHealth
+from exporter.jsonapi import health_from_dict, snapshot_from_dict
 from exporter.model import FleetSnapshot
 from exporter.state import ExporterState, Observation
 
@@ -55,49 +54,6 @@ class InProcessSource:
 
     def window(self) -> tuple[Observation, ...]:
         return self.state.window()
-
-
-def health_from_dict(document: Mapping[str, Any]) -> FleetHealth:
-    """Rebuild FleetHealth from `/api/v1/health` JSON (the inverse of `exporter.jsonapi.health_to_dict`)."""
-    clusters = []
-    for cluster in document["clusters"]:
-        controller = cluster["controller"]
-        clusters.append(
-            ClusterHealth(
-                name=cluster["name"],
-                mode=Mode(cluster["mode"]) if cluster["mode"] else None,
-                controller=ControllerView(
-                    claimants=tuple(controller["claimants"]),
-                    node=controller["node"],
-                    node_id=controller["node_id"],
-                    epoch=controller["epoch"],
-                    failovers_total=controller["failovers_total"],
-                    last_failover_at=controller["last_failover_at"],
-                    reachable_controllers=controller["reachable_controllers"],
-                ),
-                brokers=tuple(
-                    BrokerHealth(
-                        cluster=cluster["name"],
-                        node=b["node"],
-                        role=Role(b["role"]),
-                        node_id=b["node_id"],
-                        up=b["up"],
-                        state=Lifecycle(b["state"]),
-                        evidence=b["evidence"],
-                        metadata_lag_records=b["metadata_lag_records"],
-                        metadata_lag_seconds=b["metadata_lag_seconds"],
-                        stale=b["stale"],
-                        frozen=b["frozen"],
-                        control_plane_listener=b["control_plane_listener"],
-                        control_plane_queue_ratio=b["control_plane_queue_ratio"],
-                        control_plane_saturated=b["control_plane_saturated"],
-                    )
-                    for b in cluster["brokers"]
-                ),
-                evaluated_at=document["taken_at"],
-            )
-        )
-    return FleetHealth(tuple(clusters))
 
 
 class RemoteSource:

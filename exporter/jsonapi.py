@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from exporter.catalog import Mode, Role
 from exporter.families import control_plane_listener_enabled
-from exporter.health import FleetHealth
+from exporter.health import BrokerHealth, ClusterHealth, ControllerView, FleetHealth, Lifecycle
 from exporter.model import ClusterSnapshot, FleetSnapshot, NodeSnapshot, Sample
 
 SCHEMA_VERSION = 1
@@ -147,3 +148,46 @@ def health_to_dict(health: FleetHealth, snapshot: FleetSnapshot) -> dict[str, An
             for cluster in health.clusters
         ],
     }
+
+
+def health_from_dict(document: Mapping[str, Any]) -> FleetHealth:
+    """Rebuild FleetHealth from `/api/v1/health` JSON (the inverse of `health_to_dict`)."""
+    clusters = []
+    for cluster in document["clusters"]:
+        controller = cluster["controller"]
+        clusters.append(
+            ClusterHealth(
+                name=cluster["name"],
+                mode=Mode(cluster["mode"]) if cluster["mode"] else None,
+                controller=ControllerView(
+                    claimants=tuple(controller["claimants"]),
+                    node=controller["node"],
+                    node_id=controller["node_id"],
+                    epoch=controller["epoch"],
+                    failovers_total=controller["failovers_total"],
+                    last_failover_at=controller["last_failover_at"],
+                    reachable_controllers=controller["reachable_controllers"],
+                ),
+                brokers=tuple(
+                    BrokerHealth(
+                        cluster=cluster["name"],
+                        node=b["node"],
+                        role=Role(b["role"]),
+                        node_id=b["node_id"],
+                        up=b["up"],
+                        state=Lifecycle(b["state"]),
+                        evidence=b["evidence"],
+                        metadata_lag_records=b["metadata_lag_records"],
+                        metadata_lag_seconds=b["metadata_lag_seconds"],
+                        stale=b["stale"],
+                        frozen=b["frozen"],
+                        control_plane_listener=b["control_plane_listener"],
+                        control_plane_queue_ratio=b["control_plane_queue_ratio"],
+                        control_plane_saturated=b["control_plane_saturated"],
+                    )
+                    for b in cluster["brokers"]
+                ),
+                evaluated_at=document["taken_at"],
+            )
+        )
+    return FleetHealth(tuple(clusters))

@@ -15,7 +15,6 @@ from dashboard.source import (
     AlertSource,
     RemoteSource,
     Table,
-    health_from_dict,
     parse_alertmanager,
     parse_prometheus,
     read_history,
@@ -23,7 +22,7 @@ from dashboard.source import (
 from exporter.app import create_app
 from exporter.catalog import Role
 from exporter.health import Thresholds
-from exporter.jsonapi import health_to_dict
+from exporter.jsonapi import health_from_dict, health_to_dict
 from exporter.model import ClusterSnapshot, FleetSnapshot
 from exporter.state import ExporterState
 from tests.unit.dashboard.builders import T0, node
