@@ -98,20 +98,7 @@ def _local_settings(stack: ExitStack, workdir: Path | None) -> Settings:
         stack.callback(cluster.stop)
     return parse_settings(
         {
-            "clusters": [
-                {
-                    "name": cluster.name,
-                    "nodes": [
-                        {
-                            "address": f"127.0.0.1:{node.jmx_port}",
-                            "name": node.name,
-                            "role": "combined" if len(node.roles) > 1 else node.roles[0],
-                        }
-                        for node in cluster.nodes
-                    ],
-                }
-                for cluster in clusters
-            ],
+            "clusters": localkafka.clusters_config(clusters),
             "scrape": {"interval_seconds": 5, "timeout_seconds": 4},
             # `make run` keeps history so `ctlplane pipeline ...` and the History page have data
             "history": {"path": str(Path.cwd() / ".data" / "history"), "flush_seconds": 60},

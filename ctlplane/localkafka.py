@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import ClassVar
+from typing import Any, ClassVar
 
 ZK_VERSION = "3.9.2"  # last release with ZooKeeper mode
 KRAFT_VERSION = "4.3.1"  # newest 4.x we fetch
@@ -1133,6 +1133,24 @@ def _start_fleet(starters: Iterable[Callable[[], KafkaCluster]], timeout: float)
             c.stop(timeout=10)
         raise
     return clusters
+
+
+def clusters_config(clusters: Iterable[KafkaCluster]) -> list[dict[str, Any]]:
+    """The `clusters:` list of a ctlplane config that watches these clusters over their JMX ports."""
+    return [
+        {
+            "name": cluster.name,
+            "nodes": [
+                {
+                    "address": f"{LOOPBACK}:{node.jmx_port}",
+                    "name": node.name,
+                    "role": "combined" if len(node.roles) > 1 else node.roles[0],
+                }
+                for node in cluster.nodes
+            ],
+        }
+        for cluster in clusters
+    ]
 
 
 def start_default_fleet(workdir: Path, *, timeout: float = 240) -> list[KafkaCluster]:

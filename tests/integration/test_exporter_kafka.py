@@ -11,8 +11,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+import yaml
 
-from ctlplane.localkafka import KafkaCluster, free_port
+from ctlplane.localkafka import KafkaCluster, clusters_config, free_port
 from exporter.catalog import CATALOG, Mode, Role, SeriesType
 from exporter.health import Lifecycle
 from exporter.model import ClusterSnapshot
@@ -147,15 +148,13 @@ def test_ctlplane_run_serves_both_real_clusters_on_metrics(
     zk_cluster: KafkaCluster, kraft_cluster: KafkaCluster, tmp_path: Path
 ) -> None:
     port = free_port()
-    nodes = "\n".join(
-        f"  - name: {c.name}\n    nodes:\n"
-        + "\n".join(f"      - {{address: '127.0.0.1:{n.jmx_port}', name: {n.name}}}" for n in c.nodes)
-        for c in (zk_cluster, kraft_cluster)
-    )
     config = tmp_path / "ctlplane.yaml"
-    config.write_text(
-        f"clusters:\n{nodes}\nscrape: {{interval_seconds: 2, timeout_seconds: 1.5}}\nhttp: {{port: {port}}}\n"
-    )
+    document = {
+        "clusters": clusters_config((zk_cluster, kraft_cluster)),
+        "scrape": {"interval_seconds": 2, "timeout_seconds": 1.5},
+        "http": {"port": port},
+    }
+    config.write_text(yaml.safe_dump(document))
     process = subprocess.Popen(
         [sys.executable, "-m", "ctlplane.cli", "run", "--config", str(config)],
         stdout=subprocess.PIPE,

@@ -29,7 +29,7 @@ import httpx
 import pytest
 import yaml
 
-from ctlplane.localkafka import KafkaCluster, free_port
+from ctlplane.localkafka import KafkaCluster, clusters_config, free_port
 from exporter.catalog import Mode
 from grafana.build import DASHBOARDS_DIR, iter_panels, panel_mode
 
@@ -108,20 +108,7 @@ class Fleet:
 def _real_fleet(zk: KafkaCluster, kraft: KafkaCluster) -> Fleet:
     return Fleet(
         {Mode.ZOOKEEPER: zk.name, Mode.KRAFT: kraft.name},
-        [
-            {
-                "name": cluster.name,
-                "nodes": [
-                    {
-                        "address": f"127.0.0.1:{node.jmx_port}",
-                        "name": node.name,
-                        "role": "combined" if len(node.roles) > 1 else node.roles[0],
-                    }
-                    for node in cluster.nodes
-                ],
-            }
-            for cluster in (zk, kraft)
-        ],
+        clusters_config((zk, kraft)),
     )
 
 
