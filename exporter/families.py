@@ -9,9 +9,12 @@ Example output (one ZooKeeper-mode broker with the control-plane listener):
 
 from __future__ import annotations
 
+import math
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 
+from prometheus_client import exposition
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -19,14 +22,68 @@ from prometheus_client.core import (
     SummaryMetricFamily,
 )
 from prometheus_client.exposition import choose_encoder
+from prometheus_client.openmetrics import exposition as om_exposition
 from prometheus_client.samples import Sample as PromSample
+from prometheus_client.utils import floatToGoString
+from prometheus_client.validation import _is_valid_legacy_labelname, _is_valid_legacy_metric_name
 
-from exporter.catalog import CATALOG, DERIVED_SERIES, HEALTH_SERIES, Mode, SeriesType
+from exporter.catalog import CATALOG, DERIVED_SERIES, HEALTH_SERIES, MetricSpec, Mode, SeriesType
 from exporter.health import FleetHealth, Lifecycle
 from exporter.model import FleetSnapshot, NodeSnapshot
 from exporter.readings import LISTENER_EVIDENCE
 
 NODE_LABELS = ("cluster", "node", "role")
+
+# One sample as the renderers see it: (sample name, label names, label values, value). Label names are
+# one tuple object per family (two for summaries: with and without `quantile`), so the exposition can
+# cache a node's formatted label set instead of sorting and escaping it again for each of its series.
+Row = tuple[str, tuple[str, ...], tuple[str, ...], float]
+
+
+class Family:
+    """One metric family in the shape prometheus_client's Metric has, without its per-sample objects.
+
+    A 1,000-node page is ~75,000 samples; building a PromSample and a label dict for each and handing
+    them to prometheus_client's encoders was ~2 s. `to_metric()` still gives the prometheus_client form.
+    """
+
+    __slots__ = ("_quantile_labels", "_sample_name", "documentation", "labelnames", "name", "rows", "type")
+
+    def __init__(self, name: str, documentation: str, type: str, labels: Sequence[str] = ()) -> None:
+        if type == "counter" and name.endswith("_total"):
+            name = name[:-6]  # as CounterMetricFamily: the family is named without the suffix
+        self.name = name
+        self.type = type
+        self.documentation = documentation
+        self.labelnames = tuple(labels)
+        self.rows: list[Row] = []
+        self._sample_name = name + "_total" if type == "counter" else name
+        self._quantile_labels = (*self.labelnames, "quantile")
+
+    def add(self, values: tuple[str, ...], value: float) -> None:
+        self.rows.append((self._sample_name, self.labelnames, values, value))
+
+    def add_summary(
+        self, values: tuple[str, ...], count: float, total: float, quantiles: Iterable[tuple[str, float]]
+    ) -> None:
+        # the order SummaryMetricFamily.add_metric gives (count, sum), then the quantiles
+        self.rows.append((self.name + "_count", self.labelnames, values, count))
+        self.rows.append((self.name + "_sum", self.labelnames, values, total))
+        for quantile, value in quantiles:
+            self.rows.append((self.name, self._quantile_labels, (*values, quantile), value))
+
+    def to_metric(self) -> Metric:
+        metric: Metric
+        if self.type == "counter":
+            metric = CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
+        elif self.type == "summary":
+            metric = SummaryMetricFamily(self.name, self.documentation, labels=self.labelnames)
+        else:
+            metric = GaugeMetricFamily(self.name, self.documentation, labels=self.labelnames)
+        metric.samples = [
+            PromSample(name, dict(zip(names, values, strict=True)), value) for name, names, values, value in self.rows
+        ]
+        return metric
 
 
 def control_plane_listener_enabled(node: NodeSnapshot) -> bool | None:
@@ -40,58 +97,72 @@ def control_plane_listener_enabled(node: NodeSnapshot) -> bool | None:
     return node.has(LISTENER_EVIDENCE)
 
 
-def _node_labels(node: NodeSnapshot) -> list[str]:
-    return [node.cluster, node.node, node.role.value]
+def _node_labels(node: NodeSnapshot) -> tuple[str, str, str]:
+    return (node.cluster, node.node, node.role.value)
 
 
-def render_families(snapshot: FleetSnapshot, health: FleetHealth | None = None, version: str = "dev") -> list[Metric]:
-    """Every series for this snapshot, fresh objects each call (no state shared between scrapes)."""
-    families: list[Metric] = []
-    nodes = list(snapshot.nodes())
-    for spec in CATALOG:
-        extra = sorted(set(spec.labels.values()))
-        if spec.type in (SeriesType.STATE, SeriesType.INFO):
-            extra = sorted({*extra, spec.value_label})
-        names = [*NODE_LABELS, *extra]
-        family: CounterMetricFamily | SummaryMetricFamily | GaugeMetricFamily
-        if spec.type is SeriesType.COUNTER:
-            family = CounterMetricFamily(spec.series, spec.help_text, labels=names)
-        elif spec.type is SeriesType.SUMMARY:
-            family = SummaryMetricFamily(spec.series, spec.help_text, labels=names)
-        else:
-            family = GaugeMetricFamily(spec.series, spec.help_text, labels=names)
-        for node in nodes:
-            if not node.up:
+def _catalog_family(spec: MetricSpec) -> Family:
+    extra = sorted(set(spec.labels.values()))
+    if spec.type in (SeriesType.STATE, SeriesType.INFO):
+        extra = sorted({*extra, spec.value_label})
+    kind = "counter" if spec.type is SeriesType.COUNTER else "summary" if spec.type is SeriesType.SUMMARY else "gauge"
+    return Family(spec.series, spec.help_text, kind, [*NODE_LABELS, *extra])
+
+
+def collect_families(snapshot: FleetSnapshot, health: FleetHealth | None = None, version: str = "dev") -> list[Family]:
+    """Every family with samples for this snapshot, fresh objects each call (no state shared between scrapes)."""
+    catalog = [_catalog_family(spec) for spec in CATALOG]
+    # series -> (its family, the labels it adds to the node's); one lookup per sample
+    by_series = {
+        spec.series: (family, family.labelnames[len(NODE_LABELS) :], family.type == "summary")
+        for spec, family in zip(CATALOG, catalog, strict=True)
+    }
+    nodes = [(node, _node_labels(node)) for node in snapshot.nodes()]
+    # node by node, each sample to its family: the rows of a family come out in node order, then in the
+    # node's sample order, as a scan of every node per catalogue series would give them
+    for node, node_labels in nodes:
+        if not node.up:
+            continue
+        for sample in node.samples:
+            found = by_series.get(sample.series)
+            if found is None:
                 continue
-            for sample in node.series_samples(spec.series):
+            family, extra, summary = found
+            # the node-labels tuple is shared by all of a node's plain samples (see Row)
+            values: tuple[str, ...] = node_labels
+            if extra:
                 labels = dict(sample.labels)
-                values = [*_node_labels(node), *(labels.get(name, "") for name in extra)]
-                if isinstance(family, SummaryMetricFamily):
-                    parts = dict(sample.parts)
-                    quantiles = [(q, v) for q, v in sample.parts if q not in ("count", "sum")]
-                    _add_summary(family, values, parts["count"], parts["sum"], quantiles)
-                else:
-                    family.add_metric(values, sample.value)
-        if family.samples:
-            families.append(family)
+                values = (*node_labels, *[labels.get(name, "") for name in extra])
+            if summary:
+                parts = dict(sample.parts)
+                quantiles = [(q, v) for q, v in sample.parts if q != "count" and q != "sum"]
+                family.add_summary(values, parts["count"], parts["sum"], quantiles)
+            else:
+                family.add(values, sample.value)
+    families = [family for family in catalog if family.rows]
     families.extend(_derived_families(snapshot, nodes, version))
     if health is not None:
         families.extend(health_families(health))
     return families
 
 
-def health_families(health: FleetHealth) -> list[Metric]:
+def render_families(snapshot: FleetSnapshot, health: FleetHealth | None = None, version: str = "dev") -> list[Metric]:
+    """collect_families as prometheus_client Metric objects (what its encoders and registries take)."""
+    return [family.to_metric() for family in collect_families(snapshot, health, version)]
+
+
+def health_families(health: FleetHealth) -> list[Family]:
     """The health record as series: controller identity and failovers, lifecycle, freshness, saturation."""
 
-    def gauge(name: str, labels: Sequence[str]) -> GaugeMetricFamily:
-        return GaugeMetricFamily(name, HEALTH_SERIES[name], labels=list(labels))
+    def gauge(name: str, labels: Sequence[str]) -> Family:
+        return Family(name, HEALTH_SERIES[name], "gauge", labels)
 
     cluster_mode = gauge("kafka_cluster_mode_info", ["cluster", "mode"])
     active = gauge("kafka_cluster_active_controllers", ["cluster"])
     reachable = gauge("kafka_cluster_reachable_controllers", ["cluster"])
     info = gauge("kafka_controller_info", ["cluster", "node", "node_id"])
-    failovers = CounterMetricFamily(
-        "kafka_controller_failovers", HEALTH_SERIES["kafka_controller_failovers_total"], labels=["cluster"]
+    failovers = Family(
+        "kafka_controller_failovers", HEALTH_SERIES["kafka_controller_failovers_total"], "counter", ["cluster"]
     )
     last_failover = gauge("kafka_controller_last_failover_timestamp_seconds", ["cluster"])
     lifecycle = gauge("kafka_broker_lifecycle_state", [*NODE_LABELS, "state"])
@@ -103,29 +174,29 @@ def health_families(health: FleetHealth) -> list[Metric]:
     for cluster in health.clusters:
         controller = cluster.controller
         if cluster.mode is not None:
-            cluster_mode.add_metric([cluster.name, cluster.mode.value], 1.0)
-        active.add_metric([cluster.name], float(cluster.active_controllers))
-        reachable.add_metric([cluster.name], float(controller.reachable_controllers))
+            cluster_mode.add((cluster.name, cluster.mode.value), 1.0)
+        active.add((cluster.name,), float(cluster.active_controllers))
+        reachable.add((cluster.name,), float(controller.reachable_controllers))
         if controller.node is not None:
             node_id = "" if controller.node_id is None else str(controller.node_id)
-            info.add_metric([cluster.name, controller.node, node_id], 1.0)
-        failovers.add_metric([cluster.name], float(controller.failovers_total))
+            info.add((cluster.name, controller.node, node_id), 1.0)
+        failovers.add((cluster.name,), float(controller.failovers_total))
         if controller.last_failover_at is not None:
-            last_failover.add_metric([cluster.name], controller.last_failover_at)
+            last_failover.add((cluster.name,), controller.last_failover_at)
         for broker in cluster.brokers:
-            labels = [broker.cluster, broker.node, broker.role.value]
+            labels = (broker.cluster, broker.node, broker.role.value)
             for state in Lifecycle:
-                lifecycle.add_metric([*labels, state.value], 1.0 if broker.state is state else 0.0)
+                lifecycle.add((*labels, state.value), 1.0 if broker.state is state else 0.0)
             if broker.metadata_lag_records is not None:
-                lag_records.add_metric(labels, broker.metadata_lag_records)
+                lag_records.add(labels, broker.metadata_lag_records)
             if broker.metadata_lag_seconds is not None:
-                lag_seconds.add_metric(labels, broker.metadata_lag_seconds)
+                lag_seconds.add(labels, broker.metadata_lag_seconds)
             if broker.up:
-                stale.add_metric(labels, 1.0 if broker.stale else 0.0)
-                frozen.add_metric(labels, 1.0 if broker.frozen else 0.0)
+                stale.add(labels, 1.0 if broker.stale else 0.0)
+                frozen.add(labels, 1.0 if broker.frozen else 0.0)
             if broker.control_plane_listener:
-                saturated.add_metric(labels, 1.0 if broker.control_plane_saturated else 0.0)
-    families: list[Metric] = [
+                saturated.add(labels, 1.0 if broker.control_plane_saturated else 0.0)
+    families = [
         cluster_mode,
         active,
         reachable,
@@ -139,66 +210,174 @@ def health_families(health: FleetHealth) -> list[Metric]:
         frozen,
         saturated,
     ]
-    return [family for family in families if family.samples]
+    return [family for family in families if family.rows]
 
 
-def _add_summary(
-    family: SummaryMetricFamily,
-    values: list[str],
-    count: float,
-    total: float,
-    quantiles: Sequence[tuple[str, float]],
-) -> None:
-    # SummaryMetricFamily.add_metric has no quantiles; append the samples the exposition expects.
-    family.add_metric(values, count, total)  # type: ignore[arg-type]  # annotated int, floats render fine
-    names = family._labelnames
-    for quantile, value in quantiles:
-        labels = dict(zip(names, values, strict=True))
-        labels["quantile"] = quantile
-        family.samples.append(PromSample(family.name, labels, value))
+def _gauge(name: str, labels: Sequence[str] = NODE_LABELS) -> Family:
+    return Family(name, DERIVED_SERIES[name], "gauge", labels)
 
 
-def _gauge(name: str, labels: Sequence[str] = NODE_LABELS) -> GaugeMetricFamily:
-    return GaugeMetricFamily(name, DERIVED_SERIES[name], labels=list(labels))
-
-
-def _derived_families(snapshot: FleetSnapshot, nodes: Sequence[NodeSnapshot], version: str) -> list[Metric]:
+def _derived_families(
+    snapshot: FleetSnapshot, nodes: Sequence[tuple[NodeSnapshot, tuple[str, str, str]]], version: str
+) -> list[Family]:
     up = _gauge("ctlplane_up")
     duration = _gauge("ctlplane_scrape_duration_seconds")
-    errors = CounterMetricFamily(
-        "ctlplane_scrape_errors", DERIVED_SERIES["ctlplane_scrape_errors_total"], labels=list(NODE_LABELS)
-    )
+    errors = Family("ctlplane_scrape_errors", DERIVED_SERIES["ctlplane_scrape_errors_total"], "counter", NODE_LABELS)
     listener = _gauge("kafka_control_plane_listener_enabled")
-    for node in nodes:
-        labels = _node_labels(node)
-        up.add_metric(labels, 1.0 if node.up else 0.0)
-        duration.add_metric(labels, node.scrape_duration_seconds)
-        errors.add_metric(labels, node.errors_total)
+    for node, labels in nodes:
+        up.add(labels, 1.0 if node.up else 0.0)
+        duration.add(labels, node.scrape_duration_seconds)
+        errors.add(labels, node.errors_total)
         enabled = control_plane_listener_enabled(node)
         if enabled is not None:
-            listener.add_metric(labels, 1.0 if enabled else 0.0)
-    round_duration = GaugeMetricFamily(
-        "ctlplane_round_duration_seconds",
-        DERIVED_SERIES["ctlplane_round_duration_seconds"],
-        value=snapshot.round_duration_seconds,
-    )
-    timestamp = GaugeMetricFamily(
-        "ctlplane_snapshot_timestamp_seconds",
-        DERIVED_SERIES["ctlplane_snapshot_timestamp_seconds"],
-        value=snapshot.taken_at,
-    )
-    build = GaugeMetricFamily("ctlplane_build_info", DERIVED_SERIES["ctlplane_build_info"], labels=["version"])
-    build.add_metric([version], 1.0)
-    families: list[Metric] = [up, duration, errors, round_duration, timestamp, build]
-    if listener.samples:
+            listener.add(labels, 1.0 if enabled else 0.0)
+    round_duration = _gauge("ctlplane_round_duration_seconds", ())
+    round_duration.add((), snapshot.round_duration_seconds)
+    timestamp = _gauge("ctlplane_snapshot_timestamp_seconds", ())
+    timestamp.add((), snapshot.taken_at)
+    build = _gauge("ctlplane_build_info", ["version"])
+    build.add((version,), 1.0)
+    families = [up, duration, errors, round_duration, timestamp, build]
+    if listener.rows:
         families.append(listener)
     return families
 
 
-def snapshot_age_family(age_seconds: float) -> Metric:
-    return GaugeMetricFamily(
-        "ctlplane_snapshot_age_seconds", DERIVED_SERIES["ctlplane_snapshot_age_seconds"], value=age_seconds
+def snapshot_age_family(age_seconds: float) -> Family:
+    family = _gauge("ctlplane_snapshot_age_seconds", ())
+    family.add((), age_seconds)
+    return family
+
+
+class _NeedsEncoder(Exception):
+    """Something the direct renderer does not reproduce (UTF-8 names): prometheus_client's encoder renders it."""
+
+
+def _direct_format(encoder: Callable[..., bytes]) -> tuple[str, str] | None:
+    """("text" | "openmetrics", escaping) for the encoders choose_encoder returns; None for anything else."""
+    func, args, keywords = encoder, (), {}
+    if isinstance(encoder, partial):
+        func, args, keywords = encoder.func, encoder.args, dict(encoder.keywords)
+    keywords.pop("version", None)  # OpenMetrics 2.0 differs from 1.0 only by native histograms, which we lack
+    escaping = keywords.pop("escaping", om_exposition.UNDERSCORES)
+    if args or keywords:
+        return None
+    if func is exposition.generate_latest:
+        return "text", escaping
+    if func is om_exposition.generate_latest:
+        return "openmetrics", escaping
+    return None
+
+
+def encode(families: Sequence[Family], encoder: Callable[..., bytes]) -> bytes:
+    """The bytes `encoder` (from choose_encoder) makes of these families, without its per-sample cost.
+
+    The same rules as prometheus_client's text 0.0.4/1.0.0 and OpenMetrics 1.0 encoders, applied with
+    their own helpers (name escaping, floatToGoString, label-value escaping) once per distinct name,
+    label set and value rather than once per sample; tests compare the bytes with theirs.
+    """
+    direct = _direct_format(encoder)
+    if direct is not None:
+        try:
+            return _encode(families, direct[0] == "openmetrics", direct[1])
+        except _NeedsEncoder:
+            pass
+    return encoder(_Families([family.to_metric() for family in families]))
+
+
+def _escape_value(value: str) -> str:
+    # what both encoders do to label values (openmetrics._escape with ALLOWUTF8)
+    return om_exposition._escape(value, om_exposition.ALLOWUTF8, om_exposition._is_legacy_labelname_rune)
+
+
+# prometheus_client's Go-style float formatting (untyped there)
+_go_float: Callable[[float], str] = floatToGoString
+_ZERO, _NEGATIVE_ZERO = _go_float(0.0), _go_float(-0.0)
+
+
+def _encode(families: Sequence[Family], openmetrics_format: bool, escaping: str) -> bytes:
+    # Not reproduced because a Family cannot hold them: timestamps, exemplars, units, native histograms, and
+    # the text encoder's separate blocks for `_created`/`_gsum`/`_gcount` samples (a Family's sample names
+    # are its name, `_total`, `_count` and `_sum` only).
+    utf8 = escaping == om_exposition.ALLOWUTF8
+    names: dict[str, str] = {}
+    label_names: dict[str, str] = {}
+    orders: dict[tuple[str, ...], list[tuple[int, str]]] = {}
+    label_sets: dict[tuple[str, ...], dict[tuple[str, ...], str]] = {}  # label names -> values -> text
+    numbers: dict[float, str] = {}
+    escaped: dict[str, str] = {}
+
+    def sample_name(name: str) -> str:
+        text = names.get(name)
+        if text is None:
+            if utf8 and not _is_valid_legacy_metric_name(name):
+                raise _NeedsEncoder(name)  # the encoders quote such names inside the braces
+            if openmetrics_format:
+                text = om_exposition._escape(name, escaping, om_exposition._is_legacy_labelname_rune)
+            else:
+                text = om_exposition.escape_metric_name(name, escaping)
+            names[name] = text
+        return text
+
+    def label_set(key: tuple[tuple[str, ...], tuple[str, ...]]) -> str:
+        labelnames, values = key
+        order = orders.get(labelnames)
+        if order is None:
+            for name in labelnames:
+                if name not in label_names:
+                    if utf8 and not _is_valid_legacy_labelname(name):
+                        raise _NeedsEncoder(name)
+                    label_names[name] = om_exposition.escape_label_name(name, escaping)
+            # the encoders sort a sample's labels by name
+            order = orders[labelnames] = [(labelnames.index(n), label_names[n]) for n in sorted(labelnames)]
+        parts = []
+        for i, name in order:
+            value = values[i]
+            text = escaped.get(value)
+            if text is None:
+                text = escaped[value] = _escape_value(value)
+            parts.append(f'{name}="{text}"')
+        return "{" + ",".join(parts) + "}"
+
+    def number(value: float) -> str:
+        if not value:  # 0.0 == -0.0 would share a cache entry; NaN is truthy
+            return _NEGATIVE_ZERO if math.copysign(1.0, value) < 0 else _ZERO
+        text = _go_float(value)
+        if value == value:  # every NaN would be a new key
+            numbers[value] = text
+        return text
+
+    out: list[str] = []
+    append = out.append
+    for family in families:
+        out.extend(_header(family, openmetrics_format, escaping))
+        current_names: tuple[str, ...] | None = None
+        sets: dict[tuple[str, ...], str] = {}
+        for name, labelnames, values, value in family.rows:
+            if labelnames is not current_names:  # one or two label-name tuples per family (see Row)
+                current_names = labelnames
+                sets = label_sets.setdefault(labelnames, {})
+            labels = sets.get(values)
+            if labels is None:
+                labels = sets[values] = label_set((labelnames, values)) if labelnames else ""
+            append(f"{names.get(name) or sample_name(name)}{labels} {numbers.get(value) or number(value)}\n")
+    if openmetrics_format:
+        append("# EOF\n")
+    return "".join(out).encode("utf-8")
+
+
+def _header(family: Family, openmetrics_format: bool, escaping: str) -> list[str]:
+    if openmetrics_format:
+        name = om_exposition.escape_metric_name(family.name, escaping)
+        documentation = om_exposition._escape(
+            family.documentation, om_exposition.ALLOWUTF8, om_exposition._is_legacy_labelname_rune
+        )
+        return [f"# HELP {name} {documentation}\n", f"# TYPE {name} {family.type}\n"]
+    name = om_exposition.escape_metric_name(
+        family.name + "_total" if family.type == "counter" else family.name, escaping
     )
+    documentation = family.documentation.replace("\\", r"\\").replace("\n", r"\n")
+    return [f"# HELP {name} {documentation}\n", f"# TYPE {name} {family.type}\n"]
 
 
 class _Families:
@@ -231,9 +410,9 @@ class MetricsPage:
         with self._lock:
             body = self._cache.get(key)
             if body is None:
-                body = encoder(_Families(render_families(snapshot, health, self.version)))
+                body = encode(collect_families(snapshot, health, self.version), encoder)
                 # keep only the newest snapshot's pages (one per content type)
                 self._cache = {k: v for k, v in self._cache.items() if k[:2] == key[:2]}
                 self._cache[key] = body
-        age = encoder(_Families([snapshot_age_family(max(0.0, now - snapshot.taken_at))]))
+        age = encode([snapshot_age_family(max(0.0, now - snapshot.taken_at))], encoder)
         return age.removesuffix(b"# EOF\n") + body, content_type

@@ -63,10 +63,20 @@ class NodeSnapshot:
     _index: Mapping[tuple[str, LabelPairs], Sample] = field(
         default_factory=lambda: MappingProxyType({}), repr=False, compare=False
     )
+    # series -> its samples in `samples` order: /metrics asks every node for every catalogue series, and a
+    # scan per question was ~1.1 s of a 1,000-node render
+    _by_series: Mapping[str, tuple[Sample, ...]] = field(
+        default_factory=lambda: MappingProxyType({}), repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         index = {(sample.series, sample.labels): sample for sample in self.samples}
         object.__setattr__(self, "_index", MappingProxyType(index))
+        grouped: dict[str, list[Sample]] = {}
+        for sample in self.samples:
+            grouped.setdefault(sample.series, []).append(sample)
+        by_series = {series: tuple(members) for series, members in grouped.items()}
+        object.__setattr__(self, "_by_series", MappingProxyType(by_series))
 
     def value(self, series: str, **labels: str) -> float | None:
         """The value of `series` with exactly these extra labels, or None if the node lacks it."""
@@ -74,10 +84,10 @@ class NodeSnapshot:
         return None if sample is None else sample.value
 
     def has(self, series: str) -> bool:
-        return any(sample.series == series for sample in self.samples)
+        return series in self._by_series
 
     def series_samples(self, series: str) -> Iterator[Sample]:
-        return (sample for sample in self.samples if sample.series == series)
+        return iter(self._by_series.get(series, ()))
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,10 @@ The JMX clients know nothing of series; this module knows nothing of sockets.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from exporter.catalog import CATALOG, HISTOGRAM_QUANTILES, Mode, Role, SeriesType
+from exporter.catalog import CATALOG, HISTOGRAM_QUANTILES, MetricSpec, Mode, Role, SeriesType
 from exporter.model import LabelPairs, MBeanQuery, RawReading, Sample
 
 
@@ -40,12 +40,29 @@ def _number(value: float | str | None) -> float | None:
     return float(value)
 
 
-def _labels(spec_labels: Mapping[str, str], keys: Mapping[str, str]) -> LabelPairs:
-    return tuple(sorted((label, keys.get(key, "")) for key, label in spec_labels.items()))
-
-
 LISTENER_EVIDENCE = "kafka_control_plane_request_queue_size"
 LISTENER_SERIES = frozenset(spec.series for spec in CATALOG if spec.needs_control_plane_listener)
+
+
+@dataclass(frozen=True, slots=True)
+class _SpecPlan:
+    """What samples_from_readings needs of one catalogue row, worked out once at import."""
+
+    spec: MetricSpec
+    only: tuple[tuple[str, frozenset[str]], ...]
+    labels: tuple[tuple[str, str], ...]  # (series label, ObjectName key), sorted by series label
+
+
+def _plan(spec: MetricSpec) -> _SpecPlan:
+    labels = tuple(sorted((label, key) for key, label in spec.labels.items()))
+    return _SpecPlan(spec, tuple(spec.only.items()), labels)
+
+
+# MBean pattern -> its catalogue rows in catalogue order: each reading is matched against its own rows only,
+# not against all of CATALOG (the summing order per series, hence every float, stays as it was)
+_BY_PATTERN: dict[str, tuple[_SpecPlan, ...]] = {}
+for _spec in CATALOG:
+    _BY_PATTERN[_spec.mbean] = (*_BY_PATTERN.get(_spec.mbean, ()), _plan(_spec))
 
 
 def samples_from_readings(readings: Iterable[RawReading]) -> tuple[Sample, ...]:
@@ -59,36 +76,40 @@ def samples_from_readings(readings: Iterable[RawReading]) -> tuple[Sample, ...]:
 
     totals: dict[tuple[str, LabelPairs], float] = {}
     summaries: dict[tuple[str, LabelPairs], dict[str, float]] = {}
-    for spec in CATALOG:
-        for reading in by_pattern.get(spec.mbean, ()):
-            if not all(reading.keys.get(key) in values for key, values in spec.only.items()):
-                continue
-            labels = _labels(spec.labels, reading.keys)
-            if spec.type is SeriesType.SUMMARY:
-                count = _number(reading.values.get("Count"))
-                mean = _number(reading.values.get("Mean"))
-                if count is None or mean is None:
+    for pattern, matched in by_pattern.items():
+        for plan in _BY_PATTERN.get(pattern, ()):
+            spec = plan.spec
+            for reading in matched:
+                keys = reading.keys
+                if plan.only and not all(keys.get(key) in values for key, values in plan.only):
                     continue
-                parts = summaries.setdefault((spec.series, labels), {"count": 0.0, "sum": 0.0})
-                parts["count"] += count
-                parts["sum"] += count * mean * spec.scale
-                for quantile, attr in HISTOGRAM_QUANTILES:
-                    value = _number(reading.values.get(attr))
-                    if value is not None:
-                        # several MBeans per label set do not happen for histograms; keep the worst
-                        parts[quantile] = max(parts.get(quantile, -math.inf), value * spec.scale)
-                continue
-            raw = reading.values.get(spec.attribute)
-            if raw is None:
-                continue
-            if spec.type in (SeriesType.STATE, SeriesType.INFO):
-                totals[(spec.series, tuple(sorted((*labels, (spec.value_label, str(raw))))))] = 1.0
-            else:
-                number = _number(raw)
-                if number is not None:
-                    key = (spec.series, labels)
-                    totals[key] = totals.get(key, 0.0) + number * spec.scale
-    if not any(series == LISTENER_EVIDENCE for series, _ in totals):
+                # already in label order: spec labels are unique, so sorting (label, value) pairs is by label
+                labels = tuple([(label, keys.get(key, "")) for label, key in plan.labels])
+                if spec.type is SeriesType.SUMMARY:
+                    count = _number(reading.values.get("Count"))
+                    mean = _number(reading.values.get("Mean"))
+                    if count is None or mean is None:
+                        continue
+                    parts = summaries.setdefault((spec.series, labels), {"count": 0.0, "sum": 0.0})
+                    parts["count"] += count
+                    parts["sum"] += count * mean * spec.scale
+                    for quantile, attr in HISTOGRAM_QUANTILES:
+                        value = _number(reading.values.get(attr))
+                        if value is not None:
+                            # several MBeans per label set do not happen for histograms; keep the worst
+                            parts[quantile] = max(parts.get(quantile, -math.inf), value * spec.scale)
+                    continue
+                raw = reading.values.get(spec.attribute)
+                if raw is None:
+                    continue
+                if spec.type in (SeriesType.STATE, SeriesType.INFO):
+                    totals[(spec.series, tuple(sorted((*labels, (spec.value_label, str(raw))))))] = 1.0
+                else:
+                    number = _number(raw)
+                    if number is not None:
+                        key = (spec.series, labels)
+                        totals[key] = totals.get(key, 0.0) + number * spec.scale
+    if LISTENER_EVIDENCE not in {series for series, _ in totals}:
         # Without `control.plane.listener.name` Kafka still registers the SocketServer ControlPlane* gauges
         # (NaN idle, 0 expired) but no control-plane queue (KIP-291): those values describe nothing.
         totals = {key: value for key, value in totals.items() if key[0] not in LISTENER_SERIES}

@@ -3,6 +3,12 @@
 A slow, dead or vanished node becomes an error value for that node only. A read that has not answered
 by the round's timeout is reported as down and left to finish (or fail on its RMI timeout) in the
 background; the node is not read again until it returns, so a stalled node holds one worker at most.
+
+Overload degrades, it does not collapse: a node has at most one read queued or running, so the pool's
+queue never holds a stale read ahead of a newer one, and a read that finishes after its round's deadline
+is kept and served by the next snapshot (its `scraped_at` says when it was taken) instead of discarded.
+When reads cost more than a round, each snapshot carries the nodes whose reads completed since the
+previous one, not 0 up.
 """
 
 from __future__ import annotations
@@ -41,14 +47,17 @@ class _NodeMemory:
     mode: Mode | None = None
     node_id: int | None = None
     version: str | None = None
-    in_flight: Future[tuple[list[RawReading], float]] | None = None
+    # The node's one read: queued, running, or finished but not yet in a snapshot. Only the scrape thread
+    # touches it (future.done() is checked there; no completion callbacks racing with the round).
+    read: Future[_Read] | None = None
+    read_round: int = 0  # the round that submitted `read`
 
 
-def _clear_in_flight(memory: _NodeMemory) -> Callable[[Future[tuple[list[RawReading], float]]], None]:
-    def clear(_: Future[tuple[list[RawReading], float]]) -> None:
-        memory.in_flight = None
-
-    return clear
+@dataclass(frozen=True)
+class _Read:
+    readings: list[RawReading]
+    duration: float  # seconds the JMX read took, queueing excluded
+    started_at: float  # clock() when the read began: the snapshot's scraped_at for the node
 
 
 def empty_snapshot(targets: Sequence[Target], now: float) -> FleetSnapshot:
@@ -130,29 +139,36 @@ class Scraper:
         """Call `listener` with every new snapshot, in the scrape thread (keep it quick)."""
         self._listeners.append(listener)
 
-    def _read(self, target: Target) -> tuple[list[RawReading], float]:
+    def _read(self, target: Target) -> _Read:
+        started_at = self.clock()
         started = time.perf_counter()
         readings = self.client.read(target.endpoint, self.queries)
-        return readings, time.perf_counter() - started
+        return _Read(readings, time.perf_counter() - started, started_at)
 
     def scrape_once(self) -> FleetSnapshot:
         taken_at = self.clock()
         started = time.perf_counter()
-        fresh: dict[Target, Future[tuple[list[RawReading], float]]] = {}
+        sequence = self._latest.sequence + 1
+        late: dict[Target, Future[_Read]] = {}
+        fresh: list[Future[_Read]] = []
         for target in self.targets:
             memory = self._memory[target]
-            if memory.in_flight is None:
-                future = self._pool.submit(self._read, target)
-                memory.in_flight = future
-                # may run at once if the read already finished: keep our own reference to the future
-                future.add_done_callback(_clear_in_flight(memory))
-                fresh[target] = future
-        wait(list(fresh.values()), timeout=self.timeout_seconds)
-        nodes = [self._node_snapshot(target, fresh.get(target), taken_at) for target in self.targets]
+            if memory.read is not None and memory.read.done():
+                # finished after its round's deadline: served by this snapshot unless a newer read finishes
+                late[target] = memory.read
+                memory.read = None
+            if memory.read is None:
+                memory.read = self._pool.submit(self._read, target)
+                memory.read_round = sequence
+                fresh.append(memory.read)
+            # else a read from an earlier round is still queued or running: not doubled, and not waited for
+            # (a stalled node's would hold every round to the timeout), but used if it is done by the end
+        wait(fresh, timeout=self.timeout_seconds)
+        nodes = [self._node_snapshot(target, late.get(target), taken_at, sequence) for target in self.targets]
         snapshot = _assemble(
             self.targets,
             nodes,
-            sequence=self._latest.sequence + 1,
+            sequence=sequence,
             taken_at=taken_at,
             duration=time.perf_counter() - started,
         )
@@ -165,16 +181,29 @@ class Scraper:
         return snapshot
 
     def _node_snapshot(
-        self, target: Target, future: Future[tuple[list[RawReading], float]] | None, taken_at: float
+        self, target: Target, late: Future[_Read] | None, taken_at: float, sequence: int
     ) -> NodeSnapshot:
         memory = self._memory[target]
+        future = memory.read
         error: str | None = None
-        if future is None:
-            error = "previous read still running (node stalled?)"
-        elif not future.done():
-            error = f"no answer within {self.timeout_seconds:g}s"
+        if future is not None and future.done():
+            memory.read = None  # consumed: the next round reads the node again
+        elif late is not None:
+            future = late
+        elif future is None or future.running():
+            error = (
+                f"no answer within {self.timeout_seconds:g}s"
+                if memory.read_round == sequence
+                else "previous read still running (node stalled?)"
+            )
         else:
-            exc = future.exception()
+            error = (
+                "read still queued (more reads than workers can do per round)"
+                if memory.read_round == sequence
+                else "previous read still queued (more reads than workers can do per round)"
+            )
+        if error is None and future is not None:
+            exc = JmxError("read cancelled (scraper stopping)") if future.cancelled() else future.exception()
             if isinstance(exc, JmxError):
                 error = str(exc)
             elif exc is not None:
@@ -197,8 +226,8 @@ class Scraper:
                 taken_at,
             )
         assert future is not None
-        readings, duration = future.result()
-        samples = samples_from_readings(readings)
+        read = future.result()
+        samples = samples_from_readings(read.readings)
         identity = identify(samples)
         if identity.role is not Role.UNKNOWN:
             memory.role, memory.mode = identity.role, identity.mode
@@ -213,10 +242,10 @@ class Scraper:
             memory.node_id,
             memory.version,
             True,
-            duration,
+            read.duration,
             None,
             memory.errors_total,
-            taken_at,
+            read.started_at,
             samples,
         )
 
