@@ -15,7 +15,7 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from exporter.catalog import Mode, Role
-from exporter.model import ClusterSnapshot, FleetSnapshot, NodeSnapshot
+from exporter.model import ClusterSnapshot, Failure, FleetSnapshot, NodeSnapshot
 
 # ControlPlaneRequestQueueSize counts requests in a queue of fixed capacity 20 (KIP-291:
 # `queued.max.requests` does not apply to the control-plane channel).
@@ -115,8 +115,6 @@ class _ClusterMemory:
     # node -> recent (applied offset, committed offset) pairs, newest last
     offsets: Mapping[str, tuple[tuple[float, float], ...]] = field(default_factory=lambda: MappingProxyType({}))
     states: Mapping[str, Lifecycle] = field(default_factory=lambda: MappingProxyType({}))  # last lifecycle
-    # node -> (active controller, its TimedOutBrokerHeartbeatCount) when the broker was last ACTIVE
-    timeouts_when_active: Mapping[str, tuple[str, float]] = field(default_factory=lambda: MappingProxyType({}))
 
 
 @dataclass(frozen=True)
@@ -188,42 +186,31 @@ def _is_broker(node: NodeSnapshot) -> bool:
 
 
 def _lifecycle(
-    node: NodeSnapshot,
-    registration: float | None,
-    mode: Mode | None,
-    previous: Lifecycle | None,
-    heartbeat_timed_out: bool | None,
+    node: NodeSnapshot, registration: float | None, mode: Mode | None, previous: Lifecycle | None
 ) -> tuple[Lifecycle, str]:
-    """The broker's state from the controller's registration, its own BrokerState and its last state.
-
-    `heartbeat_timed_out`: whether the active controller's TimedOutBrokerHeartbeatCount rose since the
-    broker was last ACTIVE (None: unknown, e.g. another controller since).
-    """
+    """The broker's state from the controller's registration, its own BrokerState and its last state."""
     controller_says = REGISTRATION_STATES.get(registration) if registration is not None else None
-    if not node.up and previous is Lifecycle.SHUTDOWN:
-        # After a controlled shutdown the controller fences the departed broker; that is the expected
-        # end of a shutdown, not a fencing incident, until the process comes back.
-        return Lifecycle.SHUTDOWN, f"after controlled shutdown; JMX: {node.error}"
-    broker_state = node.value("kafka_broker_state") if node.up else None
-    if (
-        controller_says is Lifecycle.FENCED
-        and previous in (Lifecycle.ACTIVE, Lifecycle.SHUTDOWN)
-        and heartbeat_timed_out is False
-        and broker_state not in (1.0, 2.0)  # starting up again: registering fenced is normal there
-    ):
-        # A broker that shuts down cleanly is fenced at once, without a heartbeat timeout; one that dies
-        # or hangs is fenced only after broker.session.timeout.ms, which the controller counts. A short
-        # controlled shutdown is easily over between two scrapes, so this is the evidence that remains.
-        jmx = f"JMX: {node.error}" if not node.up else f"BrokerState={broker_state:g}"
-        return Lifecycle.SHUTDOWN, f"fenced with no heartbeat timeout (controlled shutdown); {jmx}"
     if not node.up:
+        if previous is Lifecycle.SHUTDOWN:
+            # After a controlled shutdown the controller fences the departed broker; that is the expected
+            # end of a shutdown, not a fencing incident, until the process comes back.
+            return Lifecycle.SHUTDOWN, f"after controlled shutdown; JMX: {node.error}"
+        if controller_says is Lifecycle.FENCED and previous is Lifecycle.ACTIVE and node.failure is Failure.GONE:
+            # Kafka 4.3 leaves no trace that tells a completed controlled shutdown from a crash: both end
+            # fenced, with the same heartbeat age and no TimedOutBrokerHeartbeatCount change. A short
+            # shutdown easily falls between two scrapes. What differs from a hung or partitioned broker
+            # (the fencing that needs a page) is that no process listens any more; a crash still pages
+            # through ctlplane_up (KafkaBrokerUnreachable).
+            return Lifecycle.SHUTDOWN, f"process stopped and fenced (shut down or crashed); JMX: {node.error}"
         if controller_says in (Lifecycle.FENCED, Lifecycle.SHUTDOWN, Lifecycle.INITIAL):
             # The quorum's view is the truth about the broker; our failed read is secondary evidence.
             return controller_says, f"controller registration state {controller_says}; JMX: {node.error}"
         return Lifecycle.UNREACHABLE, f"JMX: {node.error}"
-    if broker_state in (6.0, 7.0):
-        # The broker knows it is shutting down before the controller's registration says so.
-        name = BROKER_STATE_NAMES[broker_state]
+    broker_state = node.value("kafka_broker_state")
+    name = BROKER_STATE_NAMES.get(broker_state, f"{broker_state:g}") if broker_state is not None else None
+    if broker_state in (6.0, 7.0) or (broker_state == 0.0 and previous is not None):
+        # The broker knows it is shutting down before the controller's registration says so; NOT_RUNNING
+        # after it has been seen running is the end of a shutdown (at start-up it precedes STARTING).
         return Lifecycle.SHUTDOWN, f"BrokerState={name}"
     if controller_says is Lifecycle.FENCED and broker_state == 1.0:
         return Lifecycle.INITIAL, f"controller BrokerRegistrationState={registration:g}; BrokerState=STARTING"
@@ -231,11 +218,8 @@ def _lifecycle(
         return controller_says, f"controller BrokerRegistrationState={registration:g}"
     if broker_state is None:
         return Lifecycle.INITIAL, "no BrokerState yet"
-    name = BROKER_STATE_NAMES.get(broker_state, f"{broker_state:g}")
     if broker_state == 3.0:
         return Lifecycle.ACTIVE, f"BrokerState={name}"
-    if broker_state in (0.0, 6.0, 7.0):
-        return Lifecycle.SHUTDOWN, f"BrokerState={name}"
     if broker_state == 2.0 and mode in (Mode.KRAFT, Mode.MIGRATION):
         # KRaft RECOVERY: caught up on metadata, waiting for the controller to unfence it.
         return Lifecycle.FENCED, f"BrokerState={name} (caught up, not yet unfenced)"
@@ -312,7 +296,6 @@ def evaluate_cluster(
     active = find_active_controller(cluster)
     mode = cluster.mode
     offsets = dict(memory.offsets)
-    timeouts_when_active = dict(memory.timeouts_when_active)
     brokers = []
     for node in cluster.nodes:
         lag_records, lag_seconds, applied, committed = _metadata_lag(node, active, mode)
@@ -332,14 +315,7 @@ def evaluate_cluster(
                 or (lag_seconds is not None and lag_seconds >= thresholds.metadata_stale_seconds)
                 or (lag_records is not None and lag_records >= thresholds.metadata_stale_records)
             )
-        timeouts = active.value("kafka_controller_timed_out_broker_heartbeats_total") if active else None
-        reference = memory.timeouts_when_active.get(node.node)
-        timed_out = None
-        if active is not None and timeouts is not None and reference is not None and reference[0] == active.node:
-            timed_out = timeouts > reference[1]
-        state, evidence = _lifecycle(node, _registration(active, node), mode, memory.states.get(node.node), timed_out)
-        if state is Lifecycle.ACTIVE and active is not None and timeouts is not None:
-            timeouts_when_active[node.node] = (active.node, timeouts)
+        state, evidence = _lifecycle(node, _registration(active, node), mode, memory.states.get(node.node))
         queue = node.value("kafka_control_plane_request_queue_size") if node.up else None
         queue_ratio = queue / CONTROL_PLANE_QUEUE_CAPACITY if queue is not None else None
         idle = (
@@ -384,7 +360,6 @@ def evaluate_cluster(
         memory,
         offsets=MappingProxyType({k: v for k, v in offsets.items() if k in known}),
         states=MappingProxyType({b.node: b.state for b in final}),
-        timeouts_when_active=MappingProxyType({k: v for k, v in timeouts_when_active.items() if k in known}),
     )
     health = ClusterHealth(cluster.name, mode, controller, final, now)
     return health, memory

@@ -9,7 +9,7 @@ from typing import Any
 from exporter.catalog import Mode, Role
 from exporter.families import control_plane_listener_enabled
 from exporter.health import BrokerHealth, ClusterHealth, ControllerView, FleetHealth, Lifecycle
-from exporter.model import ClusterSnapshot, FleetSnapshot, NodeSnapshot, Sample
+from exporter.model import ClusterSnapshot, Failure, FleetSnapshot, NodeSnapshot, Sample
 
 SCHEMA_VERSION = 1
 
@@ -46,6 +46,7 @@ def _node_to_dict(node: NodeSnapshot) -> dict[str, Any]:
         "version": node.version,
         "up": node.up,
         "error": node.error,
+        "failure": node.failure.value if node.failure else None,
         "scrape_duration_seconds": node.scrape_duration_seconds,
         "errors_total": node.errors_total,
         "scraped_at": node.scraped_at,
@@ -98,6 +99,7 @@ def snapshot_from_dict(document: dict[str, Any]) -> FleetSnapshot:
                     errors_total=node["errors_total"],
                     scraped_at=node["scraped_at"],
                     samples=samples,
+                    failure=Failure(node["failure"]) if node.get("failure") else None,
                 )
             )
         clusters.append(ClusterSnapshot(cluster["name"], tuple(nodes)))

@@ -4,11 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from types import MappingProxyType
 
 from exporter.catalog import Mode, Role
 
 LabelPairs = tuple[tuple[str, str], ...]  # sorted (name, value) pairs
+
+
+class Failure(StrEnum):
+    """Why a node could not be read: the health model tells a stopped process from a hung one."""
+
+    GONE = "gone"  # connection refused or reset: no process listens (stopped, crashed, restarting)
+    TIMEOUT = "timeout"  # no answer in time: the process hangs, or the network drops packets
+    AUTH = "auth"  # JMX authentication failed
+    OTHER = "other"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +70,7 @@ class NodeSnapshot:
     errors_total: int
     scraped_at: float
     samples: tuple[Sample, ...] = ()
+    failure: Failure | None = None  # set when up is False
     _index: Mapping[tuple[str, LabelPairs], Sample] = field(
         default_factory=lambda: MappingProxyType({}), repr=False, compare=False
     )

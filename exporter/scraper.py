@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from exporter.catalog import Mode, Role
 from exporter.jmx.base import Endpoint, JmxClient, JmxError
-from exporter.model import ClusterSnapshot, FleetSnapshot, MBeanQuery, NodeSnapshot, RawReading
+from exporter.model import ClusterSnapshot, Failure, FleetSnapshot, MBeanQuery, NodeSnapshot, RawReading
 from exporter.readings import identify, plan_queries, samples_from_readings
 
 log = logging.getLogger(__name__)
@@ -186,6 +186,7 @@ class Scraper:
         memory = self._memory[target]
         future = memory.read
         error: str | None = None
+        failure = Failure.TIMEOUT  # unless the read failed with a reason of its own
         if future is not None and future.done():
             memory.read = None  # consumed: the next round reads the node again
         elif late is not None:
@@ -205,10 +206,10 @@ class Scraper:
         if error is None and future is not None:
             exc = JmxError("read cancelled (scraper stopping)") if future.cancelled() else future.exception()
             if isinstance(exc, JmxError):
-                error = str(exc)
+                error, failure = str(exc), exc.failure
             elif exc is not None:
                 log.error("unexpected failure reading %s/%s", target.cluster, target.node, exc_info=exc)
-                error = f"{type(exc).__name__}: {exc}"
+                error, failure = f"{type(exc).__name__}: {exc}", Failure.OTHER
         if error is not None:
             memory.errors_total += 1
             return NodeSnapshot(
@@ -224,6 +225,7 @@ class Scraper:
                 error,
                 memory.errors_total,
                 taken_at,
+                failure=failure,
             )
         assert future is not None
         read = future.result()

@@ -6,11 +6,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from exporter.model import MBeanQuery, RawReading
+from exporter.model import Failure, MBeanQuery, RawReading
 
 
 class JmxError(Exception):
     """The node could not be read (refused, timed out, authentication failed, vanished mid-read)."""
+
+    def __init__(self, message: str, failure: Failure = Failure.OTHER) -> None:
+        super().__init__(message)
+        self.failure = failure
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import subprocess
 from collections.abc import Sequence
 
 from exporter.jmx.base import Endpoint, JmxError
-from exporter.model import MBeanQuery, RawReading
+from exporter.model import Failure, MBeanQuery, RawReading
 from exporter.readings import parse_object_name
 
 
@@ -30,7 +30,7 @@ class JmxQueryClient:
             raise JmxError(f"{endpoint.address}: cannot read JMX (jmxquery exit {exc.returncode})") from None
         except (AttributeError, subprocess.TimeoutExpired):
             # jmxquery 0.6.0 turns its own timeout into AttributeError ('NoneType' has no 'decode').
-            raise JmxError(f"{endpoint.address}: timed out after {self.timeout_seconds:g}s") from None
+            raise JmxError(f"{endpoint.address}: timed out after {self.timeout_seconds:g}s", Failure.TIMEOUT) from None
         except OSError as exc:
             raise JmxError(f"{endpoint.address}: cannot start java for jmxquery: {exc}") from None
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from exporter.jmx.base import Endpoint, JmxError
-from exporter.model import MBeanQuery, RawReading
+from exporter.model import Failure, MBeanQuery, RawReading
 
 # Re-resolve MBean names this often: MBeans such as ControllerChannelManager's per-broker queues or
 # the controller's per-broker registration state appear and disappear as brokers come and go.
@@ -214,7 +214,7 @@ class JPypeJmxClient:
                 if connection is not None:
                     connection.close()
                 self._connections.pop(endpoint, None)
-                raise JmxError(_describe(exc, endpoint)) from None
+                raise _describe(exc, endpoint) from None
 
     def close(self) -> None:
         with self._guard:
@@ -224,7 +224,7 @@ class JPypeJmxClient:
             connection.close()
 
 
-def _describe(exc: Any, endpoint: Endpoint) -> str:
+def _describe(exc: Any, endpoint: Endpoint) -> JmxError:
     """A one-line reason, from the innermost cause (RMI wraps the useful message several times)."""
     cause = exc
     while cause.getCause() is not None and cause.getCause() is not cause:
@@ -232,9 +232,12 @@ def _describe(exc: Any, endpoint: Endpoint) -> str:
     kind = str(cause.getClass().getSimpleName())
     message = str(cause.getMessage() or "")
     if kind == "SecurityException" or "Authentication failed" in message:
-        return f"{endpoint.address}: JMX authentication failed"
+        return JmxError(f"{endpoint.address}: JMX authentication failed", Failure.AUTH)
     if kind in ("SocketTimeoutException", "ConnectIOException") or "timed out" in message.lower():
-        return f"{endpoint.address}: timed out ({kind}: {message})"
+        return JmxError(f"{endpoint.address}: timed out ({kind}: {message})", Failure.TIMEOUT)
     if kind == "ConnectException":
-        return f"{endpoint.address}: connection refused"
-    return f"{endpoint.address}: {kind}: {message}"
+        return JmxError(f"{endpoint.address}: connection refused", Failure.GONE)
+    if kind in ("SocketException", "EOFException") and ("reset" in message.lower() or kind == "EOFException"):
+        # the JVM went away in the middle of the read (a stopping broker)
+        return JmxError(f"{endpoint.address}: {kind}: {message}", Failure.GONE)
+    return JmxError(f"{endpoint.address}: {kind}: {message}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from exporter.catalog import Mode, Role
-from exporter.model import ClusterSnapshot, FleetSnapshot, NodeSnapshot, Sample
+from exporter.model import ClusterSnapshot, Failure, FleetSnapshot, NodeSnapshot, Sample
 
 Values = Mapping[str | tuple[str, tuple[tuple[str, str], ...]], float]
 
@@ -20,6 +20,7 @@ def node(
     node_id: int | None = None,
     up: bool = True,
     error: str | None = None,
+    failure: Failure = Failure.GONE,
     at: float = 1000.0,
 ) -> NodeSnapshot:
     samples = []
@@ -40,6 +41,7 @@ def node(
         errors_total=0 if up else 1,
         scraped_at=at,
         samples=tuple(samples) if up else (),
+        failure=None if up else failure,
     )
 
 
@@ -88,6 +90,7 @@ def kraft_broker(
     at: float = 1000.0,
     up: bool = True,
     cluster: str = "c1",
+    failure: Failure = Failure.GONE,
 ) -> NodeSnapshot:
     return node(
         name,
@@ -102,4 +105,5 @@ def kraft_broker(
         at=at,
         up=up,
         cluster=cluster,
+        failure=failure,
     )

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from exporter.catalog import Mode, Role
 from exporter.health import HealthMemory, Lifecycle, Thresholds, evaluate, find_active_controller
+from exporter.model import Failure
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller, node
 
 T = Thresholds()
@@ -128,7 +129,7 @@ def test_without_per_broker_registration_a_fenced_count_matching_the_stale_broke
 def test_broker_state_mapping_without_controller_evidence() -> None:
     cluster, _ = _health(*(kraft_broker(f"b{s}", 100 + s, broker_state=s) for s in (0, 1, 2, 3, 6, 7)))
     assert [b.state for b in cluster.brokers] == [
-        Lifecycle.SHUTDOWN,
+        Lifecycle.INITIAL,  # NOT_RUNNING on first sight: start-up (after RUNNING it means shut down)
         Lifecycle.INITIAL,
         Lifecycle.FENCED,
         Lifecycle.ACTIVE,
@@ -239,52 +240,33 @@ def test_controllers_are_not_listed_as_brokers_but_combined_nodes_are() -> None:
 def test_controlled_shutdown_stays_shutdown_when_the_controller_then_fences_the_departed_broker() -> None:
     memory = HealthMemory()
     steps = [
-        (kraft_broker("b1", 101), 30, 0, Lifecycle.ACTIVE),
-        (kraft_broker("b1", 101, broker_state=6), 30, 0, Lifecycle.SHUTDOWN),  # broker knows first
-        (kraft_broker("b1", 101, broker_state=7), 20, 0, Lifecycle.SHUTDOWN),
-        (kraft_broker("b1", 101, up=False), 10, 0, Lifecycle.SHUTDOWN),  # gone: fenced, but no FENCED page
-        (kraft_broker("b1", 101, up=False), 10, 1, Lifecycle.SHUTDOWN),  # sticky until the process is back
-        (kraft_broker("b1", 101, broker_state=3), 30, 1, Lifecycle.ACTIVE),  # restarted
-        (kraft_broker("b1", 101, up=False), 10, 2, Lifecycle.FENCED),  # a crash: fenced by heartbeat timeout
+        (kraft_broker("b1", 101), 30, Lifecycle.ACTIVE),
+        (kraft_broker("b1", 101, broker_state=6), 30, Lifecycle.SHUTDOWN),  # broker knows first
+        (kraft_broker("b1", 101, broker_state=7), 20, Lifecycle.SHUTDOWN),
+        (kraft_broker("b1", 101, broker_state=0), 10, Lifecycle.SHUTDOWN),  # lifecycle manager stopped
+        (kraft_broker("b1", 101, up=False), 10, Lifecycle.SHUTDOWN),  # gone: fenced, but no FENCED page
+        (kraft_broker("b1", 101, broker_state=1), 10, Lifecycle.INITIAL),  # back: registering, fenced
+        (kraft_broker("b1", 101, broker_state=3), 30, Lifecycle.ACTIVE),
     ]
-    for at, (broker, registration, timeouts, expected) in enumerate(steps):
-        controller = kraft_controller(
-            "c1", 1, active=True, registrations={101: registration}, heartbeat_timeouts=timeouts
-        )
-        cluster, memory = _health(controller, broker, memory=memory, at=float(at))
-        assert cluster.brokers[0].state is expected, f"step {at}"
-
-
-def test_a_departed_broker_fenced_without_a_heartbeat_timeout_had_a_controlled_shutdown() -> None:
-    # The shutdown itself fell between two scrapes: ACTIVE, then gone and fenced.
-    memory = HealthMemory()
-    steps = [
-        (kraft_broker("b1", 101), 30, 4, Lifecycle.ACTIVE),
-        (kraft_broker("b1", 101, broker_state=3), 10, 4, Lifecycle.SHUTDOWN),  # fenced, still answering
-        (kraft_broker("b1", 101, up=False), 10, 4, Lifecycle.SHUTDOWN),  # fenced at once, no timeout counted
-        (kraft_broker("b1", 101, up=False), 10, 5, Lifecycle.SHUTDOWN),  # stays until the process is back
-        (kraft_broker("b1", 101, broker_state=1), 10, 5, Lifecycle.INITIAL),  # back: registering fenced
-        (kraft_broker("b1", 101), 30, 5, Lifecycle.ACTIVE),
-        (kraft_broker("b1", 101, up=False), 30, 5, Lifecycle.UNREACHABLE),  # hung: not fenced yet
-        (kraft_broker("b1", 101, up=False), 10, 6, Lifecycle.FENCED),  # fenced after a heartbeat timeout
-    ]
-    for at, (broker, registration, timeouts, expected) in enumerate(steps):
-        controller = kraft_controller(
-            "c1", 1, active=True, registrations={101: registration}, heartbeat_timeouts=timeouts
-        )
+    for at, (broker, registration, expected) in enumerate(steps):
+        controller = kraft_controller("c1", 1, active=True, registrations={101: registration})
         cluster, memory = _health(controller, broker, memory=memory, at=float(at))
         assert cluster.brokers[0].state is expected, f"step {at}: {cluster.brokers[0].evidence}"
 
 
-def test_without_a_known_reference_a_departed_fenced_broker_is_fenced() -> None:
+def test_a_stopped_process_that_the_controller_fenced_is_shut_down_a_hung_one_is_fenced() -> None:
+    # The shutdown itself fell between two scrapes: ACTIVE, then no process and fenced.
     memory = HealthMemory()
-    _, memory = _health(
-        kraft_controller("c1", 1, active=True, registrations={101: 30}), kraft_broker("b1", 101), memory=memory
-    )
-    # another controller took over: its counter cannot be compared with the old one's
-    cluster, _ = _health(
-        kraft_controller("c2", 2, active=True, registrations={101: 10}),
-        kraft_broker("b1", 101, up=False),
-        memory=memory,
-    )
-    assert cluster.brokers[0].state is Lifecycle.FENCED
+    steps = [
+        (kraft_broker("b1", 101), 30, Lifecycle.ACTIVE),
+        (kraft_broker("b1", 101, up=False, failure=Failure.GONE), 10, Lifecycle.SHUTDOWN),
+        (kraft_broker("b1", 101, up=False, failure=Failure.GONE), 10, Lifecycle.SHUTDOWN),  # sticky
+        (kraft_broker("b1", 101), 30, Lifecycle.ACTIVE),  # restarted
+        (kraft_broker("b1", 101, up=False, failure=Failure.TIMEOUT), 30, Lifecycle.UNREACHABLE),  # hangs
+        (kraft_broker("b1", 101, up=False, failure=Failure.TIMEOUT), 10, Lifecycle.FENCED),  # session expired
+        (kraft_broker("b1", 101, up=False, failure=Failure.GONE), 10, Lifecycle.FENCED),  # then killed: still
+    ]
+    for at, (broker, registration, expected) in enumerate(steps):
+        controller = kraft_controller("c1", 1, active=True, registrations={101: registration})
+        cluster, memory = _health(controller, broker, memory=memory, at=float(at))
+        assert cluster.brokers[0].state is expected, f"step {at}: {cluster.brokers[0].evidence}"
