@@ -212,6 +212,10 @@ def _lifecycle(
         # The broker knows it is shutting down before the controller's registration says so; NOT_RUNNING
         # after it has been seen running is the end of a shutdown (at start-up it precedes STARTING).
         return Lifecycle.SHUTDOWN, f"BrokerState={name}"
+    if broker_state is None and previous in (Lifecycle.ACTIVE, Lifecycle.SHUTDOWN):
+        # A stopping KRaft broker unregisters BrokerState first, then the controller fences it while its
+        # JMX still answers for a moment (seen on Kafka 4.3.1): that is a shutdown, not a fencing.
+        return Lifecycle.SHUTDOWN, "BrokerState unregistered: the broker is shutting down"
     if controller_says is Lifecycle.FENCED and broker_state == 1.0:
         return Lifecycle.INITIAL, f"controller BrokerRegistrationState={registration:g}; BrokerState=STARTING"
     if controller_says is not None:

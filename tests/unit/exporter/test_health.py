@@ -244,6 +244,7 @@ def test_controlled_shutdown_stays_shutdown_when_the_controller_then_fences_the_
         (kraft_broker("b1", 101, broker_state=6), 30, Lifecycle.SHUTDOWN),  # broker knows first
         (kraft_broker("b1", 101, broker_state=7), 20, Lifecycle.SHUTDOWN),
         (kraft_broker("b1", 101, broker_state=0), 10, Lifecycle.SHUTDOWN),  # lifecycle manager stopped
+        (node("b1", {"kafka_raft_current_epoch": 5}, node_id=101), 10, Lifecycle.SHUTDOWN),  # BrokerState gone
         (kraft_broker("b1", 101, up=False), 10, Lifecycle.SHUTDOWN),  # gone: fenced, but no FENCED page
         (kraft_broker("b1", 101, broker_state=1), 10, Lifecycle.INITIAL),  # back: registering, fenced
         (kraft_broker("b1", 101, broker_state=3), 30, Lifecycle.ACTIVE),
@@ -259,6 +260,8 @@ def test_a_stopped_process_that_the_controller_fenced_is_shut_down_a_hung_one_is
     memory = HealthMemory()
     steps = [
         (kraft_broker("b1", 101), 30, Lifecycle.ACTIVE),
+        (node("b1", {"kafka_raft_current_epoch": 5}, node_id=101), 30, Lifecycle.SHUTDOWN),  # stopping
+        (kraft_broker("b1", 101), 30, Lifecycle.ACTIVE),  # (not a real sequence: resets the memory)
         (kraft_broker("b1", 101, up=False, failure=Failure.GONE), 10, Lifecycle.SHUTDOWN),
         (kraft_broker("b1", 101, up=False, failure=Failure.GONE), 10, Lifecycle.SHUTDOWN),  # sticky
         (kraft_broker("b1", 101), 30, Lifecycle.ACTIVE),  # restarted
