@@ -787,6 +787,42 @@ class KafkaCluster:
         self.stop()
 
 
+def _kafka_node(
+    cluster: str,
+    name: str,
+    node_id: int,
+    roles: tuple[str, ...],
+    node_dir: Path,
+    props: dict[str, str],
+    *,
+    port: int,
+    jmx_port: int,
+    listeners: dict[str, int],
+    version: str,
+    log_config: Path,
+    ready_pattern: str,
+) -> KafkaNode:
+    """Write the node's server.properties and describe the JVM that runs it (not started yet)."""
+    cfg = node_dir / "server.properties"
+    _write_properties(cfg, props)
+    heap = CONTROLLER_HEAP_MB if "controller" in roles else BROKER_HEAP_MB
+    return KafkaNode(
+        name=name,
+        node_id=node_id,
+        roles=roles,
+        jmx_port=jmx_port,
+        port=port,
+        log_path=node_dir / f"{name}.log",
+        cluster=cluster,
+        config_path=cfg,
+        data_dir=node_dir / "data",
+        listeners=listeners,
+        command=_jvm_command(version, KAFKA_MAIN, [str(cfg)], heap_mb=heap, jmx_port=jmx_port, log_config=log_config),
+        cwd=node_dir,
+        ready_pattern=ready_pattern,
+    )
+
+
 def _check_name(name: str) -> None:
     if not _NAME_RE.match(name) or name in {".", ".."}:
         raise ValueError(f"invalid name {name!r}: use letters, digits, '.', '_' and '-'")
@@ -905,29 +941,19 @@ def start_zk_cluster(
             }
             if control_plane_listener:
                 props["control.plane.listener.name"] = "CONTROLLER"
-            cfg = node_dir / "server.properties"
-            _write_properties(cfg, props)
             cluster.nodes.append(
-                KafkaNode(
-                    name=node_name,
-                    node_id=broker_id,
-                    roles=("broker",),
-                    jmx_port=jmx_port,
+                _kafka_node(
+                    name,
+                    node_name,
+                    broker_id,
+                    ("broker",),
+                    node_dir,
+                    props,
                     port=port,
-                    log_path=node_dir / f"{node_name}.log",
-                    cluster=name,
-                    config_path=cfg,
-                    data_dir=node_dir / "data",
+                    jmx_port=jmx_port,
                     listeners=listeners,
-                    command=_jvm_command(
-                        version,
-                        KAFKA_MAIN,
-                        [str(cfg)],
-                        heap_mb=BROKER_HEAP_MB,
-                        jmx_port=jmx_port,
-                        log_config=log_config,
-                    ),
-                    cwd=node_dir,
+                    version=version,
+                    log_config=log_config,
                     ready_pattern=rf"\[KafkaServer id={broker_id}\] started",
                 )
             )
@@ -1030,31 +1056,19 @@ def start_kraft_cluster(
         for node_name, nid, roles, port, listeners, props in specs:
             node_dir = base / node_name
             props["log.dirs"] = str(node_dir / "data")
-            cfg = node_dir / "server.properties"
-            _write_properties(cfg, props)
-            jmx_port = free_port()
-            heap = CONTROLLER_HEAP_MB if "controller" in roles else BROKER_HEAP_MB
             cluster.nodes.append(
-                KafkaNode(
-                    name=node_name,
-                    node_id=nid,
-                    roles=roles,
-                    jmx_port=jmx_port,
+                _kafka_node(
+                    name,
+                    node_name,
+                    nid,
+                    roles,
+                    node_dir,
+                    props,
                     port=port,
-                    log_path=node_dir / f"{node_name}.log",
-                    cluster=name,
-                    config_path=cfg,
-                    data_dir=node_dir / "data",
+                    jmx_port=free_port(),
                     listeners=listeners,
-                    command=_jvm_command(
-                        version,
-                        KAFKA_MAIN,
-                        [str(cfg)],
-                        heap_mb=heap,
-                        jmx_port=jmx_port,
-                        log_config=log_config,
-                    ),
-                    cwd=node_dir,
+                    version=version,
+                    log_config=log_config,
                     ready_pattern=r"Kafka Server started",
                 )
             )
