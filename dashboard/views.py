@@ -477,30 +477,33 @@ def _node_series(window: Sequence[Observation], cluster: str, pick: Any) -> dict
     return {node: points for node, points in series.items() if any(v is not None for _, v in points)}
 
 
-def queue_figure(window: Sequence[Observation], cluster: str) -> Figure:
+def _series_traces(window: Sequence[Observation], cluster: str, rows: Sequence[tuple[str, str, str]]) -> list[Figure]:
+    """One line per node and (label, series, dash) row: a control-plane series beside its data-plane twin."""
     traces = []
-    for label, series, dash in (
+    for label, series, dash in rows:
+        for node, points in _node_series(window, cluster, lambda n, s=series: n.value(s)).items():
+            traces.append(_line(f"{node} {label}", points, dash))
+    return traces
+
+
+def queue_figure(window: Sequence[Observation], cluster: str) -> Figure:
+    traces = _series_traces(window, cluster, (
         ("control-plane request", "kafka_control_plane_request_queue_size", "solid"),
         ("control-plane response", "kafka_control_plane_response_queue_size", "solid"),
         ("data-plane request", "kafka_request_queue_size", "dot"),
         ("data-plane response", "kafka_response_queue_size", "dot"),
-    ):
-        for node, points in _node_series(window, cluster, lambda n, s=series: n.value(s)).items():
-            traces.append(_line(f"{node} {label}", points, dash))
+    ))  # fmt: skip
     return _figure("Request/response queues: control plane (solid) vs data plane (dotted)", traces,
                    {"title": {"text": "queued"}, "rangemode": "tozero"})  # fmt: skip
 
 
 def idle_figure(window: Sequence[Observation], cluster: str) -> Figure:
-    traces = []
-    for label, series, dash in (
+    traces = _series_traces(window, cluster, (
         ("cp handler idle", "kafka_control_plane_request_handler_idle_ratio", "solid"),
         ("cp network idle", "kafka_control_plane_network_processor_idle_ratio", "solid"),
         ("dp handler idle", "kafka_request_handler_idle_ratio", "dot"),
         ("dp network idle", "kafka_network_processor_idle_ratio", "dot"),
-    ):
-        for node, points in _node_series(window, cluster, lambda n, s=series: n.value(s)).items():
-            traces.append(_line(f"{node} {label}", points, dash))
+    ))  # fmt: skip
     return _figure("Idle ratios: control plane (solid) vs data plane (dotted)", traces,
                    {"title": {"text": "idle"}, "range": [0, 1.05], "tickformat": ".0%"})  # fmt: skip
 
