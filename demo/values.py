@@ -219,6 +219,18 @@ def _series_value(
             return sum(_zk_channel_queue(m, str(b.node_id)) for b in m.cluster.brokers) if leader else 0
         case "kafka_controller_channel_queue_size":
             return _zk_channel_queue(m, keys["broker-id"]) if leader else 0
+        case "kafka_controller_channel_queue_time_seconds":
+            # Kafka keeps sum / count exactly (Yammer Histogram), so the mean stays put; a broker that stopped
+            # reading gets no request sent: its count stops while its queue grows
+            stuck = m.now.scenario is Scenario.STALE_METADATA and m.target_id == keys["broker-id"]
+            sent_until = m.t - m.elapsed if stuck else m.t
+            return Histogram(math.floor(2.0 * max(0.0, sent_until - m.origin)) + 10, 1.0)
+        case "kafka_controller_unclean_leader_elections_total":
+            return Meter(0, 0.0)
+        case "kafka_controller_event_manager_idle_ratio":
+            return _idle(m, node, "cem", 0.02, 0.01) if event_backlog else _idle(m, node, "cem", 0.9, 0.05)
+        case "kafka_zookeeper_session_state":
+            return "CONNECTED"
         case "kafka_controller_fenced_brokers":
             return fenced
         case "kafka_controller_active_brokers":

@@ -66,6 +66,7 @@ CONTROL_RPCS = frozenset(
         "StopReplica",  # ZK controller -> broker, until 3.9
         "ControlledShutdown",
         "AlterPartition",  # broker -> controller, 3.2+
+        "AlterIsr",  # the same RPC before 3.2 (2.7-3.1)
         "BrokerHeartbeat",  # KRaft broker -> controller
         "BrokerRegistration",  # KRaft broker -> controller
     }
@@ -250,6 +251,19 @@ CATALOG: tuple[MetricSpec, ...] = (
           "kafka.controller:type=ControllerChannelManager,name=QueueSize,broker-id=*", "Value", G, GAUGE,
           "Requests queued by the ZooKeeper controller for one broker",
           modes=ZK, roles=BROKER, since="0.11", until="3.9", labels={"broker-id": "broker"}),
+    _spec("kafka_controller_channel_queue_time_seconds",
+          "kafka.controller:type=ControllerChannelManager,name=RequestRateAndQueueTimeMs,broker-id=*", "", H,
+          SUMMARY, "Time requests (LeaderAndIsr, UpdateMetadata, StopReplica) wait in the ZooKeeper "
+          "controller's queue for one broker (KIP-237)",
+          modes=ZK, roles=BROKER, since="2.0", until="3.9", scale=MS, labels={"broker-id": "broker"}),
+    _spec("kafka_controller_unclean_leader_elections_total",
+          "kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec", "Count", M, COUNTER,
+          "Leaders elected from out-of-sync replicas (data loss); KRaft controllers from 3.9",
+          modes=ALL_MODES, roles=CONTROLLER | BROKER, since="0.10"),
+    _spec("kafka_controller_event_manager_idle_ratio",
+          "kafka.controller:type=ControllerEventManager,name=AvgIdleRatio", "Value", G, GAUGE,
+          "Fraction of time the KRaft controller's event-queue thread is idle (KAFKA-19467)",
+          modes=KRAFT, roles=CONTROLLER, since="4.2"),
     _spec("kafka_controller_fenced_brokers", "kafka.controller:type=KafkaController,name=FencedBrokerCount",
           "Value", G, GAUGE, "Registered brokers the controller has fenced (always 0 in ZooKeeper mode)",
           modes=ALL_MODES, roles=CONTROLLER | BROKER, since="3.1"),
@@ -262,7 +276,8 @@ CATALOG: tuple[MetricSpec, ...] = (
           modes=KRAFT, roles=CONTROLLER, since="4.1", labels={"broker": "broker"}),
     _spec("kafka_controller_broker_heartbeat_age_seconds",
           "kafka.controller:type=KafkaController,name=TimeSinceLastHeartbeatReceivedMs,broker=*", "Value", G,
-          GAUGE, "Time since the active controller last received a heartbeat from the broker",
+          GAUGE, "Time since the controller last received a heartbeat from the broker; only the active "
+          "controller's value means anything, and Kafka caps it at broker.session.timeout.ms",
           modes=KRAFT, roles=CONTROLLER, since="4.1", scale=MS, labels={"broker": "broker"}),
     _spec("kafka_controller_controlled_shutdown_brokers",
           "kafka.controller:type=KafkaController,name=ControlledShutdownBrokerCount", "Value", G, GAUGE,
@@ -331,7 +346,8 @@ CATALOG: tuple[MetricSpec, ...] = (
           modes=KRAFT, roles=BROKER, since="3.3"),
     # --- the KRaft metadata quorum (raft-metrics, on controllers and broker observers) ------------
     _spec("kafka_raft_state", "kafka.server:type=raft-metrics", "current-state", K, STATE,
-          "Raft role of this node: leader, candidate, voted, follower, unattached or observer",
+          "Raft role of this node: leader, candidate, follower, unattached, observer; voted until 3.9; "
+          "prospective, prospective-voted and unattached-voted from 4.0 (KIP-996)",
           modes=KRAFT, roles=ANY_ROLE, since="2.8"),
     _spec("kafka_raft_current_leader", "kafka.server:type=raft-metrics", "current-leader", K, GAUGE,
           "Node id of the quorum leader (the active controller), -1 if unknown",
@@ -353,6 +369,11 @@ CATALOG: tuple[MetricSpec, ...] = (
     _spec("kafka_zookeeper_disconnects_total",
           "kafka.server:type=SessionExpireListener,name=ZooKeeperDisconnectsPerSec", "Count", M, COUNTER,
           "ZooKeeper disconnects of the broker", modes=ZK, roles=BROKER, since="0.10", until="3.9"),
+    _spec("kafka_zookeeper_session_state",
+          "kafka.server:type=SessionExpireListener,name=SessionState", "Value", G, STATE,
+          "State of the broker's ZooKeeper session (CONNECTED when healthy; KIP-343: a broker is alive only "
+          "while it holds its session)",
+          modes=ZK, roles=BROKER, since="1.0", until="3.9"),
     # --- request metrics of the control-plane RPCs -----------------------------------------------
     _spec("kafka_request_queue_time_seconds",
           "kafka.network:type=RequestMetrics,name=RequestQueueTimeMs,request=*", "", H, SUMMARY,
@@ -401,7 +422,8 @@ HEALTH_SERIES: Mapping[str, str] = MappingProxyType(
         "kafka_broker_metadata_lag_records": "KRaft: active controller's LastCommittedRecordOffset minus the "
         "broker's last-applied-record-offset; ZooKeeper: requests queued for the broker by the controller",
         "kafka_broker_metadata_lag_seconds": "KRaft: now minus the append time of the broker's last applied "
-        "metadata record",
+        "metadata record (none before its first image); ZooKeeper: how long the active controller's requests "
+        "for the broker waited in its queue since the last round (KIP-237)",
         "kafka_broker_metadata_stale": "1 if the broker's metadata lag is over the configured thresholds, or frozen",
         "kafka_broker_metadata_frozen": "1 if the broker's applied metadata offset has not moved for N scrapes "
         "while the quorum committed more",

@@ -115,11 +115,24 @@ class _ClusterMemory:
     # node -> recent (applied offset, committed offset) pairs, newest last
     offsets: Mapping[str, tuple[tuple[float, float], ...]] = field(default_factory=lambda: MappingProxyType({}))
     states: Mapping[str, Lifecycle] = field(default_factory=lambda: MappingProxyType({}))  # last lifecycle
+    # The highest raft epoch seen: a claimant below it has been deposed, even when no node that knows the
+    # newer epoch can be read this round. Forgotten after EPOCH_FLOOR_ROUNDS rounds in which every reachable
+    # node reports less (a cluster rebuilt from scratch starts again at epoch 1).
+    epoch_floor: float | None = None
+    epoch_floor_unseen_rounds: int = 0
+    # ZooKeeper mode: (active controller, broker) -> the controller's queue-time summary for that broker as
+    # last read (count, sum of seconds) and when its queue last made progress (a request left it or it was empty)
+    queue_waits: Mapping[tuple[str, str], tuple[float, float, float]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
 
 
 @dataclass(frozen=True)
 class HealthMemory:
     clusters: Mapping[str, _ClusterMemory] = field(default_factory=lambda: MappingProxyType({}))
+
+
+EPOCH_FLOOR_ROUNDS = 40
 
 
 def _controllers(cluster: ClusterSnapshot) -> list[NodeSnapshot]:
@@ -130,14 +143,22 @@ def _claimants(cluster: ClusterSnapshot) -> list[NodeSnapshot]:
     return [n for n in _controllers(cluster) if n.value("kafka_controller_active") == 1.0]
 
 
-def find_active_controller(cluster: ClusterSnapshot) -> NodeSnapshot | None:
+def find_active_controller(cluster: ClusterSnapshot, epoch_floor: float | None = None) -> NodeSnapshot | None:
     """The node that is the active controller, even during a split brain.
 
     KRaft: among the nodes claiming ActiveControllerCount=1, the one with the highest raft epoch (a
-    paused old leader keeps claiming until it learns the new epoch). Never the Metadata API's controller
-    id, which is a random broker in KRaft (KAFKA-17404). ZooKeeper mode: the single claimant.
+    paused old leader keeps claiming until it learns the new epoch). A claimant whose epoch is below the
+    highest epoch any node reports (brokers observe the quorum too) or `epoch_floor` (the highest seen in
+    earlier rounds) has been deposed by that later election and is never the active controller: Raft
+    leaders are elected per epoch, and a leader of epoch e resigns as soon as it sees e+1
+    (raft/.../KafkaRaftClient.java, transitionToFollower/Unattached on a higher epoch). Never the Metadata
+    API's controller id, which is a random broker in KRaft (KAFKA-17404). ZooKeeper mode: the single
+    claimant.
     """
     claimants = _claimants(cluster)
+    floor = max((e for e in (_quorum_epoch(cluster), epoch_floor) if e is not None), default=None)
+    if floor is not None:
+        claimants = [n for n in claimants if (epoch := n.value("kafka_raft_current_epoch")) is None or epoch >= floor]
     if not claimants:
         return None
     return max(claimants, key=lambda n: (n.value("kafka_raft_current_epoch") or -1.0, -(n.node_id or 0)))
@@ -148,10 +169,23 @@ def _quorum_epoch(cluster: ClusterSnapshot) -> float | None:
     return max(epochs) if epochs else None
 
 
+def _next_epoch_floor(cluster: ClusterSnapshot, memory: _ClusterMemory) -> _ClusterMemory:
+    current = _quorum_epoch(cluster)
+    if current is None:
+        return memory
+    if memory.epoch_floor is None or current >= memory.epoch_floor:
+        return replace(memory, epoch_floor=current, epoch_floor_unseen_rounds=0)
+    unseen = memory.epoch_floor_unseen_rounds + 1
+    if unseen >= EPOCH_FLOOR_ROUNDS:
+        return replace(memory, epoch_floor=current, epoch_floor_unseen_rounds=0)
+    return replace(memory, epoch_floor_unseen_rounds=unseen)
+
+
 def _controller_view(
     cluster: ClusterSnapshot, memory: _ClusterMemory, now: float
-) -> tuple[ControllerView, _ClusterMemory]:
-    active = find_active_controller(cluster)
+) -> tuple[ControllerView, NodeSnapshot | None, _ClusterMemory]:
+    active = find_active_controller(cluster, memory.epoch_floor)
+    memory = _next_epoch_floor(cluster, memory)
     epoch = _quorum_epoch(cluster) if cluster.mode in (Mode.KRAFT, Mode.MIGRATION) else None
     if active is not None and active.value("kafka_raft_current_epoch") is not None:
         epoch = active.value("kafka_raft_current_epoch")
@@ -175,7 +209,7 @@ def _controller_view(
         last_failover_at=memory.last_failover_at,
         reachable_controllers=len(_controllers(cluster)),
     )
-    return view, memory
+    return view, active, memory
 
 
 def _is_broker(node: NodeSnapshot) -> bool:
@@ -185,74 +219,136 @@ def _is_broker(node: NodeSnapshot) -> bool:
     return node.role is Role.UNKNOWN
 
 
+# BrokerState values that happen only while a broker starts (BrokerState.java): STARTING while it loads logs
+# and registers, RECOVERY (KRaft: caught up on metadata, waiting for the controller to unfence it; ZooKeeper
+# mode: recovering logs after an unclean shutdown). Neither is a fencing incident, whatever the controller's
+# registration says meanwhile (a registering broker is fenced until it catches up, KIP-631).
+STARTING_BROKER_STATES = frozenset({1.0, 2.0})
+SHUTTING_DOWN_BROKER_STATES = frozenset({6.0, 7.0})  # PENDING_CONTROLLED_SHUTDOWN, SHUTTING_DOWN
+_GONE_FENCED = "controller registration state FENCED, process gone"
+
+
 def _lifecycle(
     node: NodeSnapshot, registration: float | None, mode: Mode | None, previous: Lifecycle | None
 ) -> tuple[Lifecycle, str]:
-    """The broker's state from the controller's registration, its own BrokerState and its last state."""
+    """The broker's state from the controller's registration, its own BrokerState and its last state.
+
+    A page must follow every crash and no restart, so SHUTDOWN needs evidence that the broker went through
+    controlled shutdown: its own BrokerState, the controller's registration state, or BrokerState
+    unregistered while its JMX still answered. A broker that vanished without such evidence crashed.
+    """
     controller_says = REGISTRATION_STATES.get(registration) if registration is not None else None
     if not node.up:
         if previous is Lifecycle.SHUTDOWN:
             # After a controlled shutdown the controller fences the departed broker; that is the expected
             # end of a shutdown, not a fencing incident, until the process comes back.
             return Lifecycle.SHUTDOWN, f"after controlled shutdown; JMX: {node.error}"
-        if controller_says is Lifecycle.FENCED and previous is Lifecycle.ACTIVE and node.failure is Failure.GONE:
-            # Kafka 4.3 leaves no trace that tells a completed controlled shutdown from a crash: both end
-            # fenced, with the same heartbeat age and no TimedOutBrokerHeartbeatCount change. A short
-            # shutdown easily falls between two scrapes. What differs from a hung or partitioned broker
-            # (the fencing that needs a page) is that no process listens any more; a crash still pages
-            # through ctlplane_up (KafkaBrokerUnreachable).
-            return Lifecycle.SHUTDOWN, f"process stopped and fenced (shut down or crashed); JMX: {node.error}"
-        if controller_says in (Lifecycle.FENCED, Lifecycle.SHUTDOWN, Lifecycle.INITIAL):
-            # The quorum's view is the truth about the broker; our failed read is secondary evidence.
-            return controller_says, f"controller registration state {controller_says}; JMX: {node.error}"
+        if controller_says is Lifecycle.SHUTDOWN:
+            return Lifecycle.SHUTDOWN, f"controller BrokerRegistrationState={registration:g}; JMX: {node.error}"
+        if controller_says is Lifecycle.FENCED:
+            # No evidence of a controlled shutdown: a crash (process gone) or a hang / partition (timeout).
+            what = _GONE_FENCED if node.failure is Failure.GONE else "controller registration state FENCED, hung"
+            return Lifecycle.FENCED, f"{what} without a controlled shutdown; JMX: {node.error}"
+        if controller_says is Lifecycle.INITIAL:
+            return Lifecycle.INITIAL, f"controller registration state INITIAL; JMX: {node.error}"
         return Lifecycle.UNREACHABLE, f"JMX: {node.error}"
     broker_state = node.value("kafka_broker_state")
     name = BROKER_STATE_NAMES.get(broker_state, f"{broker_state:g}") if broker_state is not None else None
-    if broker_state in (6.0, 7.0) or (broker_state == 0.0 and previous is not None):
+    said = f"; controller BrokerRegistrationState={registration:g}" if registration is not None else ""
+    if broker_state in SHUTTING_DOWN_BROKER_STATES or (broker_state == 0.0 and previous is not None):
         # The broker knows it is shutting down before the controller's registration says so; NOT_RUNNING
         # after it has been seen running is the end of a shutdown (at start-up it precedes STARTING).
-        return Lifecycle.SHUTDOWN, f"BrokerState={name}"
+        return Lifecycle.SHUTDOWN, f"BrokerState={name}{said}"
     if broker_state is None and previous in (Lifecycle.ACTIVE, Lifecycle.SHUTDOWN):
         # A stopping KRaft broker unregisters BrokerState first, then the controller fences it while its
         # JMX still answers for a moment (seen on Kafka 4.3.1): that is a shutdown, not a fencing.
         return Lifecycle.SHUTDOWN, "BrokerState unregistered: the broker is shutting down"
-    if controller_says is Lifecycle.FENCED and broker_state == 1.0:
-        return Lifecycle.INITIAL, f"controller BrokerRegistrationState={registration:g}; BrokerState=STARTING"
+    if broker_state in STARTING_BROKER_STATES:
+        return Lifecycle.INITIAL, f"BrokerState={name} (starting up){said}"
     if controller_says is not None:
         return controller_says, f"controller BrokerRegistrationState={registration:g}"
     if broker_state is None:
         return Lifecycle.INITIAL, "no BrokerState yet"
     if broker_state == 3.0:
         return Lifecycle.ACTIVE, f"BrokerState={name}"
-    if broker_state == 2.0 and mode in (Mode.KRAFT, Mode.MIGRATION):
-        # KRaft RECOVERY: caught up on metadata, waiting for the controller to unfence it.
-        return Lifecycle.FENCED, f"BrokerState={name} (caught up, not yet unfenced)"
     return Lifecycle.INITIAL, f"BrokerState={name}"
 
 
-def _registration(active: NodeSnapshot | None, node: NodeSnapshot) -> float | None:
-    if active is None or node.node_id is None:
+def _controlled_shutdown_evidence(active: NodeSnapshot | None, brokers: list[BrokerHealth]) -> list[BrokerHealth]:
+    """Brokers gone and fenced with no sign of a shutdown, that the controller's count says shut down.
+
+    The controller sets a registration's inControlledShutdown when a broker that still leads partitions
+    asks to shut down, and fencing the broker afterwards leaves it set until the broker registers again
+    (ClusterControlManager, BrokerRegistration; Kafka 4.1+ counts them in ControlledShutdownBrokerCount, while
+    BrokerRegistrationState shows such a broker as FENCED because fenced wins). Only when the count covers
+    every broker that could hold the flag is each of them known to have shut down on purpose; otherwise a
+    crash could hide among them, and a crash must page.
+    """
+    count = active.value("kafka_controller_controlled_shutdown_brokers") if active is not None else None
+    if count is None or not math.isfinite(count) or count <= 0:
+        return brokers
+    vanished = [b for b in brokers if b.state is Lifecycle.FENCED and not b.up and b.evidence.startswith(_GONE_FENCED)]
+    shutting_down = sum(1 for b in brokers if b.state is Lifecycle.SHUTDOWN)
+    if not vanished or int(count) != shutting_down + len(vanished):
+        return brokers
+    return [
+        replace(
+            b,
+            state=Lifecycle.SHUTDOWN,
+            evidence=f"controller ControlledShutdownBrokerCount={count:g} covers it; {b.evidence}",
+        )
+        if b in vanished
+        else b
+        for b in brokers
+    ]
+
+
+def _registration(active: NodeSnapshot | None, cluster: ClusterSnapshot, node: NodeSnapshot) -> float | None:
+    """The controller's BrokerRegistrationState for `node`: the active controller's, else any controller's.
+
+    Kafka creates the per-broker gauge only when a registration changes in a metadata delta, not when a
+    controller loads a snapshot (ControllerMetadataMetricsPublisher), so after a controller restart the
+    active one may lack it for brokers registered earlier; another controller that saw the change has it.
+    """
+    if node.node_id is None:
         return None
-    return active.value("kafka_controller_broker_registration_state", broker=str(node.node_id))
+    broker = str(node.node_id)
+    series = "kafka_controller_broker_registration_state"
+    if active is not None and (value := active.value(series, broker=broker)) is not None:
+        return value
+    others = [n for n in _controllers(cluster) if n is not active and n.value(series, broker=broker) is not None]
+    if not others:
+        return None
+    # the controller furthest along the metadata log knows the latest registration
+    best = max(others, key=lambda n: n.value("kafka_controller_last_applied_record_offset") or -1.0)
+    return best.value(series, broker=broker)
 
 
 def _infer_fenced(
     cluster: ClusterSnapshot,
     active: NodeSnapshot | None,
     brokers: list[BrokerHealth],
+    registered: frozenset[str],
 ) -> list[BrokerHealth]:
-    """Before Kafka 4.1 the controller says only how many brokers are fenced, not which.
+    """Where the controller gives no per-broker registration state, it says only how many are fenced.
 
-    A running broker keeps BrokerState=RUNNING after being fenced, so when FencedBrokerCount > 0 and the
-    stale or unreachable brokers number exactly that many, they are the fenced ones.
+    `FencedBrokerCount` counts every registration with the fenced flag (ControllerMetadataMetrics): brokers
+    that are starting (fenced until caught up), brokers gone after a controlled shutdown, and those known
+    fenced by registration. The rest of the count is the brokers fenced without ctlplane knowing which: a
+    running broker keeps BrokerState=RUNNING after being fenced, so when the stale or unreachable brokers
+    number exactly that rest, they are the fenced ones.
     """
-    if active is None or active.has("kafka_controller_broker_registration_state"):
+    if active is None or cluster.mode not in (Mode.KRAFT, Mode.MIGRATION):
         return brokers
     fenced = active.value("kafka_controller_fenced_brokers")
-    if not fenced or cluster.mode not in (Mode.KRAFT, Mode.MIGRATION):
+    if fenced is None or not math.isfinite(fenced) or fenced <= 0:
         return brokers
-    suspects = [b for b in brokers if b.state is Lifecycle.UNREACHABLE or (b.state is Lifecycle.ACTIVE and b.stale)]
-    if len(suspects) != int(fenced):
+    unknown = [b for b in brokers if b.node not in registered]
+    known_fenced = sum(1 for b in brokers if b.node in registered and b.state is Lifecycle.FENCED) + sum(
+        1 for b in unknown if b.state is Lifecycle.INITIAL or (b.state is Lifecycle.SHUTDOWN and not b.up)
+    )
+    suspects = [b for b in unknown if b.state is Lifecycle.UNREACHABLE or (b.state is Lifecycle.ACTIVE and b.stale)]
+    if not suspects or len(suspects) != int(fenced) - known_fenced:
         return brokers
     return [
         replace(b, state=Lifecycle.FENCED, evidence=f"controller FencedBrokerCount={fenced:g}; {b.evidence}")
@@ -260,6 +356,11 @@ def _infer_fenced(
         else b
         for b in brokers
     ]
+
+
+def _loaded(offset: float | None) -> float | None:
+    """Kafka reports -1 before a node has published its first metadata image: not loaded, never lag."""
+    return offset if offset is not None and math.isfinite(offset) and offset >= 0 else None
 
 
 def _metadata_lag(
@@ -274,14 +375,69 @@ def _metadata_lag(
             return None, None, None, None
         queued = active.value("kafka_controller_channel_queue_size", broker=str(node.node_id))
         return queued, None, None, None
-    applied = node.value("kafka_broker_last_applied_record_offset")
-    lag_seconds = node.value("kafka_broker_last_applied_record_lag_seconds")
-    if applied is None:  # a controller-only node
-        applied = node.value("kafka_controller_last_applied_record_offset")
-        lag_seconds = node.value("kafka_controller_last_applied_record_lag_seconds")
-    committed = active.value("kafka_controller_last_committed_record_offset") if active else None
+    prefix = "kafka_broker"
+    if node.value("kafka_broker_last_applied_record_offset") is None:  # a controller-only node
+        prefix = "kafka_controller"
+    applied = _loaded(node.value(f"{prefix}_last_applied_record_offset"))
+    lag_seconds = node.value(f"{prefix}_last_applied_record_lag_seconds")
+    timestamp = node.value(f"{prefix}_last_applied_record_timestamp_seconds")
+    if applied is None or (timestamp is not None and timestamp <= 0) or (lag_seconds is not None and lag_seconds < 0):
+        # Before the first image the applied timestamp is 0 (or -1) and the lag is "now" (~1.7e9 s):
+        # a placeholder, not 55 years of staleness (BrokerServerMetrics / ControllerMetadataMetrics).
+        lag_seconds = None
+    committed = _loaded(active.value("kafka_controller_last_committed_record_offset")) if active else None
     lag_records = max(0.0, committed - applied) if committed is not None and applied is not None else None
     return lag_records, lag_seconds, applied, committed
+
+
+def _summary(node: NodeSnapshot, series: str, **labels: str) -> tuple[float, float] | None:
+    """(count, sum) of a summary sample, or None."""
+    wanted = tuple(sorted(labels.items()))
+    for sample in node.series_samples(series):
+        if sample.labels == wanted:
+            parts = dict(sample.parts)
+            count, total = parts.get("count"), parts.get("sum")
+            if count is not None and total is not None and math.isfinite(count) and math.isfinite(total):
+                return count, total
+    return None
+
+
+def _zookeeper_queue_wait(
+    node: NodeSnapshot,
+    active: NodeSnapshot | None,
+    queued: float | None,
+    waits: dict[tuple[str, str], tuple[float, float, float]],
+    now: float,
+) -> float | None:
+    """How long metadata requests for this broker have been waiting in the ZooKeeper controller's queue.
+
+    ZooKeeper mode has no metadata log to lag behind; the active controller queues LeaderAndIsr,
+    UpdateMetadata and StopReplica for each broker and times how long each waits before it is sent
+    (`ControllerChannelManager RequestRateAndQueueTimeMs{broker-id}`, KIP-237, a Yammer Timer whose Mean
+    is over the controller's lifetime). The recent wait is the mean over the requests sent since the last
+    round (sum and count deltas); when none was sent while requests are queued, the queue is stuck and
+    the wait is the time since it last made progress (at most one round more than the oldest request's).
+    """
+    if active is None or node.node_id is None:
+        return None
+    broker = str(node.node_id)
+    summary = _summary(active, "kafka_controller_channel_queue_time_seconds", broker=broker)
+    if summary is None:
+        return None
+    count, total = summary
+    key = (active.node, node.node)
+    previous = waits.get(key)
+    if previous is None or count < previous[0]:  # first sight, or the controller's metrics restarted
+        waits[key] = (count, total, now)
+        return None
+    last_count, last_total, progress_at = previous
+    if count > last_count:
+        waits[key] = (count, total, now)
+        return max(0.0, (total - last_total) / (count - last_count))
+    if not queued:
+        waits[key] = (count, total, now)
+        return 0.0
+    return max(0.0, now - progress_at)
 
 
 def _frozen(history: Sequence[tuple[float, float]], scrapes: int) -> bool:
@@ -296,11 +452,12 @@ def _frozen(history: Sequence[tuple[float, float]], scrapes: int) -> bool:
 def evaluate_cluster(
     cluster: ClusterSnapshot, memory: _ClusterMemory, thresholds: Thresholds, now: float
 ) -> tuple[ClusterHealth, _ClusterMemory]:
-    controller, memory = _controller_view(cluster, memory, now)
-    active = find_active_controller(cluster)
+    controller, active, memory = _controller_view(cluster, memory, now)
     mode = cluster.mode
     offsets = dict(memory.offsets)
+    waits = dict(memory.queue_waits)
     brokers = []
+    registered = set()
     for node in cluster.nodes:
         lag_records, lag_seconds, applied, committed = _metadata_lag(node, active, mode)
         if applied is not None and committed is not None:
@@ -312,14 +469,20 @@ def evaluate_cluster(
         if not _is_broker(node):
             continue
         if mode is Mode.ZOOKEEPER:
-            stale = lag_records is not None and lag_records >= thresholds.zk_controller_queue_stale
+            lag_seconds = _zookeeper_queue_wait(node, active, lag_records, waits, now) if node.up else None
+            stale = (lag_records is not None and lag_records >= thresholds.zk_controller_queue_stale) or (
+                lag_seconds is not None and lag_seconds >= thresholds.metadata_stale_seconds
+            )
         else:
             stale = (
                 frozen
                 or (lag_seconds is not None and lag_seconds >= thresholds.metadata_stale_seconds)
                 or (lag_records is not None and lag_records >= thresholds.metadata_stale_records)
             )
-        state, evidence = _lifecycle(node, _registration(active, node), mode, memory.states.get(node.node))
+        registration = _registration(active, cluster, node)
+        if registration is not None:
+            registered.add(node.node)
+        state, evidence = _lifecycle(node, registration, mode, memory.states.get(node.node))
         queue = node.value("kafka_control_plane_request_queue_size") if node.up else None
         queue_ratio = queue / CONTROL_PLANE_QUEUE_CAPACITY if queue is not None else None
         idle = (
@@ -359,10 +522,11 @@ def evaluate_cluster(
             )
         )
     known = {node.node for node in cluster.nodes}
-    final = tuple(_infer_fenced(cluster, active, brokers))
+    final = tuple(_controlled_shutdown_evidence(active, _infer_fenced(cluster, active, brokers, frozenset(registered))))
     memory = replace(
         memory,
         offsets=MappingProxyType({k: v for k, v in offsets.items() if k in known}),
+        queue_waits=MappingProxyType({k: v for k, v in waits.items() if k[1] in known}),
         states=MappingProxyType({b.node: b.state for b in final}),
     )
     health = ClusterHealth(cluster.name, mode, controller, final, now)

@@ -6,6 +6,7 @@ The JMX clients know nothing of series; this module knows nothing of sockets.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -35,9 +36,16 @@ def parse_object_name(name: str) -> tuple[str, dict[str, str]]:
 
 
 def _number(value: float | str | None) -> float | None:
+    """A finite-or-infinite number, or None: a NaN gauge (raft commit latency on a follower, the idle ratio
+    of a listener that does not exist) means "no data" and is never served as a sample."""
     if value is None or isinstance(value, str):
         return None
-    return float(value)
+    number = float(value)
+    return None if math.isnan(number) else number
+
+
+# broker.id / node.id are Java ints: a label such as "²" (a Unicode digit) or 5,000 digits is not one
+_NODE_ID = re.compile(r"-?[0-9]{1,10}")
 
 
 LISTENER_EVIDENCE = "kafka_control_plane_request_queue_size"
@@ -144,7 +152,7 @@ def identify(samples: Sequence[Sample]) -> Identity:
         if sample.series == "kafka_node_info":
             labels = dict(sample.labels)
             version = labels.get("version")
-            if labels.get("node_id", "").lstrip("-").isdigit():
+            if _NODE_ID.fullmatch(labels.get("node_id", "")):
                 node_id = int(labels["node_id"])
     if kraft:
         mode = Mode.KRAFT

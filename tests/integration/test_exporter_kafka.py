@@ -19,7 +19,8 @@ from exporter.health import Lifecycle
 from exporter.model import ClusterSnapshot
 from tests.integration.watch import Watch
 
-ZK_ONLY_ON_ACTIVE_CONTROLLER = {"kafka_controller_channel_queue_size"}  # per-broker queues of the active one
+# per-broker queues of the active controller and their queue-time timers (ControllerChannelManager)
+ZK_ONLY_ON_ACTIVE_CONTROLLER = {"kafka_controller_channel_queue_size", "kafka_controller_channel_queue_time_seconds"}
 # Series that exist only once the matching traffic happened (no AlterPartition on an idle cluster, ...).
 TRAFFIC_DEPENDENT = {"kafka_requests_total"}
 
@@ -80,7 +81,8 @@ def test_zookeeper_cluster_with_listener_serves_every_series_its_mode_defines(zk
     assert not missing, f"series the mode defines but the cluster does not serve: {sorted(missing)}"
     for node in snapshot.nodes:
         per_node = expected_series(Mode.ZOOKEEPER, "3.9.2", listener=True) - ZK_ONLY_ON_ACTIVE_CONTROLLER
-        assert not per_node - {s.series for s in node.samples}, node.node
+        lacking = per_node - {s.series for s in node.samples}
+        assert not lacking, f"{node.node} lacks {sorted(lacking)}"
     assert_sane(snapshot)
     assert health.active_controllers == 1 and health.controller.node is not None
     assert [b.state for b in health.brokers] == [Lifecycle.ACTIVE] * 3

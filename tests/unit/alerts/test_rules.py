@@ -22,6 +22,9 @@ PROMETHEUS_SERIES = frozenset({"up"})
 PROMQL_WORDS = frozenset(
     {"and", "or", "unless", "on", "ignoring", "by", "without", "group_left", "group_right", "bool", "offset"}
 )
+ZOOKEEPER_SESSION_STATES = frozenset(
+    {"CONNECTING", "ASSOCIATING", "CONNECTED", "CONNECTEDREADONLY", "CLOSED", "AUTH_FAILED", "NOT_CONNECTED"}
+)
 RUNBOOK_SECTIONS = ("## What it means", "## Confirm", "## What to do", "## Escalate")
 
 
@@ -134,7 +137,8 @@ def test_expr_uses_only_catalogue_series_and_known_label_values(rule: dict[str, 
     unknown = names - all_series_names() - PROMETHEUS_SERIES
     assert not unknown, f"not in exporter.catalog: {sorted(unknown)}"
     allowed = {
-        "state": {state.value for state in Lifecycle},
+        # lifecycle states, and a ZooKeeper-mode broker's session state (org.apache.zookeeper.ZooKeeper.States)
+        "state": {state.value for state in Lifecycle} | ZOOKEEPER_SESSION_STATES,
         "role": {role.value for role in Role},
         "mode": {mode.value for mode in Mode},
     }

@@ -6,7 +6,7 @@ import pytest
 
 from demo.served import KIND_ATTRIBUTES, served_mbeans
 from demo.shapes import ClusterSpec, NodeSpec, fleet_shape, standard_shape
-from exporter.catalog import CATALOG, Kind, MetricSpec
+from exporter.catalog import CATALOG, Kind, MetricSpec, Mode, Role
 from exporter.model import RawReading
 from exporter.readings import parse_object_name, samples_from_readings
 
@@ -87,4 +87,7 @@ def test_every_applicable_catalogue_series_comes_out_of_the_readings(cluster: Cl
     series = {sample.series for sample in samples_from_readings(readings)}
     # KRaft brokers receive none of the catalogue's control RPCs, so they have no request metrics for them
     expected = {spec.series for spec in CATALOG if applies(spec, node) and (node_rpcs(node) or not spec.only)}
+    if node.role is Role.BROKER and node.mode is not Mode.ZOOKEEPER:
+        # an observer never commits: Kafka reports NaN commit latency, which is no data, not a sample
+        expected.discard("kafka_raft_commit_latency_seconds")
     assert series == expected

@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
+import pytest
+
 from exporter.catalog import Mode, Role
 from exporter.health import HealthMemory, Lifecycle, Thresholds, evaluate, find_active_controller
-from exporter.model import Failure
+from exporter.model import Failure, Sample
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller, node
 
 T = Thresholds()
@@ -131,7 +135,7 @@ def test_broker_state_mapping_without_controller_evidence() -> None:
     assert [b.state for b in cluster.brokers] == [
         Lifecycle.INITIAL,  # NOT_RUNNING on first sight: start-up (after RUNNING it means shut down)
         Lifecycle.INITIAL,
-        Lifecycle.FENCED,
+        Lifecycle.INITIAL,  # RECOVERY happens only during start-up: never a fencing page
         Lifecycle.ACTIVE,
         Lifecycle.SHUTDOWN,
         Lifecycle.SHUTDOWN,
@@ -255,16 +259,17 @@ def test_controlled_shutdown_stays_shutdown_when_the_controller_then_fences_the_
         assert cluster.brokers[0].state is expected, f"step {at}: {cluster.brokers[0].evidence}"
 
 
-def test_a_stopped_process_that_the_controller_fenced_is_shut_down_a_hung_one_is_fenced() -> None:
-    # The shutdown itself fell between two scrapes: ACTIVE, then no process and fenced.
+def test_a_crash_between_two_scrapes_is_fenced_never_shutdown() -> None:
+    # kill -9 early in a 15 s interval: the controller fences the broker (9 s session timeout) before the
+    # next scrape, so ctlplane first sees it gone and fenced, with no sign of a controlled shutdown.
     memory = HealthMemory()
     steps = [
         (kraft_broker("b1", 101), 30, Lifecycle.ACTIVE),
-        (node("b1", {"kafka_raft_current_epoch": 5}, node_id=101), 30, Lifecycle.SHUTDOWN),  # stopping
-        (kraft_broker("b1", 101), 30, Lifecycle.ACTIVE),  # (not a real sequence: resets the memory)
-        (kraft_broker("b1", 101, up=False, failure=Failure.GONE), 10, Lifecycle.SHUTDOWN),
-        (kraft_broker("b1", 101, up=False, failure=Failure.GONE), 10, Lifecycle.SHUTDOWN),  # sticky
-        (kraft_broker("b1", 101), 30, Lifecycle.ACTIVE),  # restarted
+        (kraft_broker("b1", 101, up=False, failure=Failure.GONE), 10, Lifecycle.FENCED),
+        (kraft_broker("b1", 101, up=False, failure=Failure.GONE), 10, Lifecycle.FENCED),  # stays paged
+        (kraft_broker("b1", 101, broker_state=1), 10, Lifecycle.INITIAL),  # restarted: log recovery
+        (kraft_broker("b1", 101, broker_state=2), 10, Lifecycle.INITIAL),  # caught up, not yet unfenced
+        (kraft_broker("b1", 101), 30, Lifecycle.ACTIVE),
         (kraft_broker("b1", 101, up=False, failure=Failure.TIMEOUT), 30, Lifecycle.UNREACHABLE),  # hangs
         (kraft_broker("b1", 101, up=False, failure=Failure.TIMEOUT), 10, Lifecycle.FENCED),  # session expired
         (kraft_broker("b1", 101, up=False, failure=Failure.GONE), 10, Lifecycle.FENCED),  # then killed: still
@@ -273,3 +278,212 @@ def test_a_stopped_process_that_the_controller_fenced_is_shut_down_a_hung_one_is
         controller = kraft_controller("c1", 1, active=True, registrations={101: registration})
         cluster, memory = _health(controller, broker, memory=memory, at=float(at))
         assert cluster.brokers[0].state is expected, f"step {at}: {cluster.brokers[0].evidence}"
+    assert "without a controlled shutdown" in cluster.brokers[0].evidence
+
+
+def test_a_stop_seen_under_way_stays_shutdown_after_the_process_is_gone() -> None:
+    memory = HealthMemory()
+    steps = [
+        (kraft_broker("b1", 101), 30, Lifecycle.ACTIVE),
+        (node("b1", {"kafka_raft_current_epoch": 5}, node_id=101), 30, Lifecycle.SHUTDOWN),  # BrokerState gone
+        (kraft_broker("b1", 101, up=False, failure=Failure.GONE), 10, Lifecycle.SHUTDOWN),
+        (kraft_broker("b1", 101, up=False, failure=Failure.GONE), 10, Lifecycle.SHUTDOWN),  # sticky
+    ]
+    for at, (broker, registration, expected) in enumerate(steps):
+        controller = kraft_controller("c1", 1, active=True, registrations={101: registration})
+        cluster, memory = _health(controller, broker, memory=memory, at=float(at))
+        assert cluster.brokers[0].state is expected, f"step {at}: {cluster.brokers[0].evidence}"
+
+
+def test_the_controller_in_controlled_shutdown_is_evidence_enough_when_the_broker_is_already_gone() -> None:
+    memory = HealthMemory()
+    _, memory = _health(
+        kraft_controller("c1", 1, active=True, registrations={101: 30}), kraft_broker("b1", 101), memory=memory
+    )
+    cluster, _ = _health(
+        kraft_controller("c1", 1, active=True, registrations={101: 20}),
+        kraft_broker("b1", 101, up=False),
+        memory=memory,
+        at=2.0,
+    )
+    assert cluster.brokers[0].state is Lifecycle.SHUTDOWN
+
+
+def test_a_restarting_broker_is_initial_even_while_the_controller_has_it_fenced() -> None:
+    for broker_state in (1, 2):
+        controller = kraft_controller("c1", 1, active=True, registrations={101: 10}, fenced=1)
+        cluster, _ = _health(controller, kraft_broker("b1", 101, broker_state=broker_state))
+        assert cluster.brokers[0].state is Lifecycle.INITIAL, broker_state
+    # before 4.1 only the count: the starting broker explains it, nobody else is fenced by inference
+    cluster, _ = _health(
+        kraft_controller("c1", 1, active=True, fenced=1, committed=5000),
+        kraft_broker("b1", 101, broker_state=2, applied=10, lag_seconds=60),
+        kraft_broker("b2", 102, up=False, failure=Failure.TIMEOUT),
+    )
+    assert {b.node: b.state for b in cluster.brokers} == {"b1": Lifecycle.INITIAL, "b2": Lifecycle.UNREACHABLE}
+
+
+def test_fenced_count_inference_subtracts_brokers_known_to_be_starting_or_shut_down() -> None:
+    memory = HealthMemory()
+    _, memory = _health(
+        kraft_controller("c1", 1, active=True, fenced=0, committed=5000),
+        kraft_broker("b1", 101, applied=5000),
+        kraft_broker("b2", 102, applied=5000, broker_state=6),  # seen in controlled shutdown
+        kraft_broker("b3", 103, applied=5000),
+        memory=memory,
+    )
+    cluster, _ = _health(
+        kraft_controller("c1", 1, active=True, fenced=2, committed=5000),
+        kraft_broker("b1", 101, applied=5000),
+        kraft_broker("b2", 102, up=False),  # gone after its controlled shutdown: one of the 2 fenced
+        kraft_broker("b3", 103, up=False, failure=Failure.TIMEOUT),  # the other
+        memory=memory,
+        at=2.0,
+    )
+    assert {b.node: b.state for b in cluster.brokers} == {
+        "b1": Lifecycle.ACTIVE,
+        "b2": Lifecycle.SHUTDOWN,
+        "b3": Lifecycle.FENCED,
+    }
+
+
+def test_registration_state_missing_on_the_active_controller_is_read_from_another_controller() -> None:
+    # After a controller restart (4.1+) the new active controller has no gauge for brokers registered before.
+    cluster, _ = _health(
+        kraft_controller("c1", 1, active=True, epoch=6, registrations={102: 30}, fenced=1),
+        kraft_controller("c2", 2, active=False, epoch=6, registrations={101: 10, 102: 30}),
+        kraft_broker("b1", 101, broker_state=3),  # fenced while running: BrokerState stays RUNNING
+        kraft_broker("b2", 102, broker_state=3),
+    )
+    assert {b.node: b.state for b in cluster.brokers} == {"b1": Lifecycle.FENCED, "b2": Lifecycle.ACTIVE}
+
+
+def test_registration_gauges_for_some_brokers_do_not_switch_off_the_count_for_the_others() -> None:
+    cluster, _ = _health(
+        kraft_controller("c1", 1, active=True, registrations={102: 30}, fenced=1, committed=5000),
+        kraft_broker("b1", 101, up=False, failure=Failure.TIMEOUT),  # no gauge anywhere for b1
+        kraft_broker("b2", 102),
+    )
+    assert {b.node: b.state for b in cluster.brokers} == {"b1": Lifecycle.FENCED, "b2": Lifecycle.ACTIVE}
+
+
+def test_metadata_placeholders_before_the_first_image_are_not_lag() -> None:
+    placeholder = node(
+        "b1",
+        {
+            "kafka_broker_state": 1,
+            "kafka_broker_last_applied_record_offset": -1,
+            "kafka_broker_last_applied_record_timestamp_seconds": 0,
+            "kafka_broker_last_applied_record_lag_seconds": 1.7e9,
+        },
+        node_id=101,
+    )
+    cluster, _ = _health(kraft_controller("c1", 1, active=True, committed=5000), placeholder)
+    broker = cluster.brokers[0]
+    assert (broker.metadata_lag_records, broker.metadata_lag_seconds, broker.stale) == (None, None, False)
+
+
+def test_a_deposed_leader_never_becomes_the_controller_again_while_the_new_one_is_unreadable() -> None:
+    memory = HealthMemory()
+    steps = [
+        # (c1 active, c1 epoch, c1 up), (c2 active, c2 epoch, c2 up), expected identity, failovers
+        ((True, 5, True), (False, 5, True), "c1", 0),
+        ((True, 5, False), (True, 6, True), "c2", 1),  # c1 paused, c2 elected in epoch 6
+        ((True, 5, True), (True, 6, False), None, 1),  # c1 resumes still claiming; c2 unreadable
+        ((True, 5, True), (True, 6, False), None, 1),
+        ((False, 6, True), (True, 6, True), "c2", 1),
+    ]
+    for at, (a, b, identity, failovers) in enumerate(steps, start=1):
+        cluster, memory = _health(
+            kraft_controller("c1", 1, active=a[0], epoch=a[1], up=a[2]),
+            kraft_controller("c2", 2, active=b[0], epoch=b[1], up=b[2]),
+            memory=memory,
+            at=float(at),
+        )
+        assert (cluster.controller.node, cluster.controller.failovers_total) == (identity, failovers), f"step {at}"
+
+
+def test_a_claimant_below_the_epoch_the_brokers_report_is_not_the_controller() -> None:
+    cluster, _ = _health(
+        kraft_controller("c1", 1, active=True, epoch=5),  # resumed after a pause, first sight
+        kraft_broker("b1", 101),  # kraft_broker reports epoch 5
+        node("b2", {"kafka_broker_state": 3, "kafka_raft_current_epoch": 7}, node_id=102),
+    )
+    assert cluster.controller.node is None
+
+
+def test_zookeeper_staleness_in_seconds_from_the_controllers_queue_time_for_that_broker() -> None:
+    from exporter.model import Sample
+
+    def controller(count: float, total: float, queued: float, at: float):  # type: ignore[no-untyped-def]
+        n = node(
+            "b1",
+            {
+                "kafka_broker_state": 3,
+                "kafka_controller_active": 1,
+                ("kafka_controller_channel_queue_size", (("broker", "2"),)): queued,
+            },
+            mode=Mode.ZOOKEEPER,
+            node_id=1,
+            at=at,
+        )
+        wait = Sample(
+            "kafka_controller_channel_queue_time_seconds",
+            (("broker", "2"),),
+            count,
+            (("count", count), ("sum", total)),
+        )
+        return replace(n, samples=(*n.samples, wait))
+
+    follower = node("b2", {"kafka_broker_state": 3, "kafka_controller_active": 0}, mode=Mode.ZOOKEEPER, node_id=2)
+    memory = HealthMemory()
+    seen = []
+    # (count, sum seconds, queued, time)
+    for count, total, queued, at in [
+        (10, 0.1, 0, 0.0),  # first sight: no delta yet
+        (20, 0.2, 0, 15.0),  # 10 requests, 10 ms each
+        (22, 20.2, 0, 30.0),  # 2 requests that waited 10 s each
+        (22, 20.2, 3, 45.0),  # 3 queued, none sent: stuck since the last progress at 30 s
+        (22, 20.2, 5, 90.0),
+        (30, 20.3, 0, 105.0),
+    ]:
+        cluster, memory = _health(controller(count, total, queued, at), follower, memory=memory, at=at)
+        b2 = cluster.broker("b2")
+        assert b2 is not None
+        seen.append((b2.metadata_lag_seconds, b2.stale))
+    assert seen == [
+        (None, False),
+        (pytest.approx(0.01), False),
+        (pytest.approx(10.0), False),
+        (15.0, True),
+        (60.0, True),
+        (pytest.approx(0.1 / 8), False),
+    ]
+
+
+def _gone_after_running(controlled_shutdown: float, *brokers: str) -> dict[str, Lifecycle]:
+    ids = {name: 101 + i for i, name in enumerate(brokers)}
+    memory = HealthMemory()
+    _, memory = _health(
+        kraft_controller("c1", 1, active=True, registrations=dict.fromkeys(ids.values(), 30)),
+        *(kraft_broker(name, i) for name, i in ids.items()),
+        memory=memory,
+    )
+    controller = kraft_controller("c1", 1, active=True, registrations=dict.fromkeys(ids.values(), 10))
+    controller = replace(
+        controller,
+        samples=(
+            *controller.samples,
+            Sample("kafka_controller_controlled_shutdown_brokers", (), controlled_shutdown),
+        ),
+    )
+    cluster, _ = _health(controller, *(kraft_broker(name, i, up=False) for name, i in ids.items()), memory=memory)
+    return {b.node: b.state for b in cluster.brokers}
+
+
+def test_a_vanished_broker_the_controller_counts_in_controlled_shutdown_is_shut_down_not_crashed() -> None:
+    # 4.1+: fencing keeps inControlledShutdown, so ControlledShutdownBrokerCount still counts the broker
+    assert _gone_after_running(1, "b1") == {"b1": Lifecycle.SHUTDOWN}
+    assert _gone_after_running(0, "b1") == {"b1": Lifecycle.FENCED}
+    # two vanished, one counted: either could be the crash, so both page
+    assert _gone_after_running(1, "b1", "b2") == {"b1": Lifecycle.FENCED, "b2": Lifecycle.FENCED}

@@ -116,10 +116,32 @@ def test_node_id_and_version_come_from_app_info() -> None:
 def test_control_plane_gauges_kafka_registers_without_the_listener_are_dropped() -> None:
     socket_server = "kafka.network:type=SocketServer,name=ControlPlaneNetworkProcessorAvgIdlePercent"
     queue = "kafka.network:type=RequestChannel,name=ControlPlaneRequestQueueSize"
-    idle = RawReading(socket_server, socket_server, {}, {"Value": float("nan")})
+    idle = RawReading(socket_server, socket_server, {}, {"Value": 0.25})
     assert samples_from_readings([idle]) == ()
     with_listener = samples_from_readings([idle, RawReading(queue, queue, {}, {"Value": 0.0})])
     assert {s.series for s in with_listener} == {
         "kafka_control_plane_network_processor_idle_ratio",
         "kafka_control_plane_request_queue_size",
     }
+
+
+def test_a_nan_value_is_no_data_and_never_a_sample() -> None:
+    # raft commit latency on a follower, the idle ratio of a listener that does not exist: Kafka says NaN
+    raft = "kafka.server:type=raft-metrics"
+    queue_time = "kafka.network:type=RequestMetrics,name=RequestQueueTimeMs,request=*"
+    readings = [
+        RawReading(raft, raft, {"type": "raft-metrics"}, {"commit-latency-avg": float("nan"), "current-epoch": 7.0}),
+        RawReading(
+            queue_time,
+            "kafka.network:type=RequestMetrics,name=RequestQueueTimeMs,request=BrokerHeartbeat",
+            {"request": "BrokerHeartbeat"},
+            {"Count": 3.0, "Mean": float("nan"), "50thPercentile": 1.0, "99thPercentile": 2.0},
+        ),
+    ]
+    assert [(s.series, s.value) for s in samples_from_readings(readings)] == [("kafka_raft_current_epoch", 7.0)]
+
+
+@pytest.mark.parametrize("node_id", ["\u00b2", "1" * 5000, "", "-", "3.0", "\u0663"])
+def test_an_app_info_id_that_is_not_a_java_int_is_no_node_id(node_id: str) -> None:
+    identity = identify([Sample("kafka_node_info", (("node_id", node_id), ("version", "3.9.2")), 1.0)])
+    assert (identity.node_id, identity.version) == (None, "3.9.2")

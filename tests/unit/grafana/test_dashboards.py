@@ -298,7 +298,7 @@ ALERT_THRESHOLDS: dict[str, list[tuple[str, float]]] = {
         (r"event_queue_size\s*>\s*([\d.]+)", build.EVENT_QUEUE_SIZE_ALERT),
     ],
     "KafkaControllerChurn": [(r"\)\s*>=\s*([\d.]+)", build.FAILOVERS_ALERT)],
-    "KafkaBrokerHeartbeatTimeouts": [(r"\)\s*>=\s*([\d.]+)", build.HEARTBEAT_TIMEOUTS_ALERT)],
+    "KafkaControllerHeartbeatsTimedOut": [(r"\)\s*>=\s*([\d.]+)", build.HEARTBEAT_TIMEOUTS_ALERT)],
     "CtlplaneSnapshotStale": [(r"age_seconds\s*>\s*([\d.]+)", build.SNAPSHOT_AGE_ALERT_SECONDS)],
     "CtlplaneScrapeSlow": [(r"round_duration_seconds\s*>\s*([\d.]+)", build.ROUND_DURATION_ALERT_SECONDS)],
     "KafkaZkUpdateMetadataSlow": [(r"_count\{[^}]*\}\[[^\]]*\]\)\s*>\s*([\d.]+)", build.UPDATE_METADATA_ALERT_SECONDS)],
