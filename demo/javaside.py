@@ -6,18 +6,15 @@ Here RMI threads read a `double[]`/`String[]` snapshot that Python publishes in 
 refresh, ValueBank.publish), so a read never enters Python. The loopback socket factory is Java too, so
 no RMI thread ever attaches to Python.
 
-The source is kept here, not as a .java file, so it ships with the package; the classes are compiled
+The source is kept here, not as a .java file, so it ships with the package; exporter/javac.py compiles it
 into a cache directory keyed by the source's hash (javac takes ~1 s, once).
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
+
+from exporter.javac import compiled_classes
 
 PACKAGE = "ctlplane.demo"
 CLASS = f"{PACKAGE}.SimulatedMBean"
@@ -169,65 +166,8 @@ public final class SimulatedMBean implements DynamicMBean {
     }
 }
 """
-JAVA_RELEASE = "11"  # class files any JVM from 11 on loads, whichever javac compiled them
-
-
-class JavaSideError(RuntimeError):
-    pass
-
-
-def _javac() -> str:
-    """The javac of the JDK that JPype will start (same JDK, no class-version surprises), else PATH's."""
-    candidates = []
-    if os.environ.get("JAVA_HOME"):
-        candidates.append(Path(os.environ["JAVA_HOME"]) / "bin" / "javac")
-    try:
-        import jpype
-
-        libjvm = Path(jpype.getDefaultJVMPath()).resolve()  # <home>/lib/server/libjvm.so
-        candidates.append(libjvm.parent.parent.parent / "bin" / "javac")
-    except Exception:  # no JVM found: JPype will report it more clearly at startJVM
-        pass
-    for candidate in candidates:
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-    found = shutil.which("javac")
-    if found is None:
-        raise JavaSideError("the simulator needs a JDK (javac) to compile its MBean class; none found")
-    return found
-
-
-def _cache_root() -> Path:
-    repo_cache = Path(__file__).resolve().parent.parent / ".cache"
-    if os.access(repo_cache.parent, os.W_OK):
-        return repo_cache / "demo-java"
-    return Path(tempfile.gettempdir()) / f"ctlplane-demo-java-{os.getuid()}"
 
 
 def class_dir() -> Path:
     """A directory holding the compiled classes (compiled on first use), for the JVM's class path."""
-    digest = hashlib.sha256(f"{JAVA_RELEASE}\n{JAVA_SOURCE}".encode()).hexdigest()[:16]
-    target = _cache_root() / digest
-    if (target / "ctlplane" / "demo" / "SimulatedMBean.class").is_file():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # Compile into a private directory, then rename: simulators starting together never see half a tree.
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix="build-") as build:
-        source = Path(build) / "SimulatedMBean.java"
-        source.write_text(JAVA_SOURCE)
-        out = Path(build) / "classes"
-        result = subprocess.run(
-            [_javac(), "--release", JAVA_RELEASE, "-nowarn", "-d", str(out), str(source)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        if result.returncode != 0:
-            raise JavaSideError(f"javac failed: {result.stderr.strip()[-2000:]}")
-        try:
-            out.rename(target)
-        except OSError:
-            if not (target / "ctlplane" / "demo" / "SimulatedMBean.class").is_file():
-                raise  # not a concurrent compile winning the race: a real failure
-    return target
+    return compiled_classes("demo", {"SimulatedMBean.java": JAVA_SOURCE})
