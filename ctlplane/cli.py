@@ -58,9 +58,11 @@ def build_client(settings: Settings, kind: str | None = None) -> JmxClient:
     if settings.jmx.truststore_password_file is not None:
         truststore_password = settings.jmx.truststore_password_file.read_text().strip()
     # RMI timeouts chain (connect, handshake, response): a third of the budget each keeps a stalled
-    # node's read near the scrape timeout.
+    # node's read near the scrape timeout. A node that answers every call just in time is abandoned after
+    # two scrape timeouts (its worker is then free again after about three).
     return JPypeJmxClient(
         timeout_seconds=max(0.5, scrape.timeout_seconds / 3),
+        read_deadline_seconds=2 * scrape.timeout_seconds,
         max_heap=scrape.jvm_max_heap,
         truststore=str(settings.jmx.truststore) if settings.jmx.truststore else None,
         truststore_password=truststore_password,

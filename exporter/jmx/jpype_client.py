@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from exporter.javac import JavacError
+from exporter.jmx import connect_timeouts
 from exporter.jmx.base import Endpoint, JmxError
 from exporter.model import Failure, MBeanQuery, RawReading
 
@@ -29,6 +31,11 @@ RESOLVE_EMPTY_TTL_SECONDS = 10.0
 # other mode (ZooKeeper vs KRaft) or role: re-querying them at every 15 s read cost ~40% more exporter
 # CPU per read (11 -> 16 ms against the simulator), so they wait RESOLVE_TTL_SECONDS like the others.
 RESOLVE_STARTUP_SECONDS = 120.0
+# A read is ~45 RPCs, each bounded by the RMI timeouts (connect, handshake, response: ~3 timeouts at
+# worst), so a node that answers every call just under the timeout would hold a worker for minutes. A read
+# stops starting RPCs after this many timeouts: with the CLI's timeout of a third of the scrape timeout,
+# that is two scrape timeouts, and a read holds its worker for at most about three (the last RPC's bound).
+READ_DEADLINE_TIMEOUTS = 6.0
 
 _jvm_lock = threading.Lock()
 log = logging.getLogger(__name__)
@@ -41,11 +48,12 @@ def start_jvm(
     truststore: str | None = None,
     truststore_password: str | None = None,
 ) -> None:
-    """Start the process's JVM once, with the RMI timeouts a stalled broker needs.
+    """Start the process's JVM once, with the RMI timeouts a stalled or unreachable node needs.
 
     Without both RMI timeouts a SIGSTOPped broker hangs a read forever (in the handshake or in
-    TCPConnection.isDead); with them a read fails after roughly three times the timeout. A JVM can
-    start only once per process, so the first caller's settings win.
+    TCPConnection.isDead); without a connect timeout (connect_timeouts.py) a port whose SYNs are dropped
+    holds a read for the kernel's ~127 s. With all three, one RMI call fails after roughly three times
+    the timeout. A JVM can start only once per process, so the first caller's settings win.
     """
     import jpype
 
@@ -53,19 +61,27 @@ def start_jvm(
         if jpype.isJVMStarted():
             return
         timeout_ms = str(max(1, int(timeout_seconds * 1000)))
+        try:
+            classpath = [str(connect_timeouts.class_dir())]
+        except JavacError as exc:
+            # Reading still works, only without connect timeouts: better than no exporter at all.
+            log.error("JMX connect timeouts disabled (%s): an unreachable node holds a worker for ~2 min", exc)
+            classpath = []
         args = [
             f"-Xmx{max_heap}",
             "-XX:+UseSerialGC",
             "-Xss512k",
             f"-Dsun.rmi.transport.tcp.responseTimeout={timeout_ms}",
             f"-Dsun.rmi.transport.tcp.handshakeTimeout={timeout_ms}",
-            f"-Dsun.rmi.transport.proxy.connectTimeout={timeout_ms}",
+            f"-D{connect_timeouts.PROPERTY}={timeout_ms}",
         ]
         if truststore:
             args.append(f"-Djavax.net.ssl.trustStore={truststore}")
         if truststore_password:
             args.append(f"-Djavax.net.ssl.trustStorePassword={truststore_password}")
-        jpype.startJVM(*args, convertStrings=False)
+        jpype.startJVM(*args, classpath=classpath, convertStrings=False)
+        if classpath:
+            connect_timeouts.install()
 
 
 @dataclass
@@ -105,7 +121,7 @@ class _Connection:
         except Exception:
             pass
 
-    def _resolve(self, query: MBeanQuery, now: float) -> list[tuple[Any, str, dict[str, str]]]:
+    def _resolve(self, query: MBeanQuery, now: float, deadline: float) -> list[tuple[Any, str, dict[str, str]]]:
         cached = self.resolved.get(query)
         if cached is not None:
             if cached.names:
@@ -120,6 +136,7 @@ class _Connection:
                 return cached.names
         from javax.management import ObjectName
 
+        _check(deadline)
         names = []
         for name in self.server.queryNames(ObjectName(query.pattern), None):
             keys = {str(k): str(v) for k, v in name.getKeyPropertyList().items()}
@@ -128,7 +145,8 @@ class _Connection:
         self.resolved[query] = _Resolved(names, now)
         return names
 
-    def read(self, queries: Sequence[MBeanQuery]) -> list[RawReading]:
+    def read(self, queries: Sequence[MBeanQuery], deadline: float) -> list[RawReading]:
+        """Read every query; raise _DeadlineExceeded rather than start an RPC after `deadline` (monotonic)."""
         from java.lang import Number, String
         from javax.management import InstanceNotFoundException
 
@@ -138,7 +156,8 @@ class _Connection:
             attributes = self.attribute_arrays.get(query)
             if attributes is None:
                 attributes = self.attribute_arrays[query] = _jarray(String, list(query.attributes))
-            for name, canonical, keys in self._resolve(query, now):
+            for name, canonical, keys in self._resolve(query, now, deadline):
+                _check(deadline)
                 try:
                     result = self.server.getAttributes(name, attributes)
                 except InstanceNotFoundException:
@@ -161,6 +180,15 @@ class _Connection:
         return readings
 
 
+class _DeadlineExceeded(Exception):
+    pass
+
+
+def _check(deadline: float) -> None:
+    if time.monotonic() > deadline:
+        raise _DeadlineExceeded
+
+
 def _is_pattern(name: str) -> bool:
     # ObjectName wildcards: * and ? in the domain or a value, or a trailing ",*" property-list pattern
     return "*" in name or "?" in name
@@ -173,12 +201,18 @@ def _jarray(element: Any, items: list[str]) -> Any:
 
 
 class JPypeJmxClient:
-    """JmxClient over persistent connectors; safe to call from many threads (one read per node at a time)."""
+    """JmxClient over persistent connectors; safe to call from many threads (one read per node at a time).
+
+    `timeout_seconds` is each RMI timeout (connect, handshake, response), fixed for the process by the
+    first client (one JVM per process); `read_deadline_seconds` (default READ_DEADLINE_TIMEOUTS timeouts)
+    bounds a whole read, this client's own.
+    """
 
     def __init__(
         self,
         *,
         timeout_seconds: float,
+        read_deadline_seconds: float | None = None,
         max_heap: str = "128m",
         truststore: str | None = None,
         truststore_password: str | None = None,
@@ -191,6 +225,9 @@ class JPypeJmxClient:
         )
         import jpype.imports  # noqa: F401 - enables `from java... import`
 
+        self.read_deadline_seconds = (
+            read_deadline_seconds if read_deadline_seconds is not None else READ_DEADLINE_TIMEOUTS * timeout_seconds
+        )
         self._connections: dict[Endpoint, _Connection] = {}
         self._locks: dict[Endpoint, threading.Lock] = {}
         self._guard = threading.Lock()
@@ -203,17 +240,23 @@ class JPypeJmxClient:
         import jpype
 
         with self._lock_for(endpoint):
+            # from the read's start, not from the wait for the lock (at most one read per node runs anyway)
+            deadline = time.monotonic() + self.read_deadline_seconds
             connection = self._connections.get(endpoint)
             try:
                 if connection is None:
                     connection = _Connection(endpoint)
                     self._connections[endpoint] = connection
-                return connection.read(queries)
-            except jpype.JException as exc:
+                return connection.read(queries, deadline)
+            except (jpype.JException, _DeadlineExceeded) as exc:
                 # Any Java failure leaves the connector in an unknown state: drop it, reconnect next time.
+                # So does an abandoned read (the node is too slow to trust its connection's state either).
                 if connection is not None:
                     connection.close()
                 self._connections.pop(endpoint, None)
+                if isinstance(exc, _DeadlineExceeded):
+                    message = f"read abandoned after {self.read_deadline_seconds:g}s (answers too slowly)"
+                    raise JmxError(f"{endpoint.address}: {message}", Failure.TIMEOUT) from None
                 raise _describe(exc, endpoint) from None
 
     def close(self) -> None:

@@ -1,0 +1,188 @@
+"""Unreachable and slow JMX nodes through the real JPype client: bounded reads.
+
+A black-holed port (ctlplane.blackhole: SYNs dropped, never refused) is what a firewalled or vanished
+host looks like; without a connect timeout a read of it waits for the kernel's ~127 s. Reads run in a
+helper thread so that, without the fix, a test fails at its bound instead of waiting for the kernel.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from ctlplane.blackhole import BlackHoles
+from ctlplane.localkafka import free_port
+from exporter.jmx.base import Endpoint, JmxClient, JmxError
+from exporter.model import Failure, MBeanQuery, RawReading
+from exporter.readings import plan_queries
+from tests.integration.watch import shared_client
+
+KERNEL_SYN_GIVE_UP_SECONDS = 127  # net.ipv4.tcp_syn_retries = 6: 1 + 2 + 4 + ... + 64 s
+
+
+def rmi_timeout_seconds() -> float:
+    """The shared JVM's RMI timeout (the first client of the process set it)."""
+    from jpype import JClass
+
+    shared_client()
+    return int(JClass("java.lang.Integer").getInteger("sun.rmi.transport.tcp.responseTimeout")) / 1000
+
+
+def read_within(client: JmxClient, endpoint: Endpoint, queries: tuple[MBeanQuery, ...], bound: float) -> Any:
+    """The read's readings or JmxError; fails the test if it takes longer than `bound` seconds."""
+    outcome: Future[list[RawReading]] = Future()
+
+    def run() -> None:
+        try:
+            outcome.set_result(client.read(endpoint, queries))
+        except BaseException as exc:
+            outcome.set_exception(exc)
+
+    # a daemon thread: without the fix it stays in connect() for the kernel's ~127 s after the test failed
+    threading.Thread(target=run, name="read-within", daemon=True).start()
+    try:
+        return outcome.result(timeout=bound)
+    except JmxError as exc:
+        return exc
+    except FutureTimeout:
+        pytest.fail(f"a read of {endpoint.address} still hangs after {bound:.0f} s")
+
+
+@pytest.mark.parametrize("ssl", [False, True], ids=["plain", "ssl"])
+def test_a_port_that_drops_syns_fails_as_a_timeout_long_before_the_kernel_gives_up(ssl: bool) -> None:
+    timeout = rmi_timeout_seconds()
+    bound = 3 * timeout + 5  # connect, handshake and response timeouts, plus slack; far below 127 s
+    assert bound < KERNEL_SYN_GIVE_UP_SECONDS / 4
+    with BlackHoles(1) as holes:
+        started = time.monotonic()
+        outcome = read_within(shared_client(), Endpoint("127.0.0.1", holes.ports[0], ssl=ssl), plan_queries(), bound)
+        took = time.monotonic() - started
+    assert isinstance(outcome, JmxError), outcome
+    assert outcome.failure is Failure.TIMEOUT, str(outcome)
+    assert "timed out" in str(outcome)
+    assert took <= bound
+
+
+def test_the_default_tls_socket_factory_still_layers_tls_over_its_timed_connect() -> None:
+    """SSL JMX stubs get their sockets from SSLSocketFactory.getDefault(): ctlplane's must still be TLS."""
+    from jpype import JClass
+
+    shared_client()
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        tls = JClass("javax.net.ssl.SSLSocketFactory").getDefault()
+        assert str(tls.getClass().getName()) == "ctlplane.jmx.ConnectTimeouts$Tls"
+        sock = tls.createSocket("127.0.0.1", listener.getsockname()[1])
+        try:
+            assert isinstance(sock, JClass("javax.net.ssl.SSLSocket")) and sock.isConnected()
+            assert int(sock.getSoTimeout()) > 0  # bounds the TLS handshake that RMI's first write starts
+        finally:
+            sock.close()
+
+
+@dataclass
+class SlowServer:
+    port: int
+    calls: list[str]
+
+
+@pytest.fixture
+def slow_server() -> Iterator[SlowServer]:
+    """An in-process JMX connector server on loopback whose 10 MBeans each take 0.4 s to read."""
+    import jpype
+    from jpype import JClass
+
+    shared_client()
+    Long = JClass("java.lang.Long")
+    Attribute, AttributeList = JClass("javax.management.Attribute"), JClass("javax.management.AttributeList")
+    calls: list[str] = []
+
+    @jpype.JImplements("javax.management.DynamicMBean")
+    class Slow:
+        def __init__(self, name: str) -> None:
+            attribute = JClass("javax.management.MBeanAttributeInfo")("Value", "java.lang.Long", "", True, False, False)
+            self.name = name
+            self.info = JClass("javax.management.MBeanInfo")("Slow", "", [attribute], None, None, None)
+
+        @jpype.JOverride
+        def getAttribute(self, attribute: Any) -> Any:
+            return Long(1)
+
+        @jpype.JOverride
+        def getAttributes(self, attributes: Any) -> Any:
+            time.sleep(0.4)  # answers, each time just under the RMI timeout
+            calls.append(self.name)
+            result = AttributeList()
+            for attribute in attributes:
+                result.add(Attribute(attribute, Long(1)))
+            return result
+
+        @jpype.JOverride
+        def setAttribute(self, attribute: Any) -> None:
+            raise JClass("javax.management.AttributeNotFoundException")(str(attribute.getName()))
+
+        @jpype.JOverride
+        def setAttributes(self, attributes: Any) -> Any:
+            return AttributeList()
+
+        @jpype.JOverride
+        def invoke(self, action: Any, params: Any, signature: Any) -> Any:
+            return None
+
+        @jpype.JOverride
+        def getMBeanInfo(self) -> Any:
+            return self.info
+
+    @jpype.JImplements("java.rmi.server.RMIServerSocketFactory")
+    class Loopback:
+        @jpype.JOverride
+        def createServerSocket(self, port: int) -> Any:
+            loopback = JClass("java.net.InetAddress").getByName("127.0.0.1")
+            return JClass("java.net.ServerSocket")(port, 50, loopback)
+
+    # the stubs this server hands out name this host; the test JVM exports nothing else
+    JClass("java.lang.System").setProperty("java.rmi.server.hostname", "127.0.0.1")
+    server = JClass("javax.management.MBeanServerFactory").newMBeanServer()
+    for i in range(10):
+        server.registerMBean(Slow(f"N{i}"), JClass("javax.management.ObjectName")(f"ctlplane.test:type=Slow,name=N{i}"))
+    port = free_port()
+    factory = Loopback()  # one instance for registry and connector: they share the port
+    registry = JClass("java.rmi.registry.LocateRegistry").createRegistry(port, None, factory)
+    env = JClass("java.util.HashMap")()
+    env.put("jmx.remote.rmi.server.socket.factory", factory)
+    url = JClass("javax.management.remote.JMXServiceURL")(
+        f"service:jmx:rmi://127.0.0.1:{port}/jndi/rmi://127.0.0.1:{port}/jmxrmi"
+    )
+    connector = JClass("javax.management.remote.JMXConnectorServerFactory").newJMXConnectorServer(url, env, server)
+    connector.start()
+    try:
+        yield SlowServer(port, calls)
+    finally:
+        connector.stop()
+        JClass("java.rmi.server.UnicastRemoteObject").unexportObject(registry, True)
+
+
+def test_a_node_that_answers_every_call_just_in_time_is_abandoned_at_the_read_deadline(
+    slow_server: SlowServer,
+) -> None:
+    from exporter.jmx.jpype_client import JPypeJmxClient
+
+    queries = tuple(MBeanQuery(f"ctlplane.test:type=Slow,name=N{i}", ("Value",)) for i in range(10))
+    client = JPypeJmxClient(timeout_seconds=rmi_timeout_seconds(), read_deadline_seconds=1.0)
+    try:
+        # every call answers within the RMI timeouts, so only the read's own deadline can stop it
+        outcome = read_within(client, Endpoint("127.0.0.1", slow_server.port), queries, bound=30)
+    finally:
+        client.close()
+    assert isinstance(outcome, JmxError), f"read all {len(outcome)} MBeans: no deadline"
+    assert outcome.failure is Failure.TIMEOUT and "abandoned" in str(outcome)
+    assert len(slow_server.calls) < len(queries)
