@@ -9,16 +9,24 @@ queue never holds a stale read ahead of a newer one, and a read that finishes af
 is kept and served by the next snapshot (its `scraped_at` says when it was taken) instead of discarded.
 When reads cost more than a round, each snapshot carries the nodes whose reads completed since the
 previous one, not 0 up.
+
+Clusters share the workers without starving each other: each cluster has a lane holding at most its
+share of the workers (worker_shares: at least two, the rest by node count, together no more than the
+pool), and reads beyond it wait in the lane, not in the pool's queue. A cluster of hung nodes therefore
+holds only its own share, and every other cluster's reads still find free workers. Within a cluster, a
+node whose last read timed out is read after its siblings and may hold all but one of the cluster's
+workers, so a hung node cannot starve the healthy nodes beside it either.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from exporter.catalog import Mode, Role
 from exporter.jmx.base import Endpoint, JmxClient, JmxError
@@ -51,6 +59,7 @@ class _NodeMemory:
     # touches it (future.done() is checked there; no completion callbacks racing with the round).
     read: Future[_Read] | None = None
     read_round: int = 0  # the round that submitted `read`
+    timed_out: bool = False  # the last read that finished failed as a timeout (the node may hang again)
 
 
 @dataclass(frozen=True)
@@ -58,6 +67,107 @@ class _Read:
     readings: list[RawReading]
     duration: float  # seconds the JMX read took, queueing excluded
     started_at: float  # clock() when the read began: the snapshot's scraped_at for the node
+
+
+def worker_shares(workers: int, sizes: Mapping[str, int]) -> dict[str, int]:
+    """How many of `workers` each cluster (name -> node count) may hold at once.
+
+    Together the shares never exceed `workers` (unless there are more clusters than workers: then one
+    each), so no cluster can take a worker from another. Each gets two when the workers allow, so a
+    cluster keeps one for its healthy nodes while another hangs (a node never needs two: one read at a
+    time), and the rest go to the clusters with the fewest workers per node, up to one per node.
+    """
+    if workers <= len(sizes):
+        return dict.fromkeys(sizes, 1)
+    floor = 2 if workers >= 2 * len(sizes) else 1
+    shares = {name: min(floor, size) for name, size in sizes.items()}
+    spare = workers - sum(shares.values())
+    while spare > 0:
+        hungry = [name for name in sizes if shares[name] < sizes[name]]
+        if not hungry:
+            break  # every node of every cluster can be read at once: the rest would sit idle
+        neediest = min(hungry, key=lambda name: shares[name] / sizes[name])
+        shares[neediest] += 1
+        spare -= 1
+    return shares
+
+
+@dataclass
+class _Waiting:
+    run: Callable[[], _Read]
+    future: Future[_Read]
+    timed_out: bool
+
+
+@dataclass
+class _Lane:
+    """One cluster's share of the pool: at most `slots` of its reads are in the pool at once.
+
+    Reads beyond that wait here. Nodes whose last read timed out wait behind the others and hold at most
+    slots - 1 (when the cluster has two or more), so one slot is always left for the healthy nodes.
+    Completions run on pool threads, hence the lock; a waiting read's future stays pending (`queued`).
+    """
+
+    pool: ThreadPoolExecutor
+    slots: int
+    busy: int = 0
+    busy_timed_out: int = 0
+    waiting: list[_Waiting] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def submit(self, run: Callable[[], _Read], *, timed_out: bool) -> Future[_Read]:
+        future: Future[_Read] = Future()
+        with self.lock:
+            self.waiting.append(_Waiting(run, future, timed_out))
+            self._dispatch()
+        return future
+
+    def _next(self) -> _Waiting | None:
+        for index, item in enumerate(self.waiting):
+            if not item.timed_out:
+                return self.waiting.pop(index)
+        if self.waiting and self.busy_timed_out < max(1, self.slots - 1):
+            return self.waiting.pop(0)
+        return None
+
+    def _dispatch(self) -> None:  # with self.lock held
+        while self.busy < self.slots:
+            item = self._next()
+            if item is None:
+                return
+            try:
+                started = self.pool.submit(self._run, item)
+            except RuntimeError:  # the pool is shut down: the scraper is stopping
+                item.future.cancel()
+                continue
+            self.busy += 1
+            self.busy_timed_out += item.timed_out
+            started.add_done_callback(functools.partial(_cancel_if_cancelled, item.future))
+
+    def _run(self, item: _Waiting) -> None:
+        try:
+            if item.future.set_running_or_notify_cancel():
+                try:
+                    item.future.set_result(item.run())
+                except BaseException as exc:  # the scrape thread reports it
+                    item.future.set_exception(exc)
+        finally:
+            with self.lock:
+                self.busy -= 1
+                self.busy_timed_out -= item.timed_out
+                self._dispatch()
+
+    def cancel_waiting(self) -> None:
+        with self.lock:
+            waiting, self.waiting = self.waiting, []
+        for item in waiting:
+            item.future.cancel()
+
+
+def _cancel_if_cancelled(read: Future[_Read], started: Future[None]) -> None:
+    # cancelled in the pool's queue by a shutdown: the read never ran, so its future is cancelled too
+    if started.cancelled():
+        read.cancel()
 
 
 def empty_snapshot(targets: Sequence[Target], now: float) -> FleetSnapshot:
@@ -126,6 +236,16 @@ class Scraper:
         self.clock = clock
         self.queries: tuple[MBeanQuery, ...] = plan_queries()
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jmx")
+        sizes: dict[str, int] = {}
+        for target in self.targets:
+            sizes[target.cluster] = sizes.get(target.cluster, 0) + 1
+        if workers < len(sizes):
+            log.warning(
+                "%d workers for %d clusters: clusters share workers, so hung nodes in some can delay others",
+                workers,
+                len(sizes),
+            )
+        self._lanes = {name: _Lane(self._pool, slots) for name, slots in worker_shares(workers, sizes).items()}
         self._memory = {target: _NodeMemory(errors_total=0, role=target.role_hint) for target in self.targets}
         self._latest = empty_snapshot(self.targets, clock())
         self._listeners: list[SnapshotListener] = []
@@ -151,18 +271,26 @@ class Scraper:
         sequence = self._latest.sequence + 1
         late: dict[Target, Future[_Read]] = {}
         fresh: list[Future[_Read]] = []
+        due: list[Target] = []
         for target in self.targets:
             memory = self._memory[target]
             if memory.read is not None and memory.read.done():
                 # finished after its round's deadline: served by this snapshot unless a newer read finishes
                 late[target] = memory.read
+                memory.timed_out = _timed_out(memory.read)
                 memory.read = None
             if memory.read is None:
-                memory.read = self._pool.submit(self._read, target)
-                memory.read_round = sequence
-                fresh.append(memory.read)
+                due.append(target)
             # else a read from an earlier round is still queued or running: not doubled, and not waited for
             # (a stalled node's would hold every round to the timeout), but used if it is done by the end
+        # nodes that answered last time first: their reads start before the ones that may hang again
+        for target in sorted(due, key=lambda t: self._memory[t].timed_out):
+            memory = self._memory[target]
+            memory.read = self._lanes[target.cluster].submit(
+                functools.partial(self._read, target), timed_out=memory.timed_out
+            )
+            memory.read_round = sequence
+            fresh.append(memory.read)
         wait(fresh, timeout=self.timeout_seconds)
         nodes = [self._node_snapshot(target, late.get(target), taken_at, sequence) for target in self.targets]
         snapshot = _assemble(
@@ -189,6 +317,7 @@ class Scraper:
         failure = Failure.TIMEOUT  # unless the read failed with a reason of its own
         if future is not None and future.done():
             memory.read = None  # consumed: the next round reads the node again
+            memory.timed_out = _timed_out(future)
         elif late is not None:
             future = late
         elif future is None or future.running():
@@ -199,9 +328,9 @@ class Scraper:
             )
         else:
             error = (
-                "read still queued (more reads than workers can do per round)"
+                "read still queued (more reads than the cluster's workers can do per round)"
                 if memory.read_round == sequence
-                else "previous read still queued (more reads than workers can do per round)"
+                else "previous read still queued (more reads than the cluster's workers can do per round)"
             )
         if error is None and future is not None:
             exc = JmxError("read cancelled (scraper stopping)") if future.cancelled() else future.exception()
@@ -268,5 +397,15 @@ class Scraper:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=self.timeout_seconds + 5)
+        for lane in self._lanes.values():
+            lane.cancel_waiting()
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.client.close()
+
+
+def _timed_out(read: Future[_Read]) -> bool:
+    """Whether a finished read failed as a timeout (the node hung or dropped packets)."""
+    if read.cancelled():
+        return False
+    exc = read.exception()
+    return isinstance(exc, JmxError) and exc.failure is Failure.TIMEOUT

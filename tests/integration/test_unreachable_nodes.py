@@ -1,4 +1,4 @@
-"""Unreachable and slow JMX nodes through the real JPype client: bounded reads.
+"""Unreachable and slow JMX nodes through the real JPype client: bounded reads, no starved clusters.
 
 A black-holed port (ctlplane.blackhole: SYNs dropped, never refused) is what a firewalled or vanished
 host looks like; without a connect timeout a read of it waits for the kernel's ~127 s. Reads run in a
@@ -19,11 +19,12 @@ from typing import Any
 import pytest
 
 from ctlplane.blackhole import BlackHoles
-from ctlplane.localkafka import free_port
+from ctlplane.localkafka import KafkaCluster, free_port
 from exporter.jmx.base import Endpoint, JmxClient, JmxError
 from exporter.model import Failure, MBeanQuery, RawReading
 from exporter.readings import plan_queries
-from tests.integration.watch import shared_client
+from exporter.scraper import Scraper, Target
+from tests.integration.watch import shared_client, targets_of
 
 KERNEL_SYN_GIVE_UP_SECONDS = 127  # net.ipv4.tcp_syn_retries = 6: 1 + 2 + 4 + ... + 64 s
 
@@ -186,3 +187,41 @@ def test_a_node_that_answers_every_call_just_in_time_is_abandoned_at_the_read_de
     assert isinstance(outcome, JmxError), f"read all {len(outcome)} MBeans: no deadline"
     assert outcome.failure is Failure.TIMEOUT and "abandoned" in str(outcome)
     assert len(slow_server.calls) < len(queries)
+
+
+def test_a_cluster_of_black_holed_nodes_does_not_starve_a_healthy_cluster(
+    zk_cluster_no_listener: KafkaCluster,
+) -> None:
+    client = shared_client()
+    healthy = targets_of(zk_cluster_no_listener)
+    # the broker answers JMX before the test starts, so any down round below is starvation
+    deadline = time.monotonic() + 60
+    while not all(_readable(client, target.endpoint) for target in healthy):
+        assert time.monotonic() < deadline, "the healthy broker never answered JMX"
+        time.sleep(0.5)
+    with BlackHoles(32) as holes:
+        # black-holed nodes first: a shared queue would hand them every worker before the healthy ones
+        unreachable = [Target("unreachable", f"hole-{port}", Endpoint("127.0.0.1", port)) for port in holes.ports]
+        scraper = Scraper(unreachable + healthy, client, interval_seconds=1.0, timeout_seconds=3.0, workers=8)
+        try:
+            timed_out = 0
+            for round_number in range(1, 6):
+                snapshot = scraper.scrape_once()
+                cluster = snapshot.cluster(zk_cluster_no_listener.name)
+                assert cluster is not None
+                assert all(node.up for node in cluster.nodes), f"round {round_number}: {cluster.nodes}"
+                holes_seen = snapshot.cluster("unreachable")
+                assert holes_seen is not None and not any(node.up for node in holes_seen.nodes)
+                assert {node.failure for node in holes_seen.nodes} == {Failure.TIMEOUT}
+                timed_out += sum("Connect timed out" in (node.error or "") for node in holes_seen.nodes)
+            assert timed_out > 0  # connects gave up on their own: the workers came back within the rounds
+        finally:
+            scraper._pool.shutdown(wait=False, cancel_futures=True)  # the shared client stays open
+
+
+def _readable(client: JmxClient, endpoint: Endpoint) -> bool:
+    try:
+        client.read(endpoint, plan_queries())
+    except JmxError:
+        return False
+    return True
