@@ -11,11 +11,11 @@ When reads cost more than a round, each snapshot carries the nodes whose reads c
 previous one, not 0 up.
 
 Clusters share the workers without starving each other: each cluster has a lane holding at most its
-share of the workers (worker_shares: at least two, the rest by node count, together no more than the
-pool), and reads beyond it wait in the lane, not in the pool's queue. A cluster of hung nodes therefore
-holds only its own share, and every other cluster's reads still find free workers. Within a cluster, a
-node whose last read timed out is read after its siblings and may hold all but one of the cluster's
-workers, so a hung node cannot starve the healthy nodes beside it either.
+share of the workers (worker_shares: two each, the rest by node count, together no more than the pool
+when it has two per cluster), and reads beyond it wait in the lane, not in the pool's queue. A cluster
+of hung nodes therefore holds only its own share, and every other cluster's reads still find free
+workers. Within a cluster, a node whose last read timed out is read after its siblings and may hold all
+but one of the cluster's workers, so a hung node cannot starve the healthy nodes beside it either.
 """
 
 from __future__ import annotations
@@ -72,15 +72,13 @@ class _Read:
 def worker_shares(workers: int, sizes: Mapping[str, int]) -> dict[str, int]:
     """How many of `workers` each cluster (name -> node count) may hold at once.
 
-    Together the shares never exceed `workers` (unless there are more clusters than workers: then one
-    each), so no cluster can take a worker from another. Each gets two when the workers allow, so a
-    cluster keeps one for its healthy nodes while another hangs (a node never needs two: one read at a
-    time), and the rest go to the clusters with the fewest workers per node, up to one per node.
+    Every cluster gets two (or as many as it has nodes): one for its healthy nodes while another hangs,
+    as a node never needs two (one read at a time). The rest go to the clusters with the fewest workers
+    per node, up to one per node, and together the shares never exceed `workers`, so no cluster can take
+    a worker from another. With fewer than two workers per cluster the shares overlap: a cluster still
+    holds at most its two, but clusters with hung nodes together can delay the others.
     """
-    if workers <= len(sizes):
-        return dict.fromkeys(sizes, 1)
-    floor = 2 if workers >= 2 * len(sizes) else 1
-    shares = {name: min(floor, size) for name, size in sizes.items()}
+    shares = {name: min(2, size, workers) for name, size in sizes.items()}
     spare = workers - sum(shares.values())
     while spare > 0:
         hungry = [name for name in sizes if shares[name] < sizes[name]]
@@ -239,13 +237,14 @@ class Scraper:
         sizes: dict[str, int] = {}
         for target in self.targets:
             sizes[target.cluster] = sizes.get(target.cluster, 0) + 1
-        if workers < len(sizes):
+        shares = worker_shares(workers, sizes)
+        if sum(shares.values()) > workers:
             log.warning(
-                "%d workers for %d clusters: clusters share workers, so hung nodes in some can delay others",
+                "%d workers for %d clusters: fewer than two each, so hung nodes in some clusters can delay others",
                 workers,
                 len(sizes),
             )
-        self._lanes = {name: _Lane(self._pool, slots) for name, slots in worker_shares(workers, sizes).items()}
+        self._lanes = {name: _Lane(self._pool, slots) for name, slots in shares.items()}
         self._memory = {target: _NodeMemory(errors_total=0, role=target.role_hint) for target in self.targets}
         self._latest = empty_snapshot(self.targets, clock())
         self._listeners: list[SnapshotListener] = []

@@ -100,12 +100,13 @@ def test_a_node_that_timed_out_waits_behind_its_healthy_siblings_and_leaves_them
         (8, {"a": 32, "b": 1}, {"a": 7, "b": 1}),  # never more than a cluster has nodes
         (16, {"a": 10, "b": 10}, {"a": 8, "b": 8}),
         (16, {"only": 100}, {"only": 16}),  # one cluster has every worker, as before
-        (3, {"a": 5, "b": 5}, {"a": 2, "b": 1}),  # too few for two each: one each, then by size
-        (2, {"a": 5, "b": 5, "c": 5}, {"a": 1, "b": 1, "c": 1}),  # fewer workers than clusters: one each
+        (16, {"a": 1, "b": 1, "c": 1}, {"a": 1, "b": 1, "c": 1}),  # the rest would sit idle
+        (3, {"a": 5, "b": 5}, {"a": 2, "b": 2}),  # fewer than two each: two each all the same, overlapping
+        (1, {"only": 3}, {"only": 1}),  # never more than the pool
     ],
 )
 def test_worker_shares(workers: int, sizes: dict[str, int], expected: dict[str, int]) -> None:
     shares = worker_shares(workers, sizes)
     assert shares == expected
-    if workers >= len(sizes):
+    if workers >= 2 * len(sizes):
         assert sum(shares.values()) <= workers
