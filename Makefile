@@ -43,6 +43,7 @@ test: $(INSTALLED) system-deps-test jars lint
 bench: $(INSTALLED) jars
 	$(BIN)/python -m bench.scrape_cost
 	$(BIN)/python -m bench.fleet
+	$(BIN)/python -m bench.blackhole
 	$(BIN)/python -m bench.pipeline
 
 clean:
