@@ -22,6 +22,8 @@ route_is() {
 rules=(*.rules.yml)
 run promtool check rules --lint=all --lint-fatal "${rules[@]}"
 run promtool test rules tests/*.test.yml
+# /metrics timelines recorded from real faults on real clusters (tests/integration/test_fault_table.py)
+run promtool test rules tests/recorded/*.test.yml
 run amtool check-config alertmanager.yml
 route_is pagerduty-critical severity=critical alertname=KafkaBrokerFenced cluster=c
 route_is pagerduty-low-urgency severity=warning alertname=KafkaControllerChurn cluster=c

@@ -115,6 +115,7 @@ class _ClusterMemory:
     # node -> recent (applied offset, committed offset) pairs, newest last
     offsets: Mapping[str, tuple[tuple[float, float], ...]] = field(default_factory=lambda: MappingProxyType({}))
     states: Mapping[str, Lifecycle] = field(default_factory=lambda: MappingProxyType({}))  # last lifecycle
+    broker_state_read: frozenset[str] = frozenset()  # nodes whose last read had BrokerState
     # The highest raft epoch seen: a claimant below it has been deposed, even when no node that knows the
     # newer epoch can be read this round. Forgotten after EPOCH_FLOOR_ROUNDS rounds in which every reachable
     # node reports less (a cluster rebuilt from scratch starts again at epoch 1).
@@ -229,7 +230,11 @@ _GONE_FENCED = "controller registration state FENCED, process gone"
 
 
 def _lifecycle(
-    node: NodeSnapshot, registration: float | None, mode: Mode | None, previous: Lifecycle | None
+    node: NodeSnapshot,
+    registration: float | None,
+    mode: Mode | None,
+    previous: Lifecycle | None,
+    had_broker_state: bool = False,
 ) -> tuple[Lifecycle, str]:
     """The broker's state from the controller's registration, its own BrokerState and its last state.
 
@@ -255,15 +260,20 @@ def _lifecycle(
     broker_state = node.value("kafka_broker_state")
     name = BROKER_STATE_NAMES.get(broker_state, f"{broker_state:g}") if broker_state is not None else None
     said = f"; controller BrokerRegistrationState={registration:g}" if registration is not None else ""
-    if broker_state in SHUTTING_DOWN_BROKER_STATES or (broker_state == 0.0 and previous is not None):
+    if broker_state in SHUTTING_DOWN_BROKER_STATES or (
+        broker_state == 0.0 and previous in (Lifecycle.ACTIVE, Lifecycle.SHUTDOWN)
+    ):
         # The broker knows it is shutting down before the controller's registration says so; NOT_RUNNING
-        # after it has been seen running is the end of a shutdown (at start-up it precedes STARTING).
+        # after it has been seen running is the end of a shutdown (at start-up it precedes STARTING, also
+        # when the broker comes back after a crash that ctlplane saw as FENCED or UNREACHABLE).
         return Lifecycle.SHUTDOWN, f"BrokerState={name}{said}"
-    if broker_state is None and previous in (Lifecycle.ACTIVE, Lifecycle.SHUTDOWN):
+    if broker_state is None and (previous is Lifecycle.SHUTDOWN or (previous is Lifecycle.ACTIVE and had_broker_state)):
         # A stopping KRaft broker unregisters BrokerState first, then the controller fences it while its
-        # JMX still answers for a moment (seen on Kafka 4.3.1): that is a shutdown, not a fencing.
+        # JMX still answers for a moment (seen on Kafka 4.3.1): that is a shutdown, not a fencing. Only
+        # if the last read had BrokerState: a restarted broker can be ACTIVE by the controller's word
+        # before ctlplane has read its BrokerState, and a missing MBean then is no shutdown.
         return Lifecycle.SHUTDOWN, "BrokerState unregistered: the broker is shutting down"
-    if broker_state in STARTING_BROKER_STATES:
+    if broker_state in STARTING_BROKER_STATES or broker_state == 0.0:  # NOT_RUNNING here: not yet started
         return Lifecycle.INITIAL, f"BrokerState={name} (starting up){said}"
     if controller_says is not None:
         return controller_says, f"controller BrokerRegistrationState={registration:g}"
@@ -482,7 +492,9 @@ def evaluate_cluster(
         registration = _registration(active, cluster, node)
         if registration is not None:
             registered.add(node.node)
-        state, evidence = _lifecycle(node, registration, mode, memory.states.get(node.node))
+        state, evidence = _lifecycle(
+            node, registration, mode, memory.states.get(node.node), node.node in memory.broker_state_read
+        )
         queue = node.value("kafka_control_plane_request_queue_size") if node.up else None
         queue_ratio = queue / CONTROL_PLANE_QUEUE_CAPACITY if queue is not None else None
         idle = (
@@ -528,6 +540,7 @@ def evaluate_cluster(
         offsets=MappingProxyType({k: v for k, v in offsets.items() if k in known}),
         queue_waits=MappingProxyType({k: v for k, v in waits.items() if k[1] in known}),
         states=MappingProxyType({b.node: b.state for b in final}),
+        broker_state_read=frozenset(n.node for n in cluster.nodes if n.up and n.has("kafka_broker_state")),
     )
     health = ClusterHealth(cluster.name, mode, controller, final, now)
     return health, memory

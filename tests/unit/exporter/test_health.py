@@ -487,3 +487,36 @@ def test_a_vanished_broker_the_controller_counts_in_controlled_shutdown_is_shut_
     assert _gone_after_running(0, "b1") == {"b1": Lifecycle.FENCED}
     # two vanished, one counted: either could be the crash, so both page
     assert _gone_after_running(1, "b1", "b2") == {"b1": Lifecycle.FENCED, "b2": Lifecycle.FENCED}
+
+
+def test_not_running_at_start_up_after_a_crash_is_initial_not_a_shutdown() -> None:
+    memory = HealthMemory()
+    steps = [
+        (kraft_broker("b1", 101), 30, Lifecycle.ACTIVE),
+        (kraft_broker("b1", 101, up=False), 10, Lifecycle.FENCED),  # killed
+        (kraft_broker("b1", 101, broker_state=0), 10, Lifecycle.INITIAL),  # JMX up before the lifecycle starts
+        (kraft_broker("b1", 101, broker_state=1), 10, Lifecycle.INITIAL),
+        (kraft_broker("b1", 101), 30, Lifecycle.ACTIVE),
+    ]
+    for at, (broker, registration, expected) in enumerate(steps):
+        controller = kraft_controller("c1", 1, active=True, registrations={101: registration})
+        cluster, memory = _health(controller, broker, memory=memory, at=float(at))
+        assert cluster.brokers[0].state is expected, f"step {at}: {cluster.brokers[0].evidence}"
+
+
+def test_brokerstate_not_yet_read_after_a_restart_is_no_shutdown_and_a_kill_then_pages() -> None:
+    # A restarted broker can be ACTIVE by the controller's registration before ctlplane has read its
+    # BrokerState (MBeans appear during start-up); a missing MBean then is no sign of a shutdown.
+    memory = HealthMemory()
+    no_broker_state = node("b1", {"kafka_raft_current_epoch": 5}, node_id=101)
+    steps = [
+        (kraft_broker("b1", 101, up=False), 10, Lifecycle.FENCED),  # crashed
+        (no_broker_state, 30, Lifecycle.ACTIVE),  # back, unfenced; BrokerState not read yet
+        (no_broker_state, 30, Lifecycle.ACTIVE),
+        (kraft_broker("b1", 101, up=False), 30, Lifecycle.UNREACHABLE),  # killed again
+        (kraft_broker("b1", 101, up=False), 10, Lifecycle.FENCED),
+    ]
+    for at, (broker, registration, expected) in enumerate(steps):
+        controller = kraft_controller("c1", 1, active=True, registrations={101: registration})
+        cluster, memory = _health(controller, broker, memory=memory, at=float(at))
+        assert cluster.brokers[0].state is expected, f"step {at}: {cluster.brokers[0].evidence}"

@@ -1,0 +1,182 @@
+"""The fault runner: real faults on real clusters, watched at ctlplane's default 15 s round, with the
+/metrics timeline recorded and replayed through the shipped alert rules by `promtool test rules`.
+
+A `Timeline` scrapes a cluster through the real exporter path (Watch: JPype JMX -> Scraper -> health) at
+fixed round times, so a fault can be placed at any phase of a round. `Timeline.promtool_test()` renders
+every recorded round with the exporter's own families, keeps the series the alert rules read, and writes
+a promtool test that asserts which alerts fired. The real cluster proves the states; the replay proves
+the rules, and the recorded file (alerts/tests/recorded/) replays in the fast suite with `make lint`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from exporter.families import render_families
+from exporter.health import ClusterHealth, Lifecycle
+from exporter.state import Observation
+from tests.integration.watch import Watch
+from tests.unit.alerts.test_rules import ALL_ALERTS, metric_names
+
+ROUND_SECONDS = 15.0  # ctlplane's default scrape.interval_seconds, and the recorded series' step
+ALERTS_DIR = Path(__file__).resolve().parents[2] / "alerts"
+RECORDED_DIR = ALERTS_DIR / "tests" / "recorded"
+# Prometheus adds these to every series it scrapes from ctlplane.
+TARGET_LABELS = {"job": "ctlplane", "instance": "ctlplane:18309"}
+RULE_SERIES = frozenset(name for rule in ALL_ALERTS for name in metric_names(str(rule["expr"])))
+
+
+@dataclass
+class Timeline:
+    """Rounds of one cluster at ROUND_SECONDS apart, from a round clock the caller drives."""
+
+    watch: Watch
+    cluster: str
+    observations: list[Observation] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def next_round_at(self) -> float:
+        return self.started + ROUND_SECONDS * len(self.observations)
+
+    def round(self) -> ClusterHealth:
+        """Wait for the next round's time, scrape, and return the cluster's health."""
+        delay = self.next_round_at - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        observation = self.watch.scrape()
+        self.observations.append(observation)
+        health = observation.health.cluster(self.cluster)
+        assert health is not None
+        return health
+
+    def sleep_into_round(self, seconds: float) -> None:
+        """Sleep until `seconds` after the last round's start (a fault placed at that phase)."""
+        target = self.started + ROUND_SECONDS * (len(self.observations) - 1) + seconds
+        time.sleep(max(0.0, target - time.monotonic()))
+
+    def states(self, node: str) -> list[Lifecycle]:
+        result = []
+        for observation in self.observations:
+            health = observation.health.cluster(self.cluster)
+            broker = health.broker(node) if health is not None else None
+            if broker is not None:
+                result.append(broker.state)
+        return result
+
+    def evidence(self, node: str) -> list[str]:
+        """State and evidence of `node` per round, for assertion messages."""
+        result = []
+        for observation in self.observations:
+            health = observation.health.cluster(self.cluster)
+            broker = health.broker(node) if health is not None else None
+            result.append(f"{broker.state}: {broker.evidence}" if broker is not None else "-")
+        return result
+
+    def series(self) -> dict[str, list[float | None]]:
+        """promtool series text -> value per round (None where the series was absent)."""
+        table: dict[str, list[float | None]] = {}
+        for step, observation in enumerate(self.observations):
+            for metric in render_families(observation.snapshot, observation.health):
+                for sample in metric.samples:
+                    if sample.name not in RULE_SERIES:
+                        continue
+                    if sample.labels.get("cluster", self.cluster) != self.cluster:
+                        continue
+                    labels = {**sample.labels, **TARGET_LABELS}
+                    text = sample.name + "{" + ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(labels.items())) + "}"
+                    table.setdefault(text, [None] * len(self.observations))[step] = sample.value
+        table['up{instance="ctlplane:18309",job="ctlplane"}'] = [1.0] * len(self.observations)
+        return table
+
+    def promtool_test(self, name: str, expectations: Sequence[Expectation], description: str) -> dict[str, object]:
+        input_series = [{"series": text, "values": _values(values)} for text, values in sorted(self.series().items())]
+        rule_files = [f"../../{path.name}" for path in sorted(ALERTS_DIR.glob("*.rules.yml"))]
+        return {
+            "rule_files": rule_files,
+            "evaluation_interval": "15s",
+            "tests": [
+                {
+                    "name": f"{name}: {description}",
+                    "interval": "15s",
+                    "input_series": input_series,
+                    "promql_expr_test": [e.promql_test() for e in expectations],
+                }
+            ],
+        }
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _values(values: Iterable[float | None]) -> str:
+    out: list[str] = []
+    present = False
+    for value in values:
+        if value is None:
+            # Prometheus marks a series stale as soon as a scrape no longer has it
+            out.append("stale" if present else "_")
+            present = False
+        else:
+            out.append(repr(float(value)) if value != int(value) else str(int(value)))
+            present = True
+    return " ".join(out)
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """Which alerts of a severity fire, by (alertname, node): at one round, or ever up to it."""
+
+    severity: str
+    at_round: int  # index of the round (eval time = at_round * 15 s)
+    firing: frozenset[tuple[str, str]]  # (alertname, node or "" for cluster alerts)
+    ever: bool = False  # any time up to at_round, not only at it
+
+    def promql_test(self) -> dict[str, object]:
+        selector = f'ALERTS{{alertstate="firing",severity="{self.severity}"}}'
+        minutes = int(self.at_round * ROUND_SECONDS // 60) + 1
+        inner = f"max_over_time({selector}[{minutes}m])" if self.ever else selector
+        return {
+            "expr": f"count by (alertname, node) ({inner}) > 0",
+            "eval_time": f"{int(self.at_round * ROUND_SECONDS)}s",
+            "exp_samples": [
+                {"labels": "{" + f'alertname="{alert}"' + (f',node="{node}"' if node else "") + "}", "value": 1}
+                for alert, node in sorted(self.firing)
+            ],
+        }
+
+
+def replay(timeline: Timeline, name: str, expectations: Sequence[Expectation], description: str, tmp: Path) -> Path:
+    """Write the recorded timeline as a promtool test and run it against the shipped rules.
+
+    With CTLPLANE_RECORD_FIXTURES=1 the file goes to alerts/tests/recorded/ (committed, replayed by
+    `make lint`); otherwise to a temporary directory laid out the same way.
+    """
+    content = timeline.promtool_test(name, expectations, description)
+    if os.environ.get("CTLPLANE_RECORD_FIXTURES") == "1":
+        target = RECORDED_DIR / f"{name}.test.yml"
+    else:
+        (tmp / "alerts" / "tests" / "recorded").mkdir(parents=True, exist_ok=True)
+        for rules in ALERTS_DIR.glob("*.rules.yml"):
+            shutil.copy(rules, tmp / "alerts" / rules.name)
+        target = tmp / "alerts" / "tests" / "recorded" / f"{name}.test.yml"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    header = (
+        f"# Recorded by tests/integration/test_fault_table.py from a real run: {description}.\n"
+        "# Every round of ctlplane's /metrics (15 s apart) replayed through the shipped rules.\n"
+    )
+    target.write_text(header + yaml.safe_dump(content, sort_keys=False, width=200))
+    promtool = shutil.which("promtool")
+    assert promtool is not None, "promtool (Debian package prometheus) is needed"
+    result = subprocess.run([promtool, "test", "rules", str(target)], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, f"{target}:\n{result.stdout}\n{result.stderr}"
+    return target

@@ -1,0 +1,268 @@
+"""The fault table on the pinned real clusters (ZooKeeper 3.9 with the KIP-291 listener, KRaft 4.3):
+each fault's lifecycle / controller states as ctlplane reports them, round by round at the default 15 s
+interval, and - replayed through the shipped rules by promtool - which alerts would page.
+
+A crash always pages, a restart never does: see README "Health model" and docs/alerts.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ctlplane.localkafka import KafkaCluster, create_topic, delete_topic, start_kraft_cluster
+from exporter.health import ClusterHealth, Lifecycle
+from exporter.state import Observation
+from tests.integration.faults import Expectation, Timeline, replay
+from tests.integration.watch import Watch
+
+KRAFT = "kraft-4.3"
+ZK = "zk-3.9"
+RESTARTED = "kraft-4.3-restarted"
+
+
+def _health(o: Observation, name: str) -> ClusterHealth:
+    health = o.health.cluster(name)
+    assert health is not None
+    return health
+
+
+def _healthy(name: str):  # type: ignore[no-untyped-def]
+    def check(o: Observation) -> bool:
+        cluster = o.snapshot.cluster(name)
+        health = _health(o, name)
+        return (
+            cluster is not None
+            and all(n.up for n in cluster.nodes)
+            and all(b.state is Lifecycle.ACTIVE for b in health.brokers)
+            and health.active_controllers == 1
+            and health.controller.node is not None
+        )
+
+    return check
+
+
+def _offline_partitions(o: Observation, name: str) -> float | None:
+    health, cluster = _health(o, name), o.snapshot.cluster(name)
+    active = next((n for n in cluster.nodes if n.node == health.controller.node), None) if cluster else None
+    return active.value("kafka_controller_offline_partitions") if active is not None else None
+
+
+@pytest.fixture(scope="module")
+def kraft(kraft_cluster: KafkaCluster) -> Iterator[Watch]:
+    watch = Watch(kraft_cluster, timeout=2.0)
+    watch.until(_healthy(KRAFT), 120, "healthy KRaft cluster")
+    yield watch
+    watch.close()
+
+
+@pytest.fixture(scope="module")
+def zk(zk_cluster: KafkaCluster) -> Iterator[Watch]:
+    watch = Watch(zk_cluster, timeout=2.0)
+    watch.until(_healthy(ZK), 120, "healthy ZooKeeper-mode cluster")
+    yield watch
+    watch.close()
+
+
+def test_kill_just_after_a_round_is_fenced_and_pages_never_shutdown_then_restarts_quietly(
+    kraft: Watch, kraft_cluster: KafkaCluster, tmp_path: Path
+) -> None:
+    victim = kraft_cluster.brokers()[0]
+    # the victim holds the only replica of a partition: its crash also takes that partition offline
+    create_topic(kraft_cluster, "ctlplane-solo", [[victim.node_id]])
+    try:
+        kraft.until(lambda o: _healthy(KRAFT)(o) and _offline_partitions(o, KRAFT) == 0, 60, "topic online")
+        timeline = Timeline(kraft, KRAFT)
+        timeline.round()
+        timeline.round()
+        timeline.sleep_into_round(0.5)  # kill -9 just after a round: fenced (6 s session) before the next
+        victim.kill()
+        for _ in range(7):  # 105 s: long enough for `for: 1m` to fire
+            timeline.round()
+        killed_until = len(timeline.observations) - 1
+        crashed = timeline.states(victim.name)[2:]
+        assert Lifecycle.SHUTDOWN not in crashed, crashed
+        assert crashed[0] in (Lifecycle.FENCED, Lifecycle.UNREACHABLE), crashed
+        assert set(crashed[1:]) == {Lifecycle.FENCED}, crashed
+        victim.start()
+        for _ in range(12):
+            health = timeline.round()
+            broker = health.broker(victim.name)
+            if (
+                broker is not None
+                and broker.state is Lifecycle.ACTIVE
+                and _offline_partitions(timeline.observations[-1], KRAFT) == 0
+            ):
+                break
+        timeline.round()  # one more round: every alert resolved
+        restarted = timeline.states(victim.name)[killed_until + 1 :]
+        assert restarted[-1] is Lifecycle.ACTIVE, restarted
+        assert Lifecycle.SHUTDOWN not in restarted, restarted
+        started = next(i for i, s in enumerate(restarted) if s in (Lifecycle.INITIAL, Lifecycle.ACTIVE))
+        assert Lifecycle.FENCED not in restarted[started:], f"fenced again once it ran: {restarted}"
+        last = len(timeline.observations) - 1
+        crash_pages = frozenset({("KafkaBrokerFenced", victim.name), ("KafkaOfflinePartitions", "")})
+        replay(
+            timeline,
+            "kraft-4.3-kill-broker-after-round",
+            [
+                Expectation("critical", killed_until, crash_pages),
+                Expectation("critical", last, crash_pages, ever=True),
+                Expectation("critical", last, frozenset()),  # resolved after the restart
+                # Kafka 4.x (KIP-966) brings a crashed last replica back as the "last known leader" and counts
+                # that as an unclean election (PartitionChangeBuilder.canElectLastKnownLeader sets
+                # RECOVERING; TopicDelta counts it): unflushed records may be lost, so the warning is right
+                Expectation("warning", last, frozenset({("KafkaUncleanLeaderElection", "")}), ever=True),
+            ],
+            f"Kafka 4.3.1 KRaft, kill -9 of {victim.name} (only replica of a partition) 0.5 s after a round, "
+            "restart after 105 s",
+            tmp_path,
+        )
+    finally:
+        if not victim.is_running:
+            victim.start()
+        kraft.until(_healthy(KRAFT), 120, "cluster healthy again")
+        delete_topic(kraft_cluster, "ctlplane-solo")
+
+
+@pytest.mark.parametrize("phase", [7.5, 14.0], ids=["mid-round", "just-before-a-round"])
+def test_kill_at_other_phases_of_the_round_is_never_shutdown(
+    kraft: Watch, kraft_cluster: KafkaCluster, phase: float
+) -> None:
+    victim = kraft_cluster.brokers()[1]
+    timeline = Timeline(kraft, KRAFT)
+    timeline.round()
+    timeline.sleep_into_round(phase)
+    victim.kill()
+    try:
+        timeline.round()
+        timeline.round()
+        states = timeline.states(victim.name)[1:]
+        assert states[0] in (Lifecycle.FENCED, Lifecycle.UNREACHABLE), timeline.evidence(victim.name)
+        assert states[1] is Lifecycle.FENCED, timeline.evidence(victim.name)
+    finally:
+        victim.start()
+    kraft.until(_healthy(KRAFT), 120, "restarted broker ACTIVE")
+
+
+def test_controlled_shutdown_between_rounds_is_shutdown_and_pages_nothing(
+    kraft: Watch, kraft_cluster: KafkaCluster, tmp_path: Path
+) -> None:
+    victim, other = kraft_cluster.brokers()[1], kraft_cluster.brokers()[0]
+    # Kafka marks a registration inControlledShutdown only for a broker that still leads partitions when
+    # it asks to shut down; every production broker does. Preferred leader first: the victim leads all 4.
+    create_topic(kraft_cluster, "ctlplane-led", [[victim.node_id, other.node_id]] * 4)
+    try:
+        kraft.until(_healthy(KRAFT), 60, "topic created")
+        timeline = Timeline(kraft, KRAFT)
+        timeline.round()
+        timeline.sleep_into_round(0.5)
+        victim.stop()  # SIGTERM: controlled shutdown, finished well within the round
+        for _ in range(6):  # 90 s: a misread as FENCED would page by now
+            timeline.round()
+        stopped = timeline.states(victim.name)[1:]
+        assert set(stopped) == {Lifecycle.SHUTDOWN}, stopped
+        replay(
+            timeline,
+            "kraft-4.3-controlled-shutdown-not-restarted",
+            [
+                Expectation("critical", len(timeline.observations) - 1, frozenset(), ever=True),
+                Expectation("warning", len(timeline.observations) - 1, frozenset(), ever=True),
+            ],
+            f"Kafka 4.3.1 KRaft, SIGTERM of {victim.name} (leading 4 partitions) 0.5 s after a round, not restarted",
+            tmp_path,
+        )
+    finally:
+        if not victim.is_running:
+            victim.start()
+        kraft.until(_healthy(KRAFT), 120, "cluster healthy again")
+        delete_topic(kraft_cluster, "ctlplane-led")
+
+
+def test_killed_active_controller_fails_over_exactly_once(kraft: Watch, kraft_cluster: KafkaCluster) -> None:
+    start = kraft.until(_healthy(KRAFT), 60, "healthy")
+    before = _health(start, KRAFT).controller
+    old = kraft_cluster.node(before.node)  # type: ignore[arg-type]
+    old.kill()
+    try:
+        moved = kraft.until(
+            lambda o: _health(o, KRAFT).controller.node not in (None, old.name), 60, "a new active controller"
+        )
+        after = _health(moved, KRAFT).controller
+        assert after.failovers_total == before.failovers_total + 1
+        for _ in range(5):
+            health = _health(kraft.scrape(), KRAFT)
+            assert health.active_controllers <= 1 and health.controller.node in (None, after.node)
+    finally:
+        old.start()
+    settled = kraft.until(_healthy(KRAFT), 120, "old controller back as a follower")
+    for _ in range(5):
+        settled = kraft.scrape()
+    assert _health(settled, KRAFT).controller.failovers_total == before.failovers_total + 1
+    assert _health(settled, KRAFT).controller.node == after.node
+
+
+@pytest.fixture(scope="module")
+def restarted_kraft(kafka_workdir: Path) -> Iterator[tuple[KafkaCluster, Watch]]:
+    """A KRaft cluster of its own: restarting its controller leaves Kafka without per-broker registration
+    gauges for good (until a broker registers anew), which the shared cluster's other tests must not see."""
+    cluster = start_kraft_cluster(RESTARTED, kafka_workdir, controllers=1, brokers=2)
+    watch = Watch(cluster, timeout=2.0)
+    try:
+        watch.until(_healthy(RESTARTED), 120, "healthy KRaft cluster")
+        yield cluster, watch
+    finally:
+        watch.close()
+        cluster.stop()
+
+
+def test_fencing_is_still_detected_after_the_controller_restarted(
+    restarted_kraft: tuple[KafkaCluster, Watch],
+) -> None:
+    cluster_, kraft = restarted_kraft
+    (controller,) = cluster_.controllers()
+    controller.stop()
+    controller.start()
+    controller.wait_ready(120)
+    observation = kraft.until(_healthy(RESTARTED), 120, "healthy after the controller restarted")
+    cluster = observation.snapshot.cluster(RESTARTED)
+    assert cluster is not None
+    active = next(n for n in cluster.nodes if n.node == _health(observation, RESTARTED).controller.node)
+    # Kafka creates BrokerRegistrationState,broker=N only on a registration change seen while running,
+    # never from the snapshot a restarted controller loads: the gauges are gone now (the case under test)
+    gauges = {dict(s.labels)["broker"] for s in active.series_samples("kafka_controller_broker_registration_state")}
+    assert not {str(b.node_id) for b in cluster_.brokers()} <= gauges, gauges
+    victim = cluster_.brokers()[0]
+    victim.pause()
+    try:
+        fenced = kraft.until(
+            lambda o: (b := _health(o, RESTARTED).broker(victim.name)) is not None and b.state is Lifecycle.FENCED,
+            45,
+            "stalled broker FENCED without per-broker registration gauges",
+        )
+        broker = _health(fenced, RESTARTED).broker(victim.name)
+        assert broker is not None and "FencedBrokerCount" in broker.evidence, broker.evidence
+    finally:
+        victim.resume()
+    kraft.until(_healthy(RESTARTED), 90, "resumed broker ACTIVE")
+
+
+def test_zookeeper_mode_kill_just_after_a_round_is_unreachable_never_shutdown(
+    zk: Watch, zk_cluster: KafkaCluster
+) -> None:
+    start = zk.until(_healthy(ZK), 60, "healthy")
+    controller = _health(start, ZK).controller.node
+    victim = next(b for b in zk_cluster.brokers() if b.name != controller)
+    timeline = Timeline(zk, ZK)
+    timeline.round()
+    timeline.sleep_into_round(0.5)
+    victim.kill()
+    try:
+        timeline.round()
+        timeline.round()
+        assert timeline.states(victim.name)[1:] == [Lifecycle.UNREACHABLE] * 2
+    finally:
+        victim.start()
+    zk.until(_healthy(ZK), 120, "restarted ZooKeeper-mode broker ACTIVE")
