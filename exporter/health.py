@@ -8,6 +8,7 @@ is an immutable value: the caller (HealthTracker) only stores what it is given b
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -16,6 +17,8 @@ from types import MappingProxyType
 
 from exporter.catalog import Mode, Role
 from exporter.model import ClusterSnapshot, Failure, FleetSnapshot, NodeSnapshot
+
+log = logging.getLogger(__name__)
 
 # ControlPlaneRequestQueueSize counts requests in a queue of fixed capacity 20 (KIP-291:
 # `queued.max.requests` does not apply to the control-plane channel).
@@ -90,6 +93,7 @@ class ClusterHealth:
     controller: ControllerView
     brokers: tuple[BrokerHealth, ...]  # every node with the broker role (and unreachable ones)
     evaluated_at: float
+    error: str | None = None  # set when this cluster's health could not be evaluated this round
 
     @property
     def active_controllers(self) -> int:
@@ -546,11 +550,23 @@ def evaluate_cluster(
     return health, memory
 
 
+def _unevaluated(cluster: ClusterSnapshot, memory: _ClusterMemory, now: float, error: str) -> ClusterHealth:
+    controller = ControllerView((), None, None, None, memory.failovers_total, memory.last_failover_at, 0)
+    return ClusterHealth(cluster.name, None, controller, (), now, error)
+
+
 def evaluate(snapshot: FleetSnapshot, memory: HealthMemory, thresholds: Thresholds) -> tuple[FleetHealth, HealthMemory]:
     clusters = []
     memories = {}
     for cluster in snapshot.clusters:
         previous = memory.clusters.get(cluster.name, _ClusterMemory())
-        health, memories[cluster.name] = evaluate_cluster(cluster, previous, thresholds, snapshot.taken_at)
+        try:
+            health, memories[cluster.name] = evaluate_cluster(cluster, previous, thresholds, snapshot.taken_at)
+        except Exception as exc:
+            # One cluster's odd values must not blind the fleet: report this cluster as not evaluated (no
+            # health series, the reason in /api/v1/health), keep its memory, and serve everyone else.
+            log.exception("health of cluster %s could not be evaluated", cluster.name)
+            memories[cluster.name] = previous
+            health = _unevaluated(cluster, previous, snapshot.taken_at, f"{type(exc).__name__}: {str(exc)[:200]}")
         clusters.append(health)
     return FleetHealth(tuple(clusters)), HealthMemory(MappingProxyType(memories))

@@ -118,6 +118,7 @@ def health_to_dict(health: FleetHealth, snapshot: FleetSnapshot) -> dict[str, An
             {
                 "name": cluster.name,
                 "mode": cluster.mode.value if cluster.mode else None,
+                "error": cluster.error,
                 "active_controllers": cluster.active_controllers,
                 "controller": {
                     "claimants": list(cluster.controller.claimants),
@@ -190,6 +191,7 @@ def health_from_dict(document: Mapping[str, Any]) -> FleetHealth:
                     for b in cluster["brokers"]
                 ),
                 evaluated_at=document["taken_at"],
+                error=cluster.get("error"),
             )
         )
     return FleetHealth(tuple(clusters))

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from exporter.catalog import Mode, Role
 from exporter.jmx.base import Endpoint, JmxClient, JmxError
-from exporter.model import ClusterSnapshot, Failure, FleetSnapshot, MBeanQuery, NodeSnapshot, RawReading
+from exporter.model import ClusterSnapshot, Failure, FleetSnapshot, MBeanQuery, NodeSnapshot, RawReading, Sample
 from exporter.readings import identify, plan_queries, samples_from_readings
 
 log = logging.getLogger(__name__)
@@ -338,6 +338,15 @@ class Scraper:
             elif exc is not None:
                 log.error("unexpected failure reading %s/%s", target.cluster, target.node, exc_info=exc)
                 error, failure = f"{type(exc).__name__}: {exc}", Failure.OTHER
+        samples: tuple[Sample, ...] = ()
+        if error is None and future is not None:
+            try:
+                samples = samples_from_readings(future.result().readings)
+                identity = identify(samples)
+            except Exception as exc:
+                # A value no catalogue row can map is this node's problem, never the round's
+                log.warning("unmappable MBean values from %s/%s", target.cluster, target.node, exc_info=exc)
+                error, failure = f"unmappable MBean values: {type(exc).__name__}: {str(exc)[:200]}", Failure.OTHER
         if error is not None:
             memory.errors_total += 1
             return NodeSnapshot(
@@ -357,8 +366,6 @@ class Scraper:
             )
         assert future is not None
         read = future.result()
-        samples = samples_from_readings(read.readings)
-        identity = identify(samples)
         if identity.role is not Role.UNKNOWN:
             memory.role, memory.mode = identity.role, identity.mode
         memory.node_id = identity.node_id if identity.node_id is not None else memory.node_id
