@@ -204,8 +204,9 @@ CLUSTER_ROWS = (
         stat("Frozen brokers", "Brokers whose applied metadata offset has not moved for several scrapes while "
              "the quorum committed more.",
              q(f"sum(kafka_broker_metadata_frozen{{{C}}})", "frozen"), steps=ANY_IS_BAD, decimals=0, width=6),
-        stat("Worst metadata lag", "The largest lag of any broker, in seconds.",
-             q(f"max(kafka_broker_metadata_lag_seconds{{{CN}}})", "seconds"), unit="s", mode=KRAFT,
+        stat("Worst metadata lag", "The largest lag of any broker, in seconds (KRaft: applied-record age; "
+             "ZooKeeper: how long the controller's requests for the broker waited).",
+             q(f"max(kafka_broker_metadata_lag_seconds{{{CN}}})", "seconds"), unit="s",
              steps=LAG_STEPS, width=6),
         stat("Worst metadata lag (records)", "KRaft: committed offset minus the broker's applied offset. "
              "ZooKeeper: requests the controller has queued for the broker.",
@@ -216,10 +217,11 @@ CLUSTER_ROWS = (
            f"the controller has queued for the broker (stale at {ZK_CONTROLLER_QUEUE_STALE:g}).",
            q(f"kafka_broker_metadata_lag_records{{{CN}}}", "{{node}}"),
            unit="none", steps=above(METADATA_STALE_RECORDS), min=0),
-        ts("Metadata lag (seconds)", f"Now minus the append time of the last metadata "
-           f"record each node applied (stale at {METADATA_STALE_SECONDS:g} s, alert at {METADATA_ALERT_SECONDS:g} s).",
+        ts("Metadata lag (seconds)", f"KRaft: now minus the append time of the last metadata record each node "
+           "applied. ZooKeeper: how long the active controller's requests for the broker waited in its queue "
+           f"(KIP-237). Stale at {METADATA_STALE_SECONDS:g} s, alert at {METADATA_ALERT_SECONDS:g} s.",
            q(f"kafka_broker_metadata_lag_seconds{{{CN}}}", "{{node}}"),
-           unit="s", mode=KRAFT, steps=LAG_STEPS, min=0),
+           unit="s", steps=LAG_STEPS, min=0),
         ts("Stale and frozen brokers", "1 while a broker is stale (lag over the thresholds) or frozen.",
            q(f"kafka_broker_metadata_stale{{{CN}}}", "{{node}} stale"),
            q(f"kafka_broker_metadata_frozen{{{CN}}}", "{{node}} frozen"),
@@ -411,7 +413,7 @@ FLEET_ROWS = (
         ts("Worst metadata lag (seconds) by cluster", f"The largest broker lag per "
            f"cluster (stale at {METADATA_STALE_SECONDS:g} s, alert at {METADATA_ALERT_SECONDS:g} s).",
            q(f"max by (cluster) (kafka_broker_metadata_lag_seconds{{{FN}}})", "{{cluster}}"),
-           unit="s", mode=KRAFT, steps=LAG_STEPS, min=0, links=TO_CLUSTER),
+           unit="s", steps=LAG_STEPS, min=0, links=TO_CLUSTER),
         ts("Worst metadata lag (records) by cluster", "KRaft: committed minus applied offset; ZooKeeper: "
            "requests queued by the controller for the broker.",
            q(f"max by (cluster) (kafka_broker_metadata_lag_records{{{FN}}})", "{{cluster}}"),

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ctlplane.localkafka import KafkaCluster
+from ctlplane.localkafka import KafkaCluster, create_topic, delete_topic
 from exporter.health import Lifecycle, Thresholds
 from exporter.state import Observation
 from tests.integration.watch import Watch
@@ -95,6 +95,12 @@ def test_stalled_active_controller_fails_over_once(kraft: Watch, kraft_cluster: 
 
 def test_controlled_shutdown_is_shutdown_not_fenced(kraft: Watch, kraft_cluster: KafkaCluster) -> None:
     victim = kraft_cluster.brokers()[-1]
+    # Like every production broker, the victim leads partitions: a broker that leads none is approved at
+    # once and fenced (SHUTDOWN_NOW) in well under a scrape, with no inControlledShutdown left in its
+    # registration (ReplicationControlManager), which ctlplane cannot tell from a crash, so it pages.
+    other = kraft_cluster.brokers()[0]
+    create_topic(kraft_cluster, "ctlplane-shutdown", [[victim.node_id, other.node_id]] * 4)
+    kraft.until(lambda o: _state(o, victim.name) is Lifecycle.ACTIVE, 60, "topic created")
     seen: list[Lifecycle] = []
     stopping = threading.Event()
 
@@ -120,6 +126,7 @@ def test_controlled_shutdown_is_shutdown_not_fenced(kraft: Watch, kraft_cluster:
     finally:
         victim.start()
     kraft.until(lambda o: _state(o, victim.name) is Lifecycle.ACTIVE, 90, "restarted broker ACTIVE")
+    delete_topic(kraft_cluster, "ctlplane-shutdown")
 
 
 def test_metadata_goes_stale_without_a_quorum_and_fresh_after(kraft: Watch, kraft_cluster: KafkaCluster) -> None:

@@ -44,12 +44,12 @@ def _snapshot(i: int):  # type: ignore[no-untyped-def]  # builders return FleetS
     at = T0 + i * INTERVAL
     committed = 10_000 + 100 * i
     return fleet(
+        # fencing as Kafka shows it: the controller's registration says FENCED, BrokerState stays RUNNING
         kraft_controller("k1", 1, active=not _during("no_active_controller", i), committed=committed, at=at,
-                         cluster="prod"),
+                         cluster="prod", registrations={3: 10 if _during("fenced", i) else 30}),
         kraft_broker("b1", 2, applied=committed - 5000 if _during("stale_metadata", i) else committed, at=at,
                      cluster="prod"),
-        kraft_broker("b2", 3, applied=committed, broker_state=2 if _during("fenced", i) else 3, at=at,
-                     cluster="prod"),
+        kraft_broker("b2", 3, applied=committed, at=at, cluster="prod"),
         kraft_broker("b3", 4, applied=committed, up=not _during("unreachable", i), at=at, cluster="prod"),
         kraft_controller("k9", 9, active=True, committed=committed, at=at, cluster="dev"),
         kraft_broker("b9", 10, applied=committed, at=at, cluster="dev"),
