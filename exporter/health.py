@@ -230,15 +230,10 @@ def _is_broker(node: NodeSnapshot) -> bool:
 # registration says meanwhile (a registering broker is fenced until it catches up, KIP-631).
 STARTING_BROKER_STATES = frozenset({1.0, 2.0})
 SHUTTING_DOWN_BROKER_STATES = frozenset({6.0, 7.0})  # PENDING_CONTROLLED_SHUTDOWN, SHUTTING_DOWN
-_GONE_FENCED = "controller registration state FENCED, process gone"
 
 
 def _lifecycle(
-    node: NodeSnapshot,
-    registration: float | None,
-    mode: Mode | None,
-    previous: Lifecycle | None,
-    had_broker_state: bool = False,
+    node: NodeSnapshot, registration: float | None, previous: Lifecycle | None, had_broker_state: bool = False
 ) -> tuple[Lifecycle, str]:
     """The broker's state from the controller's registration, its own BrokerState and its last state.
 
@@ -256,8 +251,10 @@ def _lifecycle(
             return Lifecycle.SHUTDOWN, f"controller BrokerRegistrationState={registration:g}; JMX: {node.error}"
         if controller_says is Lifecycle.FENCED:
             # No evidence of a controlled shutdown: a crash (process gone) or a hang / partition (timeout).
-            what = _GONE_FENCED if node.failure is Failure.GONE else "controller registration state FENCED, hung"
-            return Lifecycle.FENCED, f"{what} without a controlled shutdown; JMX: {node.error}"
+            what = "process gone" if node.failure is Failure.GONE else "hung"
+            return Lifecycle.FENCED, (
+                f"controller registration state FENCED, {what} without a controlled shutdown; JMX: {node.error}"
+            )
         if controller_says is Lifecycle.INITIAL:
             return Lifecycle.INITIAL, f"controller registration state INITIAL; JMX: {node.error}"
         return Lifecycle.UNREACHABLE, f"JMX: {node.error}"
@@ -288,7 +285,9 @@ def _lifecycle(
     return Lifecycle.INITIAL, f"BrokerState={name}"
 
 
-def _controlled_shutdown_evidence(active: NodeSnapshot | None, brokers: list[BrokerHealth]) -> list[BrokerHealth]:
+def _controlled_shutdown_evidence(
+    active: NodeSnapshot | None, brokers: list[BrokerHealth], vanished_fenced: frozenset[str]
+) -> list[BrokerHealth]:
     """Brokers gone and fenced with no sign of a shutdown, that the controller's count says shut down.
 
     The controller sets a registration's inControlledShutdown when a broker that still leads partitions
@@ -301,7 +300,7 @@ def _controlled_shutdown_evidence(active: NodeSnapshot | None, brokers: list[Bro
     count = active.value("kafka_controller_controlled_shutdown_brokers") if active is not None else None
     if count is None or not math.isfinite(count) or count <= 0:
         return brokers
-    vanished = [b for b in brokers if b.state is Lifecycle.FENCED and not b.up and b.evidence.startswith(_GONE_FENCED)]
+    vanished = [b for b in brokers if b.node in vanished_fenced and b.state is Lifecycle.FENCED]
     shutting_down = sum(1 for b in brokers if b.state is Lifecycle.SHUTDOWN)
     if not vanished or int(count) != shutting_down + len(vanished):
         return brokers
@@ -406,14 +405,14 @@ def _metadata_lag(
 
 def _summary(node: NodeSnapshot, series: str, **labels: str) -> tuple[float, float] | None:
     """(count, sum) of a summary sample, or None."""
-    wanted = tuple(sorted(labels.items()))
-    for sample in node.series_samples(series):
-        if sample.labels == wanted:
-            parts = dict(sample.parts)
-            count, total = parts.get("count"), parts.get("sum")
-            if count is not None and total is not None and math.isfinite(count) and math.isfinite(total):
-                return count, total
-    return None
+    sample = node.sample(series, **labels)
+    if sample is None:
+        return None
+    parts = dict(sample.parts)
+    count, total = parts.get("count"), parts.get("sum")
+    if count is None or total is None or not (math.isfinite(count) and math.isfinite(total)):
+        return None
+    return count, total
 
 
 def _zookeeper_queue_wait(
@@ -497,7 +496,7 @@ def evaluate_cluster(
         if registration is not None:
             registered.add(node.node)
         state, evidence = _lifecycle(
-            node, registration, mode, memory.states.get(node.node), node.node in memory.broker_state_read
+            node, registration, memory.states.get(node.node), node.node in memory.broker_state_read
         )
         queue = node.value("kafka_control_plane_request_queue_size") if node.up else None
         queue_ratio = queue / CONTROL_PLANE_QUEUE_CAPACITY if queue is not None else None
@@ -538,7 +537,13 @@ def evaluate_cluster(
             )
         )
     known = {node.node for node in cluster.nodes}
-    final = tuple(_controlled_shutdown_evidence(active, _infer_fenced(cluster, active, brokers, frozenset(registered))))
+    # gone (connection refused) and fenced by the controller's registration, with no shutdown seen
+    vanished_fenced = frozenset(n.node for n in cluster.nodes if n.failure is Failure.GONE and n.node in registered)
+    final = tuple(
+        _controlled_shutdown_evidence(
+            active, _infer_fenced(cluster, active, brokers, frozenset(registered)), vanished_fenced
+        )
+    )
     memory = replace(
         memory,
         offsets=MappingProxyType({k: v for k, v in offsets.items() if k in known}),

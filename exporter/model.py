@@ -89,9 +89,13 @@ class NodeSnapshot:
         by_series = {series: tuple(members) for series, members in grouped.items()}
         object.__setattr__(self, "_by_series", MappingProxyType(by_series))
 
+    def sample(self, series: str, **labels: str) -> Sample | None:
+        """The sample of `series` with exactly these extra labels, or None if the node lacks it."""
+        return self._index.get((series, tuple(sorted(labels.items()))))
+
     def value(self, series: str, **labels: str) -> float | None:
         """The value of `series` with exactly these extra labels, or None if the node lacks it."""
-        sample = self._index.get((series, tuple(sorted(labels.items()))))
+        sample = self.sample(series, **labels)
         return None if sample is None else sample.value
 
     def has(self, series: str) -> bool:

@@ -5,8 +5,8 @@ from dataclasses import replace
 import pytest
 
 from exporter.catalog import Mode, Role
-from exporter.health import HealthMemory, Lifecycle, Thresholds, evaluate, find_active_controller
-from exporter.model import Failure, Sample
+from exporter.health import BrokerHealth, HealthMemory, Lifecycle, Thresholds, evaluate, find_active_controller
+from exporter.model import Failure, NodeSnapshot, Sample
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller, node
 
 T = Thresholds()
@@ -15,6 +15,17 @@ T = Thresholds()
 def _health(*nodes, memory=None, at=1000.0):  # type: ignore[no-untyped-def]
     health, memory = evaluate(fleet(*nodes, at=at), memory or HealthMemory(), T)
     return health.clusters[0], memory
+
+
+def _lifecycle_steps(steps: list[tuple[NodeSnapshot, float, Lifecycle]]) -> BrokerHealth:
+    """Feed broker b1 (id 101) round by round, with the controller's registration state for it, and check
+    its lifecycle each round; return its last health."""
+    memory = HealthMemory()
+    for at, (broker, registration, expected) in enumerate(steps):
+        controller = kraft_controller("c1", 1, active=True, registrations={101: registration})
+        cluster, memory = _health(controller, broker, memory=memory, at=float(at))
+        assert cluster.brokers[0].state is expected, f"step {at}: {cluster.brokers[0].evidence}"
+    return cluster.brokers[0]
 
 
 def test_single_kraft_controller_is_identified_by_active_flag_not_by_lowest_id() -> None:
@@ -242,7 +253,6 @@ def test_controllers_are_not_listed_as_brokers_but_combined_nodes_are() -> None:
 
 
 def test_controlled_shutdown_stays_shutdown_when_the_controller_then_fences_the_departed_broker() -> None:
-    memory = HealthMemory()
     steps = [
         (kraft_broker("b1", 101), 30, Lifecycle.ACTIVE),
         (kraft_broker("b1", 101, broker_state=6), 30, Lifecycle.SHUTDOWN),  # broker knows first
@@ -253,16 +263,12 @@ def test_controlled_shutdown_stays_shutdown_when_the_controller_then_fences_the_
         (kraft_broker("b1", 101, broker_state=1), 10, Lifecycle.INITIAL),  # back: registering, fenced
         (kraft_broker("b1", 101, broker_state=3), 30, Lifecycle.ACTIVE),
     ]
-    for at, (broker, registration, expected) in enumerate(steps):
-        controller = kraft_controller("c1", 1, active=True, registrations={101: registration})
-        cluster, memory = _health(controller, broker, memory=memory, at=float(at))
-        assert cluster.brokers[0].state is expected, f"step {at}: {cluster.brokers[0].evidence}"
+    _lifecycle_steps(steps)
 
 
 def test_a_crash_between_two_scrapes_is_fenced_never_shutdown() -> None:
     # kill -9 early in a 15 s interval: the controller fences the broker (9 s session timeout) before the
     # next scrape, so ctlplane first sees it gone and fenced, with no sign of a controlled shutdown.
-    memory = HealthMemory()
     steps = [
         (kraft_broker("b1", 101), 30, Lifecycle.ACTIVE),
         (kraft_broker("b1", 101, up=False, failure=Failure.GONE), 10, Lifecycle.FENCED),
@@ -274,25 +280,18 @@ def test_a_crash_between_two_scrapes_is_fenced_never_shutdown() -> None:
         (kraft_broker("b1", 101, up=False, failure=Failure.TIMEOUT), 10, Lifecycle.FENCED),  # session expired
         (kraft_broker("b1", 101, up=False, failure=Failure.GONE), 10, Lifecycle.FENCED),  # then killed: still
     ]
-    for at, (broker, registration, expected) in enumerate(steps):
-        controller = kraft_controller("c1", 1, active=True, registrations={101: registration})
-        cluster, memory = _health(controller, broker, memory=memory, at=float(at))
-        assert cluster.brokers[0].state is expected, f"step {at}: {cluster.brokers[0].evidence}"
-    assert "without a controlled shutdown" in cluster.brokers[0].evidence
+    last = _lifecycle_steps(steps)
+    assert "without a controlled shutdown" in last.evidence
 
 
 def test_a_stop_seen_under_way_stays_shutdown_after_the_process_is_gone() -> None:
-    memory = HealthMemory()
     steps = [
         (kraft_broker("b1", 101), 30, Lifecycle.ACTIVE),
         (node("b1", {"kafka_raft_current_epoch": 5}, node_id=101), 30, Lifecycle.SHUTDOWN),  # BrokerState gone
         (kraft_broker("b1", 101, up=False, failure=Failure.GONE), 10, Lifecycle.SHUTDOWN),
         (kraft_broker("b1", 101, up=False, failure=Failure.GONE), 10, Lifecycle.SHUTDOWN),  # sticky
     ]
-    for at, (broker, registration, expected) in enumerate(steps):
-        controller = kraft_controller("c1", 1, active=True, registrations={101: registration})
-        cluster, memory = _health(controller, broker, memory=memory, at=float(at))
-        assert cluster.brokers[0].state is expected, f"step {at}: {cluster.brokers[0].evidence}"
+    _lifecycle_steps(steps)
 
 
 def test_the_controller_in_controlled_shutdown_is_evidence_enough_when_the_broker_is_already_gone() -> None:
@@ -490,7 +489,6 @@ def test_a_vanished_broker_the_controller_counts_in_controlled_shutdown_is_shut_
 
 
 def test_not_running_at_start_up_after_a_crash_is_initial_not_a_shutdown() -> None:
-    memory = HealthMemory()
     steps = [
         (kraft_broker("b1", 101), 30, Lifecycle.ACTIVE),
         (kraft_broker("b1", 101, up=False), 10, Lifecycle.FENCED),  # killed
@@ -498,16 +496,12 @@ def test_not_running_at_start_up_after_a_crash_is_initial_not_a_shutdown() -> No
         (kraft_broker("b1", 101, broker_state=1), 10, Lifecycle.INITIAL),
         (kraft_broker("b1", 101), 30, Lifecycle.ACTIVE),
     ]
-    for at, (broker, registration, expected) in enumerate(steps):
-        controller = kraft_controller("c1", 1, active=True, registrations={101: registration})
-        cluster, memory = _health(controller, broker, memory=memory, at=float(at))
-        assert cluster.brokers[0].state is expected, f"step {at}: {cluster.brokers[0].evidence}"
+    _lifecycle_steps(steps)
 
 
 def test_brokerstate_not_yet_read_after_a_restart_is_no_shutdown_and_a_kill_then_pages() -> None:
     # A restarted broker can be ACTIVE by the controller's registration before ctlplane has read its
     # BrokerState (MBeans appear during start-up); a missing MBean then is no sign of a shutdown.
-    memory = HealthMemory()
     no_broker_state = node("b1", {"kafka_raft_current_epoch": 5}, node_id=101)
     steps = [
         (kraft_broker("b1", 101, up=False), 10, Lifecycle.FENCED),  # crashed
@@ -516,7 +510,4 @@ def test_brokerstate_not_yet_read_after_a_restart_is_no_shutdown_and_a_kill_then
         (kraft_broker("b1", 101, up=False), 30, Lifecycle.UNREACHABLE),  # killed again
         (kraft_broker("b1", 101, up=False), 10, Lifecycle.FENCED),
     ]
-    for at, (broker, registration, expected) in enumerate(steps):
-        controller = kraft_controller("c1", 1, active=True, registrations={101: registration})
-        cluster, memory = _health(controller, broker, memory=memory, at=float(at))
-        assert cluster.brokers[0].state is expected, f"step {at}: {cluster.brokers[0].evidence}"
+    _lifecycle_steps(steps)
