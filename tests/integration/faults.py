@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 
 from exporter.families import render_families
-from exporter.health import ClusterHealth, Lifecycle
+from exporter.health import BrokerHealth, ClusterHealth, Lifecycle
 from exporter.state import Observation
 from tests.integration.watch import Watch
 from tests.unit.alerts.test_rules import ALL_ALERTS, metric_names
@@ -63,23 +63,20 @@ class Timeline:
         target = self.started + ROUND_SECONDS * (len(self.observations) - 1) + seconds
         time.sleep(max(0.0, target - time.monotonic()))
 
-    def states(self, node: str) -> list[Lifecycle]:
+    def _broker(self, node: str) -> list[BrokerHealth | None]:
+        """`node`'s health per round (None where the round did not list it)."""
         result = []
         for observation in self.observations:
             health = observation.health.cluster(self.cluster)
-            broker = health.broker(node) if health is not None else None
-            if broker is not None:
-                result.append(broker.state)
+            result.append(health.broker(node) if health is not None else None)
         return result
+
+    def states(self, node: str) -> list[Lifecycle]:
+        return [broker.state for broker in self._broker(node) if broker is not None]
 
     def evidence(self, node: str) -> list[str]:
         """State and evidence of `node` per round, for assertion messages."""
-        result = []
-        for observation in self.observations:
-            health = observation.health.cluster(self.cluster)
-            broker = health.broker(node) if health is not None else None
-            result.append(f"{broker.state}: {broker.evidence}" if broker is not None else "-")
-        return result
+        return [f"{b.state}: {b.evidence}" if b is not None else "-" for b in self._broker(node)]
 
     def series(self) -> dict[str, list[float | None]]:
         """promtool series text -> value per round (None where the series was absent)."""

@@ -7,12 +7,13 @@ A crash always pages, a restart never does: see README "Health model" and docs/a
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from ctlplane.localkafka import KafkaCluster, create_topic, delete_topic, start_kraft_cluster
+from ctlplane.localkafka import KafkaCluster, KafkaNode, create_topic, delete_topic, start_kraft_cluster
 from exporter.health import ClusterHealth, Lifecycle
 from exporter.state import Observation
 from tests.integration.faults import Expectation, Timeline, replay
@@ -50,6 +51,23 @@ def _offline_partitions(o: Observation, name: str) -> float | None:
     return active.value("kafka_controller_offline_partitions") if active is not None else None
 
 
+@contextlib.contextmanager
+def _topic_around_fault(
+    watch: Watch, cluster: KafkaCluster, topic: str, replicas: list[list[int]], victim: KafkaNode
+) -> Iterator[None]:
+    """A topic for the fault to act on, online before it; afterwards the victim runs again, the cluster is
+    healthy and the topic is gone, so the shared cluster's other tests see it as it was."""
+    create_topic(cluster, topic, replicas)
+    try:
+        watch.until(lambda o: _healthy(KRAFT)(o) and _offline_partitions(o, KRAFT) == 0, 60, f"{topic} online")
+        yield
+    finally:
+        if not victim.is_running:
+            victim.start()
+        watch.until(_healthy(KRAFT), 120, "cluster healthy again")
+        delete_topic(cluster, topic)
+
+
 @pytest.fixture(scope="module")
 def kraft(kraft_cluster: KafkaCluster) -> Iterator[Watch]:
     watch = Watch(kraft_cluster, timeout=2.0)
@@ -71,9 +89,7 @@ def test_kill_just_after_a_round_is_fenced_and_pages_never_shutdown_then_restart
 ) -> None:
     victim = kraft_cluster.brokers()[0]
     # the victim holds the only replica of a partition: its crash also takes that partition offline
-    create_topic(kraft_cluster, "ctlplane-solo", [[victim.node_id]])
-    try:
-        kraft.until(lambda o: _healthy(KRAFT)(o) and _offline_partitions(o, KRAFT) == 0, 60, "topic online")
+    with _topic_around_fault(kraft, kraft_cluster, "ctlplane-solo", [[victim.node_id]], victim):
         timeline = Timeline(kraft, KRAFT)
         timeline.round()
         timeline.round()
@@ -120,11 +136,6 @@ def test_kill_just_after_a_round_is_fenced_and_pages_never_shutdown_then_restart
             "restart after 105 s",
             tmp_path,
         )
-    finally:
-        if not victim.is_running:
-            victim.start()
-        kraft.until(_healthy(KRAFT), 120, "cluster healthy again")
-        delete_topic(kraft_cluster, "ctlplane-solo")
 
 
 @pytest.mark.parametrize("phase", [7.5, 14.0], ids=["mid-round", "just-before-a-round"])
@@ -153,9 +164,7 @@ def test_controlled_shutdown_between_rounds_is_shutdown_and_pages_nothing(
     victim, other = kraft_cluster.brokers()[1], kraft_cluster.brokers()[0]
     # Kafka marks a registration inControlledShutdown only for a broker that still leads partitions when
     # it asks to shut down; every production broker does. Preferred leader first: the victim leads all 4.
-    create_topic(kraft_cluster, "ctlplane-led", [[victim.node_id, other.node_id]] * 4)
-    try:
-        kraft.until(_healthy(KRAFT), 60, "topic created")
+    with _topic_around_fault(kraft, kraft_cluster, "ctlplane-led", [[victim.node_id, other.node_id]] * 4, victim):
         timeline = Timeline(kraft, KRAFT)
         timeline.round()
         timeline.sleep_into_round(0.5)
@@ -174,11 +183,6 @@ def test_controlled_shutdown_between_rounds_is_shutdown_and_pages_nothing(
             f"Kafka 4.3.1 KRaft, SIGTERM of {victim.name} (leading 4 partitions) 0.5 s after a round, not restarted",
             tmp_path,
         )
-    finally:
-        if not victim.is_running:
-            victim.start()
-        kraft.until(_healthy(KRAFT), 120, "cluster healthy again")
-        delete_topic(kraft_cluster, "ctlplane-led")
 
 
 @pytest.fixture(scope="module")
