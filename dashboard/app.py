@@ -9,11 +9,12 @@ several apps cannot undo.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from dash import ALL, Dash, Input, NoUpdate, Output, State, callback_context, dcc, html, no_update
 from dash.backends._fastapi import reset_current_request, set_current_request
@@ -22,7 +23,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse
 
 from dashboard import views
-from dashboard.source import NO_ALERTS, AlertSource, AlertsResult, ObservationSource, read_history
+from dashboard.source import NO_ALERTS, AlertSource, AlertsResult, HistoryData, HistorySource, ObservationSource
 from dashboard.timeline import timeline
 
 DEFAULT_PREFIX = "/dashboard/"
@@ -107,6 +108,7 @@ def create_dashboard(
     if not url_prefix.startswith("/") or not url_prefix.endswith("/"):
         raise ValueError(f"url_prefix must start and end with '/', got {url_prefix!r}")
     alerts: AlertsProvider | None = alert_source or (AlertSource(alerts_url) if alerts_url else None)
+    history = HistorySource(history_dir, clock=clock) if history_dir is not None else None
     app = Dash(
         __name__,
         # Dash 4.1+ accepts a FastAPI app here; its annotation still names only Flask-era types.
@@ -159,14 +161,21 @@ def create_dashboard(
         if key == "alerts":
             return views.alerts_view(alerts_result(), now)
         if key == "history":
-            return views.history_view(read_history(history_dir))
+            return views.history_view(history.result() if history is not None else HistoryData(None), now)
         return html.Div([html.H2("Not found"), html.P(f"No page at {name!r}."), dcc.Link("Fleet", href=url_prefix)])
 
     def relative(pathname: str | None) -> str:
         return app.strip_relative_path(pathname or url_prefix) or ""
 
+    # The callbacks are async and build their pages in a worker thread: Dash's FastAPI backend calls a
+    # sync callback on the event loop, where a large fleet's page would hold up /metrics while it renders.
+    # Nothing they call waits for I/O (alerts and history are read in the background).
+
     @app.callback(Output("page", "children"), Input("url", "pathname"))
-    def show_page(pathname: str | None) -> Component:
+    async def show_page(pathname: str | None) -> Component:
+        return await asyncio.to_thread(build_page, pathname)
+
+    def build_page(pathname: str | None) -> Component:
         """On navigation: the page's live part, keyed by its path, and its graphs."""
         path = relative(pathname)
         key, name = route(path)
@@ -182,15 +191,20 @@ def create_dashboard(
         State("url", "pathname"),
         prevent_initial_call=True,
     )
-    def refresh(
+    async def refresh(
         _: int | None, pathname: str | None
+    ) -> tuple[list[Component | NoUpdate], list[views.Figure | NoUpdate]]:
+        live_ids, graph_ids = callback_context.outputs_list
+        return await asyncio.to_thread(refresh_page, pathname, live_ids, graph_ids)
+
+    def refresh_page(
+        pathname: str | None, live_ids: list[dict[str, Any]], graph_ids: list[dict[str, Any]]
     ) -> tuple[list[Component | NoUpdate], list[views.Figure | NoUpdate]]:
         """On every tick: new content for the live part and new figures for the graphs, in place.
 
         Outputs are matched by id, so a reply that arrives after navigation finds no old-page
         component to overwrite (the live part's id carries its path).
         """
-        live_ids, graph_ids = callback_context.outputs_list
         path = relative(pathname)
         key, name = route(path)
         live = [render_live(key, name) if item["id"]["path"] == path else no_update for item in live_ids]
@@ -208,7 +222,10 @@ def create_dashboard(
         Output("status", "children"),
         Input("tick", "n_intervals"),
     )
-    def frame(_: int | None) -> tuple[list[Component], Component | None, str]:
+    async def frame(_: int | None) -> tuple[list[Component], Component | None, str]:
+        return await asyncio.to_thread(build_frame)
+
+    def build_frame() -> tuple[list[Component], Component | None, str]:
         observation = source.current()
         status = views.status_line(observation, clock(), refresh_ms, getattr(source, "last_error", None))
         return views.nav_links(observation.health, url_prefix), views.simulation_banner(observation.snapshot), status

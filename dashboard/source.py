@@ -4,7 +4,7 @@
 - `RemoteSource` polls a remote exporter's `/api/v1/snapshot` and `/api/v1/health` and keeps its own
   bounded window (`ctlplane dashboard --exporter URL`).
 - `AlertSource` reads Alertmanager's `/api/v2/alerts` or Prometheus' `/api/v1/alerts`.
-- `read_history` reads the Spark pipeline's episode and sweep files.
+- `HistorySource` reads the Spark pipeline's episode, sweep and report files (`read_history`) in the background.
 
 Parsing is kept in pure functions (`exporter.jsonapi.health_from_dict`, `parse_alertmanager`,
 `parse_prometheus`) so it is tested on documents, not servers.
@@ -33,6 +33,40 @@ from exporter.state import ExporterState, Observation
 log = logging.getLogger(__name__)
 
 EMPTY_OBSERVATION = Observation(FleetSnapshot(0, 0.0, 0.0, ()), FleetHealth(()))
+
+
+class BackgroundRefresh:
+    """Runs a slow refresh (a remote API, a file system) in a daemon thread, one at a time.
+
+    Dashboard callbacks run on the server's event loop, which also serves /metrics: a read there that
+    hangs (a black-holed Alertmanager, a hung NFS mount) stalls every scrape. Callbacks therefore only
+    read cached values and call `start()`, which returns at once; a read that hangs holds its own thread,
+    and `running_since` says how long the page has been waiting for it.
+    """
+
+    def __init__(self, refresh: Callable[[], object], name: str, clock: Callable[[], float] = time.time) -> None:
+        self._refresh = refresh
+        self._name = name
+        self._clock = clock
+        self._lock = threading.Lock()
+        self.running_since: float | None = None
+
+    def start(self) -> float:
+        """Start a refresh unless one is running; when the running one started."""
+        with self._lock:
+            if self.running_since is None:
+                self.running_since = self._clock()
+                threading.Thread(target=self._run, name=self._name, daemon=True).start()
+            return self.running_since
+
+    def _run(self) -> None:
+        try:
+            self._refresh()
+        except Exception:  # a refresh reports its own errors in its result; this is a bug's last stop
+            log.exception("%s failed", self._name)
+        finally:
+            with self._lock:
+                self.running_since = None
 
 
 class ObservationSource(Protocol):
@@ -156,6 +190,7 @@ class AlertsResult:
     recent: tuple[Alert, ...] = ()  # seen earlier, gone now
     error: str | None = None
     fetched_at: float | None = None
+    waiting_since: float | None = None  # a read has been in flight since then
 
     def firing(self, cluster: str | None = None) -> tuple[Alert, ...]:
         return tuple(a for a in self.active if a.state == "firing" and (cluster is None or a.cluster == cluster))
@@ -214,7 +249,8 @@ def _identity(alert: Alert) -> tuple[tuple[str, str], ...]:
 
 
 class AlertSource:
-    """Alertmanager or Prometheus alerts, fetched on demand (at most once per `min_interval_seconds`).
+    """Alertmanager or Prometheus alerts, fetched in the background while a page reads them (at most once
+    per `min_interval_seconds`); `result()` never waits for the network.
 
     Alerts that disappear between fetches are kept as `recent` (resolved) for `recent_seconds`.
     """
@@ -238,6 +274,7 @@ class AlertSource:
         self._result = AlertsResult(url=self.url)
         self._recent: dict[tuple[tuple[str, str], ...], Alert] = {}
         self._lock = threading.Lock()
+        self._background = BackgroundRefresh(self.refresh, "dashboard-alerts", clock)
 
     def _fetch(self) -> tuple[str, tuple[Alert, ...]]:
         candidates = [self._api] if self._api else ["alertmanager", "prometheus"]
@@ -261,15 +298,24 @@ class AlertSource:
         raise error or ValueError("neither an Alertmanager nor a Prometheus alerts API answered")
 
     def result(self) -> AlertsResult:
+        """The last fetch's result at once; a fetch starts in the background when that one is due."""
+        result = self._result
+        fetched = result.fetched_at
+        if fetched is None or self._clock() - fetched >= self.min_interval_seconds:
+            return replace(result, waiting_since=self._background.start())
+        return result
+
+    def refresh(self) -> AlertsResult:
+        """Fetch now, in the caller's thread (the background thread's work)."""
+        try:
+            api, active = self._fetch()
+            error = None
+        except (httpx.HTTPError, ValueError) as exc:
+            api, active, error = None, (), f"{type(exc).__name__}: {exc}"
         now = self._clock()
         with self._lock:
-            fetched = self._result.fetched_at
-            if fetched is not None and now - fetched < self.min_interval_seconds:
-                return self._result
-            try:
-                api, active = self._fetch()
-            except (httpx.HTTPError, ValueError) as exc:
-                self._result = replace(self._result, error=f"{type(exc).__name__}: {exc}", fetched_at=now)
+            if error is not None:
+                self._result = replace(self._result, error=error, fetched_at=now)
                 return self._result
             self._api = api
             current = {_identity(a) for a in active}
@@ -307,6 +353,8 @@ class HistoryData:
     daily: Table | None = None
     files: tuple[str, ...] = ()
     errors: tuple[str, ...] = field(default_factory=tuple)
+    read_at: float | None = None  # None: not read yet
+    reading_since: float | None = None  # a read has been in flight since then
 
 
 def _read_csv(path: Path) -> Table:
@@ -335,10 +383,17 @@ def _concat(tables: Sequence[Table]) -> Table | None:
     return Table(columns, tuple(rows))
 
 
+OUTPUT_DIRECTORIES = ("episodes", "sweep", "report/daily")
+
+
+def _part_files(directory: Path) -> list[Path]:
+    # Spark's _SUCCESS and .crc files and the writer's .tmp files are skipped by these patterns.
+    return sorted([*directory.glob("[!._]*.parquet"), *directory.glob("[!._]*.csv")])
+
+
 def _read_tables(directory: Path, files: list[str], errors: list[str]) -> Table | None:
     tables = []
-    # Spark's _SUCCESS and .crc files and the writer's .tmp files are skipped by these patterns.
-    for path in sorted([*directory.glob("[!._]*.parquet"), *directory.glob("[!._]*.csv")]):
+    for path in _part_files(directory):
         try:
             tables.append(_read_parquet(path) if path.suffix == ".parquet" else _read_csv(path))
             files.append(str(path))
@@ -352,7 +407,57 @@ def read_history(directory: Path | None) -> HistoryData:
         return HistoryData(None)
     errors: list[str] = []
     files: list[str] = []
-    episodes = _read_tables(directory / "episodes", files, errors)
-    sweep = _read_tables(directory / "sweep", files, errors)
-    daily = _read_tables(directory / "report" / "daily", files, errors)
+    episodes, sweep, daily = (_read_tables(directory / name, files, errors) for name in OUTPUT_DIRECTORIES)
     return HistoryData(str(directory), episodes, sweep, daily, tuple(files), tuple(errors))
+
+
+def _signature(directory: Path) -> tuple[tuple[str, int, int], ...]:
+    """What changes when the pipeline writes: each part file's path, modification time and size."""
+    signature = []
+    for name in OUTPUT_DIRECTORIES:
+        for path in _part_files(directory / name):
+            try:
+                status = path.stat()
+            except OSError:  # removed since the listing: the next check sees the new set
+                continue
+            signature.append((str(path), status.st_mtime_ns, status.st_size))
+    return tuple(signature)
+
+
+class HistorySource:
+    """The pipeline's outputs under `directory`, read in the background and again only when a part file
+    is added, removed or rewritten (checked at most once per `check_seconds`); `result()` never touches
+    the disk, so a hung mount cannot stall the server."""
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        check_seconds: float = 10.0,
+        read: Callable[[Path], HistoryData] = read_history,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.directory = directory
+        self.check_seconds = check_seconds
+        self._read = read
+        self._clock = clock
+        self._data = HistoryData(str(directory))
+        self._signature: tuple[tuple[str, int, int], ...] | None = None
+        self._checked_at: float | None = None
+        self._background = BackgroundRefresh(self.refresh, "dashboard-history", clock)
+
+    def result(self) -> HistoryData:
+        """The last read at once; a check (and, if files changed, a read) starts in the background when due."""
+        checked = self._checked_at
+        if checked is None or self._clock() - checked >= self.check_seconds:
+            return replace(self._data, reading_since=self._background.start())
+        return self._data
+
+    def refresh(self) -> HistoryData:
+        """Check now, in the caller's thread, and read if anything changed."""
+        signature = _signature(self.directory)
+        if signature != self._signature:
+            self._data = replace(self._read(self.directory), read_at=self._clock())
+            self._signature = signature
+        self._checked_at = self._clock()
+        return self._data

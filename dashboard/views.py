@@ -655,6 +655,10 @@ def _alert_row(alert: Alert, now: float) -> Component:
     )
 
 
+# A background read (alerts, pipeline outputs) is mentioned on the page once it has taken this long, so a
+# normal refresh does not flicker.
+WAITING_NOTICE_SECONDS = 2.0
+
 ALERT_COLUMNS = ("state", "alert", "severity", "where", "summary", "since", "runbook")
 
 
@@ -666,6 +670,11 @@ def alerts_view(alerts: AlertsResult, now: float) -> Component:
         + (f", read {format_duration(now - alerts.fetched_at)} ago" if alerts.fetched_at is not None else "")
     )
     parts: list[Component] = [html.H2("Alerts"), header]
+    waiting = None if alerts.waiting_since is None else now - alerts.waiting_since
+    if waiting is not None and (alerts.fetched_at is None or waiting >= WAITING_NOTICE_SECONDS):
+        parts.append(html.P(f"Waiting {format_duration(waiting)} for {alerts.url} to answer"
+                            + ("" if alerts.fetched_at is None else "; showing the last answer"),
+                            className="alerts-waiting"))  # fmt: skip
     if alerts.error:
         parts.append(html.P(f"Could not read alerts: {alerts.error}", className="error",
                             style={"backgroundColor": LEVEL_COLOURS[Level.CRITICAL]}))  # fmt: skip
@@ -712,8 +721,15 @@ def _cell(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def history_view(history: HistoryData, limit: int = 500) -> Component:
+def history_view(history: HistoryData, now: float, limit: int = 500) -> Component:
     parts: list[Component] = [html.H2("History")]
+    reading = None if history.reading_since is None else now - history.reading_since
+    if reading is not None and (history.read_at is None or reading >= WAITING_NOTICE_SECONDS):
+        parts.append(html.P(f"Reading pipeline outputs under {history.directory} for {format_duration(reading)}"
+                            + ("" if history.read_at is None else "; showing the last read"),
+                            className="history-reading"))  # fmt: skip
+        if history.read_at is None:
+            return html.Div(parts, className="history")
     if history.episodes is None and history.sweep is None and history.daily is None:
         where = (
             f"No pipeline outputs under {history.directory} (expected episodes/, sweep/ or report/daily/)."

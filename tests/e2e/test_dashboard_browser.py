@@ -8,6 +8,7 @@ that starts the cluster (one cluster per test session).
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -15,12 +16,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from playwright.sync_api import Browser, expect
 from playwright.sync_api import Error as PlaywrightError
 
+from ctlplane.blackhole import BlackHoles
 from dashboard.app import create_dashboard
-from dashboard.source import InProcessSource
+from dashboard.source import AlertSource, InProcessSource
 from demo.launch import start_simulator
 from exporter.app import create_app
 from exporter.catalog import Mode, Role
@@ -163,6 +166,60 @@ def test_fenced_broker_turns_red_and_back_without_reload(
     assert page.evaluate("window.__not_reloaded") is True
     page.close()
     assert errors == []
+
+
+# --- hung dependencies -------------------------------------------------------------------------------------
+
+
+def _release_fifo(path: Path) -> None:
+    """Give a reader blocked opening the FIFO its end of file (a no-op when nobody is reading it)."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError:  # ENXIO: no reader has it open
+        pass
+
+
+def test_a_hung_alert_source_and_history_disk_never_stall_metrics(browser: Browser, tmp_path: Path) -> None:
+    """Alertmanager behind a black-holed port and a pipeline output that never finishes opening (a FIFO, as
+    a hung NFS mount behaves): every page still renders, and /metrics and /healthz answer while both reads
+    hang. The 600 s alert timeout keeps the read in flight for the whole test."""
+    now = time.time()
+    state = ExporterState(FleetSnapshot(0, now, 0.0, ()), Thresholds())
+    state.observe(kraft_fleet(1, now))
+    (tmp_path / "episodes").mkdir()
+    fifo = tmp_path / "episodes" / "part-00000.csv"
+    os.mkfifo(fifo)
+    app = create_app(state.current, interval_seconds=60)  # /healthz stays 200 on the one round observed
+    with BlackHoles(1) as holes:
+        alerts = AlertSource(f"http://127.0.0.1:{holes.ports[0]}", timeout_seconds=600)
+        create_dashboard(
+            InProcessSource(state), server=app, refresh_ms=REFRESH_MS, alert_source=alerts, history_dir=tmp_path
+        )
+        try:
+            with serve(app) as base, httpx.Client(base_url=base, timeout=30) as client:
+                page = browser.new_page(viewport={"width": 1400, "height": 900})
+                errors = watch_errors(page)
+                for path, marker in (
+                    ("", "tr.cluster-row"),
+                    ("cluster/east", "tr.node-row"),
+                    ("alerts", ".alerts-waiting"),
+                    ("history", ".history-reading"),
+                ):
+                    page.goto(f"{base}/dashboard/{path}")
+                    expect(page.locator(marker).first).to_be_visible()
+                    # Several ticks with the reads still hanging; each must leave the server free.
+                    for _ in range(3):
+                        page.wait_for_timeout(REFRESH_MS)
+                        assert client.get("/metrics").status_code == 200, path
+                        assert client.get("/healthz").status_code == 200, path
+                    expect(page.locator(marker).first).to_be_visible()
+                page.close()
+                assert errors == []
+        finally:
+            # Unblock the hung reads so a failing run can stop its server.
+            _release_fifo(fifo)
+            holes.close()
+            alerts.close()
 
 
 # --- the simulator (`ctlplane demo`) ----------------------------------------------------------------------

@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import os
+import threading
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -13,6 +17,8 @@ from fastapi.testclient import TestClient
 from dashboard.source import (
     Alert,
     AlertSource,
+    HistoryData,
+    HistorySource,
     RemoteSource,
     Table,
     parse_alertmanager,
@@ -156,11 +162,11 @@ def test_alert_source_detects_alertmanager_and_remembers_resolved_alerts() -> No
     source = AlertSource(
         "http://am:9093/", client=httpx.Client(transport=httpx.MockTransport(alertmanager)), clock=lambda: now[0]
     )
-    first = source.result()
+    first = source.refresh()
     assert (first.api, [a.name for a in first.firing()], first.recent) == ("alertmanager", ["KafkaBrokerFenced"], ())
     assert source.result() is first  # within min_interval_seconds: no new request
     now[0] += 10
-    second = source.result()
+    second = source.refresh()
     assert [a.name for a in second.active] == ["KafkaMetadataStale"]
     assert [(a.name, a.state, a.ends_at) for a in second.recent] == [("KafkaBrokerFenced", "resolved", T0 + 10)]
     assert seen == ["/api/v2/alerts", "/api/v2/alerts"]
@@ -172,14 +178,78 @@ def test_alert_source_falls_back_to_prometheus_and_reports_errors() -> None:
             return httpx.Response(200, json={"status": "success", "data": {"alerts": []}})
         return httpx.Response(404)
 
-    result = AlertSource("http://prom:9090", client=httpx.Client(transport=httpx.MockTransport(prometheus))).result()
+    result = AlertSource("http://prom:9090", client=httpx.Client(transport=httpx.MockTransport(prometheus))).refresh()
     assert (result.api, result.active, result.error) == ("prometheus", (), None)
 
     down = AlertSource(
         "http://am:9093", client=httpx.Client(transport=httpx.MockTransport(lambda r: httpx.Response(503)))
     )
-    error = down.result().error
+    error = down.refresh().error
     assert error is not None and "503" in error
+
+
+def _wait_for(predicate: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 30
+    while not predicate():
+        assert time.monotonic() < deadline, "the background read did not finish"
+        time.sleep(0.01)
+
+
+def test_alert_source_result_never_waits_for_the_network() -> None:
+    """A page asking while Alertmanager hangs gets the last answer and how long it has waited, at once."""
+    answer = threading.Event()
+    requests: list[str] = []
+
+    def hanging(request: httpx.Request) -> httpx.Response:
+        requests.append(request.url.path)
+        assert answer.wait(30), "never released"
+        return httpx.Response(200, json=ALERTMANAGER_DOC)
+
+    now = [T0]
+    source = AlertSource(
+        "http://am:9093/api/v2/alerts",
+        client=httpx.Client(transport=httpx.MockTransport(hanging)),
+        clock=lambda: now[0],
+    )
+    first = source.result()
+    assert (first.fetched_at, first.waiting_since, first.active) == (None, T0, ())
+    _wait_for(lambda: len(requests) == 1)
+    now[0] += 5
+    assert source.result().waiting_since == T0  # still the one read in flight, no second request
+    answer.set()
+    _wait_for(lambda: source.result().fetched_at is not None)
+    done = source.result()
+    assert ([a.name for a in done.firing()], done.waiting_since, requests) == (
+        ["KafkaBrokerFenced"],
+        None,
+        ["/api/v2/alerts"],
+    )
+
+
+def test_history_source_reads_in_the_background_and_again_only_when_files_change(tmp_path: Path) -> None:
+    (tmp_path / "episodes").mkdir()
+    part = tmp_path / "episodes" / "part-00000.csv"
+    part.write_text("cluster,node\nc1,b1\n")
+    reads: list[Path] = []
+
+    def counting_read(directory: Path) -> HistoryData:
+        reads.append(directory)
+        return read_history(directory)
+
+    now = [T0]
+    source = HistorySource(tmp_path, check_seconds=10, read=counting_read, clock=lambda: now[0])
+    assert source.result().read_at is None  # not read yet: the read runs in the background
+    _wait_for(lambda: source.result().read_at is not None)
+    assert source.result().episodes == Table(("cluster", "node"), (("c1", "b1"),))
+    for _ in range(5):  # later ticks: unchanged files are not read again
+        now[0] += 10
+        source.refresh()
+    assert len(reads) == 1
+    part.write_text("cluster,node\nc1,b1\nc2,b2\n")
+    os.utime(part, ns=(part.stat().st_mtime_ns + 10**9,) * 2)  # a rewrite within the file system's clock tick
+    now[0] += 10
+    assert source.refresh().episodes == Table(("cluster", "node"), (("c1", "b1"), ("c2", "b2")))
+    assert len(reads) == 2
 
 
 def test_read_history_reads_spark_part_files(tmp_path: Path) -> None:

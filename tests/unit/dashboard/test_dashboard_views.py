@@ -362,7 +362,7 @@ class TestAlertsView:
 
 class TestHistoryView:
     def test_without_outputs_points_at_the_pipeline(self) -> None:
-        strings = list(texts(as_dict(views.history_view(HistoryData(None)))))
+        strings = list(texts(as_dict(views.history_view(HistoryData(None), T0))))
         assert "\n".join(views.PIPELINE_COMMANDS) in strings
         assert any("No history directory configured" in s for s in strings)
 
@@ -372,7 +372,7 @@ class TestHistoryView:
             (("c1", "b1", "fenced", datetime(2026, 1, 1, tzinfo=UTC), "2026-01-01 00:01:00", 60.0, 1.0),),
         )
         sweep = Table(("threshold", "for", "pages"), (("10", "1m", "3"),))
-        tree = as_dict(views.history_view(HistoryData("/h", episodes, sweep)))
+        tree = as_dict(views.history_view(HistoryData("/h", episodes, sweep), T0))
         strings = list(texts(tree))
         assert "Episodes (1)" in strings
         assert "Threshold sweep (1 rows)" in strings
