@@ -28,6 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.machine import load, status
 from demo.launch import start_simulator
 from exporter.families import MetricsPage
 from exporter.health import Thresholds
@@ -47,15 +48,6 @@ def _process_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
-def _load() -> str:
-    return "load average " + ", ".join(f"{x:.1f}" for x in os.getloadavg())
-
-
-def _status(pid: str = "self") -> tuple[float, int]:
-    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
-    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["Threads"])
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--sizes", default="100,300,1000")
@@ -71,10 +63,10 @@ def main() -> int:
     started = time.monotonic()
     simulator = start_simulator(fleet_clusters=-(-max(sizes) // 10), fleet_nodes=10, max_heap="512m", ready_timeout=600)
     startup = time.monotonic() - started
-    sim_rss, sim_threads = _status(str(simulator.pid))
+    sim_rss, sim_threads = status(str(simulator.pid))
     print(
         f"simulator: {len(simulator.nodes)} nodes up in {startup:.1f} s, RSS {sim_rss:.0f} MB, "
-        f"{sim_threads} threads; {_load()}"
+        f"{sim_threads} threads; {load()}"
     )
     rows = []
     client = JPypeJmxClient(timeout_seconds=5.0, max_heap="256m")
@@ -121,7 +113,7 @@ def main() -> int:
                     steady = round_index + 1
                 print(
                     f"  {size} nodes, round {round_index}: {wall:.2f} s, {up} up, cpu {cpu:.2f} s, "
-                    f"/metrics {render * 1000:.0f} ms ({render_cpu * 1000:.0f} ms cpu), {_load()}"
+                    f"/metrics {render * 1000:.0f} ms ({render_cpu * 1000:.0f} ms cpu), {load()}"
                 )
                 round_index += 1
                 if steady < 0 or round_index < steady + args.rounds:
@@ -134,8 +126,8 @@ def main() -> int:
                 report = io.StringIO()
                 pstats.Stats(profile, stream=report).sort_stats("cumulative").print_stats(25)
                 print(f"/metrics render profile, {size} nodes:\n{report.getvalue()}")
-            rss, threads = _status()
-            sim_rss, sim_threads = _status(str(simulator.pid))
+            rss, threads = status()
+            sim_rss, sim_threads = status(str(simulator.pid))
             rows.append(
                 (size, up, cold_wall, cold_cpu, warmup, statistics.median(walls), max(walls), statistics.median(cpus),
                  rss, threads, statistics.median(renders) * 1000, len(body), statistics.median(sim_cpus), sim_rss,
@@ -153,7 +145,7 @@ def main() -> int:
     print(
         f"\ninterval {args.interval:g} s, timeout {args.timeout:g} s, {args.workers} workers, "
         f"{args.rounds} steady rounds (median; max); "
-        f"warmup = rounds after the cold one until every node answered; {_load()}"
+        f"warmup = rounds after the cold one until every node answered; {load()}"
     )
     print(header)
     for r in rows:

@@ -82,8 +82,8 @@ def build_scraper(settings: Settings, client: JmxClient | None = None) -> Scrape
 def build_state(settings: Settings, scraper: Scraper) -> ExporterState:
     """Health state fed by every scrape round."""
     health = settings.health
-    thresholds = Thresholds(**health.model_dump(exclude={"window_seconds"}))
-    state = ExporterState(scraper.latest(), thresholds, health.window_seconds)
+    thresholds = Thresholds(**health.model_dump())
+    state = ExporterState(scraper.latest(), thresholds)
     scraper.subscribe(state.observe)
     return state
 
@@ -145,6 +145,7 @@ def serve(settings: Settings) -> int:
                 refresh_ms=int(board.refresh_seconds * 1000),
                 alerts_url=board.alerts_url,
                 history_dir=board.history_dir,
+                window_seconds=board.window_seconds,
             )
         scheme = "https" if http.tls else "http"
         base = f"{scheme}://{http.host}:{http.port}"

@@ -24,7 +24,7 @@ from fastapi.responses import HTMLResponse
 
 from dashboard import views
 from dashboard.source import NO_ALERTS, AlertSource, AlertsResult, HistoryData, HistorySource, ObservationSource
-from dashboard.timeline import timeline
+from dashboard.trail import EMPTY_TRAIL, ClusterTrail
 
 DEFAULT_PREFIX = "/dashboard/"
 LIVE_TYPE = "live"  # pattern-matching id type of the part of a page each refresh replaces
@@ -150,14 +150,14 @@ def create_dashboard(
     def alerts_result() -> AlertsResult:
         return alerts.result() if alerts is not None else NO_ALERTS
 
-    def render_live(key: str, name: str | None) -> Component:
-        """The part of a page that every refresh replaces."""
+    def render_live(key: str, name: str | None, trail: ClusterTrail = EMPTY_TRAIL) -> Component:
+        """The part of a page that every refresh replaces (`trail`: the cluster page's cluster's)."""
         now = clock()
         observation = source.current()
         if key == "fleet":
             return views.fleet_view(observation, alerts_result(), now, url_prefix)
         if key == "cluster" and name is not None:
-            return views.cluster_view(name, observation, timeline(source.window()), alerts_result(), now)
+            return views.cluster_view(name, observation, trail.events, alerts_result(), now)
         if key == "alerts":
             return views.alerts_view(alerts_result(), now)
         if key == "history":
@@ -179,9 +179,10 @@ def create_dashboard(
         """On navigation: the page's live part, keyed by its path, and its graphs."""
         path = relative(pathname)
         key, name = route(path)
-        parts: list[Component] = [html.Div(render_live(key, name), id={"type": LIVE_TYPE, "path": path})]
+        trail = source.trail(name) if key == "cluster" and name is not None else EMPTY_TRAIL
+        parts: list[Component] = [html.Div(render_live(key, name, trail), id={"type": LIVE_TYPE, "path": path})]
         if key == "cluster" and name is not None and source.current().health.cluster(name) is not None:
-            parts.append(views.graphs_view(views.cluster_figures(source.window(), name)))
+            parts.append(views.graphs_view(views.cluster_figures(trail)))
         return html.Div(parts)
 
     @app.callback(
@@ -207,10 +208,11 @@ def create_dashboard(
         """
         path = relative(pathname)
         key, name = route(path)
-        live = [render_live(key, name) if item["id"]["path"] == path else no_update for item in live_ids]
+        trail = source.trail(name) if key == "cluster" and name is not None else EMPTY_TRAIL
+        live = [render_live(key, name, trail) if item["id"]["path"] == path else no_update for item in live_ids]
         figures: list[views.Figure | NoUpdate]
         if graph_ids and key == "cluster" and name is not None:
-            by_key = dict(views.cluster_figures(source.window(), name))
+            by_key = dict(views.cluster_figures(trail))
             figures = [by_key.get(item["id"]["key"], no_update) for item in graph_ids]
         else:
             figures = [no_update for _ in graph_ids]

@@ -31,12 +31,13 @@ def mount_dashboard(
     alerts_url: str | None = None,
     history_dir: Path | None = None,
     url_prefix: str = PREFIX,
+    window_seconds: float = 3600.0,
 ) -> Dash:
     """Serve the dashboard from the exporter's own app and process (reads its state in memory)."""
     from dashboard.app import create_dashboard
 
     return create_dashboard(
-        InProcessSource(state),
+        InProcessSource(state, window_seconds=window_seconds),
         server=app,
         refresh_ms=refresh_ms,
         alerts_url=alerts_url,
@@ -50,7 +51,9 @@ def add_dashboard_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8050, help="port to listen on (default 8050)")
     parser.add_argument("--refresh-seconds", type=float, default=5.0, help="page refresh and exporter poll interval")
-    parser.add_argument("--window-seconds", type=float, default=3600.0, help="how much history to keep in memory")
+    parser.add_argument(
+        "--window-seconds", type=float, default=3600.0, help="how far back the graphs and timeline reach"
+    )
     parser.add_argument("--alerts-url", help="Alertmanager or Prometheus base URL for the Alerts page")
     parser.add_argument("--history-dir", type=Path, help="the Spark pipeline's output directory for the History page")
     parser.add_argument("--exporter-user", help="basic-auth user for the exporter")

@@ -2,7 +2,7 @@
 
 - `InProcessSource` reads the exporter's `ExporterState` (the default: `ctlplane run` serves both).
 - `RemoteSource` polls a remote exporter's `/api/v1/snapshot` and `/api/v1/health` and keeps its own
-  bounded window (`ctlplane dashboard --exporter URL`).
+  bounded trail (dashboard/trail.py) (`ctlplane dashboard --exporter URL`).
 - `AlertSource` reads Alertmanager's `/api/v2/alerts` or Prometheus' `/api/v1/alerts`.
 - `HistorySource` reads the Spark pipeline's episode, sweep and report files (`read_history`) in the background.
 
@@ -16,7 +16,6 @@ import csv
 import logging
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -25,6 +24,7 @@ from typing import Any, Protocol
 
 import httpx
 
+from dashboard.trail import ClusterTrail, Trail
 from exporter.health import FleetHealth
 from exporter.jsonapi import health_from_dict, snapshot_from_dict
 from exporter.model import FleetSnapshot
@@ -70,28 +70,31 @@ class BackgroundRefresh:
 
 
 class ObservationSource(Protocol):
-    """What the pages read: the latest observation and the recent window (oldest first)."""
+    """What the pages read: the latest observation and, per cluster, what is kept of the window."""
 
     def current(self) -> Observation: ...
 
-    def window(self) -> tuple[Observation, ...]: ...
+    def trail(self, cluster: str) -> ClusterTrail: ...
 
 
 class InProcessSource:
-    """The exporter's own state, read without copying (observations are immutable)."""
+    """The exporter's own state, read without copying (observations are immutable); each round is folded
+    into the dashboard's bounded `Trail` as the state observes it."""
 
-    def __init__(self, state: ExporterState) -> None:
+    def __init__(self, state: ExporterState, *, window_seconds: float = 3600.0) -> None:
         self.state = state
+        self._trail = Trail(window_seconds)
+        state.subscribe(self._trail.add)
 
     def current(self) -> Observation:
         return self.state.current()
 
-    def window(self) -> tuple[Observation, ...]:
-        return self.state.window()
+    def trail(self, cluster: str) -> ClusterTrail:
+        return self._trail.cluster(cluster)
 
 
 class RemoteSource:
-    """A remote exporter's JSON API, polled by a background thread into a bounded window.
+    """A remote exporter's JSON API, polled by a background thread into a bounded `Trail`.
 
     Health comes from the exporter (its thresholds and failover memory), not recomputed here.
     """
@@ -106,11 +109,9 @@ class RemoteSource:
         client: httpx.Client | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
-        self.window_seconds = window_seconds
         self._client = client or httpx.Client(timeout=timeout_seconds, auth=auth)
         self._current = EMPTY_OBSERVATION
-        self._window: deque[Observation] = deque()
-        self._lock = threading.Lock()
+        self._trail = Trail(window_seconds)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.last_error: str | None = None
@@ -118,9 +119,8 @@ class RemoteSource:
     def current(self) -> Observation:
         return self._current
 
-    def window(self) -> tuple[Observation, ...]:
-        with self._lock:
-            return tuple(self._window)
+    def trail(self, cluster: str) -> ClusterTrail:
+        return self._trail.cluster(cluster)
 
     def poll_once(self) -> Observation:
         """Fetch snapshot and health; a new sequence number is appended to the window."""
@@ -137,12 +137,8 @@ class RemoteSource:
             # snapshot with another round's health.
             return self._current
         observation = Observation(snapshot, health_from_dict(health_doc))
-        with self._lock:
-            if snapshot.sequence != self._current.snapshot.sequence and snapshot.sequence > 0:
-                self._window.append(observation)
-                while self._window and snapshot.taken_at - self._window[0].snapshot.taken_at > self.window_seconds:
-                    self._window.popleft()
-            self._current = observation
+        self._trail.add(observation)  # a round already folded (polled twice) is ignored there
+        self._current = observation
         return observation
 
     def start(self, interval_seconds: float) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -106,42 +105,69 @@ def _broker_events(at: float, cluster: str, old: BrokerHealth, new: BrokerHealth
     return events
 
 
-def timeline(observations: Sequence[Observation]) -> list[Event]:
-    """Every control-plane event in the window, newest first.
+class TimelineFold:
+    """Events from observations fed one at a time, oldest first: `timeline` over a window, or a `Trail`
+    folding each round as it comes without keeping the rounds.
 
     The first observation is the baseline: a state already in place when the window starts is shown by
     the tables, not as an event. So is first contact: a node read for the first time (the exporter has
     just started) is not "reachable again", and the first controller seen is not "restored". Clusters or
     brokers that appear or vanish between observations produce no events.
     """
-    events: list[Event] = []
-    # (cluster, node) -> when the broker entered its current state, for durations in the detail text
-    since: dict[tuple[str, str], float] = {}
-    seen_up = {
-        (c.name, b.node) for c in (observations[0].health.clusters if observations else ()) for b in c.brokers if b.up
-    }
-    seen_controller = {c.name for c in (observations[0].health.clusters if observations else ()) if c.controller.node}
-    start = observations[0].snapshot.taken_at if observations else 0.0
-    for previous, current in itertools.pairwise(observations):
-        at = current.snapshot.taken_at
-        for after in current.health.clusters:
+
+    def __init__(self) -> None:
+        self._previous: Observation | None = None
+        # (cluster, node) -> when the broker entered its current state, for durations in the detail text
+        self._since: dict[tuple[str, str], float] = {}
+        self._seen_up: set[tuple[str, str]] = set()
+        self._seen_controller: set[str] = set()
+        self._start = 0.0
+
+    def accepts(self, observation: Observation) -> bool:
+        """False for the empty pre-scrape observation, a round already folded, or one older than the last."""
+        previous = self._previous
+        snapshot = observation.snapshot
+        return snapshot.sequence > 0 and (
+            previous is None
+            or (snapshot.sequence != previous.snapshot.sequence and snapshot.taken_at >= previous.snapshot.taken_at)
+        )
+
+    def add(self, observation: Observation) -> list[Event]:
+        """The events between the previous observation and this one, oldest first."""
+        previous, self._previous = self._previous, observation
+        if previous is None:
+            clusters = observation.health.clusters
+            self._seen_up = {(c.name, b.node) for c in clusters for b in c.brokers if b.up}
+            self._seen_controller = {c.name for c in clusters if c.controller.node}
+            self._start = observation.snapshot.taken_at
+            return []
+        events: list[Event] = []
+        at = observation.snapshot.taken_at
+        for after in observation.health.clusters:
             before = previous.health.cluster(after.name)
             if before is None:
                 continue
-            if after.name in seen_controller:
+            if after.name in self._seen_controller:
                 events.extend(_controller_events(at, before, after))
             elif after.controller.node is not None:
-                seen_controller.add(after.name)
+                self._seen_controller.add(after.name)
             for new in after.brokers:
                 old = before.broker(new.node)
                 key = (after.name, new.node)
-                if old is None or key not in seen_up:
+                if old is None or key not in self._seen_up:
                     if new.up:
-                        seen_up.add(key)
-                        since[key] = at
+                        self._seen_up.add(key)
+                        self._since[key] = at
                     continue
-                events.extend(_broker_events(at, after.name, old, new, since.get(key, start)))
+                events.extend(_broker_events(at, after.name, old, new, self._since.get(key, self._start)))
                 if old.state is not new.state:
-                    since[key] = at
+                    self._since[key] = at
+        return events
+
+
+def timeline(observations: Sequence[Observation]) -> list[Event]:
+    """Every control-plane event in the window (see `TimelineFold`), newest first."""
+    fold = TimelineFold()
+    events = [event for observation in observations for event in fold.add(observation)]
     events.sort(key=lambda e: e.at, reverse=True)
     return events

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -19,6 +19,7 @@ from dash.development.base_component import Component
 
 from dashboard.source import Alert, AlertsResult, HistoryData, Table
 from dashboard.timeline import EVENT_SEVERITY, Event, EventKind
+from dashboard.trail import ClusterTrail, Line
 from exporter.catalog import Mode, Role
 from exporter.health import BrokerHealth, ClusterHealth, FleetHealth, Lifecycle
 from exporter.model import ClusterSnapshot, FleetSnapshot, NodeSnapshot
@@ -462,32 +463,22 @@ def _figure(title: str, traces: list[Figure], yaxis: dict[str, Any], extra: dict
     return {"data": traces, "layout": layout}
 
 
-def _node_series(window: Sequence[Observation], cluster: str, pick: Any) -> dict[str, list[tuple[float, float | None]]]:
-    """node -> [(taken_at, value)] over the window; `pick(node)` returns the value or None."""
-    series: dict[str, list[tuple[float, float | None]]] = {}
-    for observation in window:
-        snapshot = observation.snapshot.cluster(cluster)
-        if snapshot is None:
-            continue
-        for node in snapshot.nodes:
-            value = pick(node) if node.up else None
-            series.setdefault(node.node, []).append(
-                (observation.snapshot.taken_at, value if value is None or math.isfinite(value) else None)
-            )
-    return {node: points for node, points in series.items() if any(v is not None for _, v in points)}
+def _traces(lines: Mapping[str, Line], label: str = "", dash: str = "solid", yaxis: str = "y") -> list[Figure]:
+    """One trace per node that has a value in the window."""
+    return [
+        _line(f"{node} {label}".strip(), tuple(zip(line.times, line.values, strict=True)), dash, yaxis)
+        for node, line in lines.items()
+        if any(value is not None for value in line.values)
+    ]
 
 
-def _series_traces(window: Sequence[Observation], cluster: str, rows: Sequence[tuple[str, str, str]]) -> list[Figure]:
+def _series_traces(trail: ClusterTrail, rows: Sequence[tuple[str, str, str]]) -> list[Figure]:
     """One line per node and (label, series, dash) row: a control-plane series beside its data-plane twin."""
-    traces = []
-    for label, series, dash in rows:
-        for node, points in _node_series(window, cluster, lambda n, s=series: n.value(s)).items():
-            traces.append(_line(f"{node} {label}", points, dash))
-    return traces
+    return [trace for label, series, dash in rows for trace in _traces(trail.lines_of(series), label, dash)]
 
 
-def queue_figure(window: Sequence[Observation], cluster: str) -> Figure:
-    traces = _series_traces(window, cluster, (
+def queue_figure(trail: ClusterTrail) -> Figure:
+    traces = _series_traces(trail, (
         ("control-plane request", "kafka_control_plane_request_queue_size", "solid"),
         ("control-plane response", "kafka_control_plane_response_queue_size", "solid"),
         ("data-plane request", "kafka_request_queue_size", "dot"),
@@ -497,8 +488,8 @@ def queue_figure(window: Sequence[Observation], cluster: str) -> Figure:
                    {"title": {"text": "queued"}, "rangemode": "tozero"})  # fmt: skip
 
 
-def idle_figure(window: Sequence[Observation], cluster: str) -> Figure:
-    traces = _series_traces(window, cluster, (
+def idle_figure(trail: ClusterTrail) -> Figure:
+    traces = _series_traces(trail, (
         ("cp handler idle", "kafka_control_plane_request_handler_idle_ratio", "solid"),
         ("cp network idle", "kafka_control_plane_network_processor_idle_ratio", "solid"),
         ("dp handler idle", "kafka_request_handler_idle_ratio", "dot"),
@@ -508,25 +499,9 @@ def idle_figure(window: Sequence[Observation], cluster: str) -> Figure:
                    {"title": {"text": "idle"}, "range": [0, 1.05], "tickformat": ".0%"})  # fmt: skip
 
 
-def lag_figure(window: Sequence[Observation], cluster: str) -> Figure:
-    records: dict[str, list[tuple[float, float | None]]] = {}
-    seconds: dict[str, list[tuple[float, float | None]]] = {}
-    for observation in window:
-        health = observation.health.cluster(cluster)
-        if health is None:
-            continue
-        for broker in health.brokers:
-            at = observation.snapshot.taken_at
-            records.setdefault(broker.node, []).append((at, broker.metadata_lag_records))
-            seconds.setdefault(broker.node, []).append((at, broker.metadata_lag_seconds))
-    traces = [
-        _line(f"{node} records", points) for node, points in records.items() if any(v is not None for _, v in points)
-    ]
-    traces += [
-        _line(f"{node} seconds", points, "dot", "y2")
-        for node, points in seconds.items()
-        if any(v is not None for _, v in points)
-    ]
+def lag_figure(trail: ClusterTrail) -> Figure:
+    traces = _traces(trail.lines_of("metadata_lag_records"), "records")
+    traces += _traces(trail.lines_of("metadata_lag_seconds"), "seconds", "dot", "y2")
     return _figure(
         "Metadata lag per broker: records (solid) and seconds (dotted)",
         traces,
@@ -535,14 +510,8 @@ def lag_figure(window: Sequence[Observation], cluster: str) -> Figure:
     )
 
 
-def _p99(node: NodeSnapshot) -> float | None:
-    for sample in node.series_samples("kafka_controller_event_queue_time_seconds"):
-        return dict(sample.parts).get("0.99")
-    return None
-
-
-def event_queue_figure(window: Sequence[Observation], cluster: str) -> Figure:
-    traces = [_line(node, points) for node, points in _node_series(window, cluster, _p99).items()]
+def event_queue_figure(trail: ClusterTrail) -> Figure:
+    traces = _traces(trail.lines_of("event_queue_p99_seconds"))
     return _figure("Controller event-queue time, p99", traces, {"title": {"text": "seconds"}, "rangemode": "tozero"})
 
 
@@ -570,12 +539,12 @@ def timeline_view(events: Sequence[Event], limit: int = 50) -> Component:
 GRAPH_TYPE = "live-graph"  # pattern-matching id type of the cluster page's graphs, refreshed in place
 
 
-def cluster_figures(window: Sequence[Observation], name: str) -> tuple[tuple[str, Figure], ...]:
+def cluster_figures(trail: ClusterTrail) -> tuple[tuple[str, Figure], ...]:
     return (
-        ("queues", queue_figure(window, name)),
-        ("idle", idle_figure(window, name)),
-        ("lag", lag_figure(window, name)),
-        ("event-queue", event_queue_figure(window, name)),
+        ("queues", queue_figure(trail)),
+        ("idle", idle_figure(trail)),
+        ("lag", lag_figure(trail)),
+        ("event-queue", event_queue_figure(trail)),
     )
 
 

@@ -155,7 +155,6 @@ class HealthConfig(_Strict):
     zk_controller_queue_stale: float = Field(default=10.0, gt=0)
     control_plane_queue_saturation_ratio: float = Field(default=0.8, gt=0, le=1)
     control_plane_idle_saturation_ratio: float = Field(default=0.1, ge=0, lt=1)
-    window_seconds: float = Field(default=3600.0, gt=0, description="recent snapshots kept in memory")
 
 
 class HistoryConfig(_Strict):
@@ -174,6 +173,9 @@ class DashboardConfig(_Strict):
     refresh_seconds: float = Field(default=5.0, ge=1)
     alerts_url: str | None = Field(default=None, description="Alertmanager or Prometheus base URL")
     history_dir: Path | None = Field(default=None, description="the Spark pipeline's --out directory")
+    window_seconds: float = Field(
+        default=3600.0, gt=0, le=7 * 86400, description="how far back the graphs and the timeline reach"
+    )
 
 
 class Settings(_Strict):

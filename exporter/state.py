@@ -1,17 +1,22 @@
-"""What the exporter currently knows: the latest snapshot, its health, and a bounded recent window.
+"""What the exporter currently knows: the latest snapshot and its health.
 
 The scraper thread replaces it once per round (`observe`); HTTP handlers and the dashboard read it.
-Readers get immutable values, so no lock is held while they render.
+Readers get immutable values, so no lock is held while they render. Nothing of past rounds is kept here
+but the health model's memory: a face that wants history (the dashboard's graphs, the Parquet archive)
+subscribes and keeps what it needs.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from exporter.health import FleetHealth, HealthMemory, Thresholds, evaluate
 from exporter.model import FleetSnapshot
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -21,28 +26,29 @@ class Observation:
 
 
 class ExporterState:
-    def __init__(self, initial: FleetSnapshot, thresholds: Thresholds, window_seconds: float = 3600.0) -> None:
+    def __init__(self, initial: FleetSnapshot, thresholds: Thresholds) -> None:
         self.thresholds = thresholds
-        self.window_seconds = window_seconds
         self._memory = HealthMemory()
         health, self._memory = evaluate(initial, self._memory, thresholds)
         self._current = Observation(initial, health)
-        self._window: deque[Observation] = deque()
         self._lock = threading.Lock()
+        self._listeners: list[Callable[[Observation], None]] = []
+
+    def subscribe(self, listener: Callable[[Observation], None]) -> None:
+        """Call `listener` with every later observation, in the observing (scraper) thread."""
+        self._listeners.append(listener)
 
     def observe(self, snapshot: FleetSnapshot) -> Observation:
         with self._lock:
             health, self._memory = evaluate(snapshot, self._memory, self.thresholds)
             observation = Observation(snapshot, health)
             self._current = observation
-            self._window.append(observation)
-            while self._window and snapshot.taken_at - self._window[0].snapshot.taken_at > self.window_seconds:
-                self._window.popleft()
+        for listener in self._listeners:
+            try:
+                listener(observation)
+            except Exception:  # a face's bug must not stop the rounds that /metrics serves
+                log.exception("observation listener %r failed", listener)
         return observation
 
     def current(self) -> Observation:
         return self._current
-
-    def window(self) -> tuple[Observation, ...]:
-        with self._lock:
-            return tuple(self._window)

@@ -106,10 +106,10 @@ def kraft_fleet(sequence: int, at: float, fenced: frozenset[int] = frozenset()) 
 def fake_fleet() -> Iterator[tuple[ExporterState, str]]:
     now = time.time()
     state = ExporterState(FleetSnapshot(0, now, 0.0, ()), Thresholds())
-    for i in range(3):
-        state.observe(kraft_fleet(i + 1, now - 30 + 10 * i))
     app = create_app(state.current, interval_seconds=1)
     create_dashboard(InProcessSource(state), server=app, refresh_ms=REFRESH_MS)
+    for i in range(3):  # after the dashboard subscribed: its graphs have three rounds
+        state.observe(kraft_fleet(i + 1, now - 30 + 10 * i))
     with serve(app) as base:
         yield state, base
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 import plotly.utils  # type: ignore[import-untyped]  # plotly ships no type information
 from dash.development.base_component import Component
 
+from dashboard.trail import ClusterTrail, Trail
 from exporter.catalog import Mode, Role
 from exporter.health import BrokerHealth, ClusterHealth, ControllerView, FleetHealth, Lifecycle
 from exporter.model import ClusterSnapshot, FleetSnapshot, NodeSnapshot, Sample
@@ -111,6 +113,14 @@ def observation(
         FleetSnapshot(sequence, at, 0.1, tuple(c for c, _ in clusters)),
         FleetHealth(tuple(h for _, h in clusters)),
     )
+
+
+def trail_of(window: Sequence[Observation], cluster: str = "c1") -> ClusterTrail:
+    """What the dashboard keeps of `window` for one cluster (rounds numbered 1, 2, ... in order)."""
+    trail = Trail()
+    for sequence, item in enumerate(window, start=1):
+        trail.add(replace(item, snapshot=replace(item.snapshot, sequence=sequence)))
+    return trail.cluster(cluster)
 
 
 def as_dict(component: Component | Any) -> Any:

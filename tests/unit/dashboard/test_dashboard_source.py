@@ -72,17 +72,19 @@ def test_health_from_dict_inverts_health_to_dict() -> None:
     assert rebuilt.clusters[0].controller.failovers_total == 1
 
 
-def test_remote_source_reads_a_real_exporter_app_into_its_window() -> None:
+def test_remote_source_reads_a_real_exporter_app_into_its_trail() -> None:
     state = ExporterState(_fleet(0, T0), Thresholds())
     app = create_app(state.current, interval_seconds=5)
     source = RemoteSource("http://exporter", client=TestClient(app, base_url="http://exporter"), window_seconds=12)
     assert source.poll_once().snapshot.sequence == 0
-    assert source.window() == ()  # the empty pre-scrape snapshot is not history
+    assert source.trail("c1").lines == {}  # the empty pre-scrape snapshot is not history
     for sequence in (1, 2, 3, 4):
         state.observe(_fleet(sequence, T0 + 5 * sequence))
         source.poll_once()
         source.poll_once()  # same round twice: kept once
-    assert [o.snapshot.sequence for o in source.window()] == [2, 3, 4]  # 12 s window
+    lag = source.trail("c1").lines_of("metadata_lag_records")["b1"]
+    assert lag.times == (T0 + 10, T0 + 15, T0 + 20)  # 12 s window
+    assert lag.values == (10.0, 10.0, 10.0)
     current = source.current()
     assert current.health.clusters[0].controller.node == "ctl-1"
     assert [b.node for b in current.health.clusters[0].brokers] == ["b1"]

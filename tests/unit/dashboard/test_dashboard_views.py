@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from dashboard import views
 from dashboard.source import Alert, AlertsResult, HistoryData, Table
 from dashboard.timeline import Event, EventKind
+from dashboard.trail import EMPTY_TRAIL
 from dashboard.views import LEVEL_COLOURS, Level
 from exporter.catalog import Mode, Role
 from exporter.health import ClusterHealth, Lifecycle
@@ -20,6 +21,7 @@ from tests.unit.dashboard.builders import (
     node,
     observation,
     texts,
+    trail_of,
 )
 
 NO_ALERTS = AlertsResult(url=None)
@@ -211,7 +213,7 @@ class TestFigures:
                 ),
             )
             window.append(observation(((snap, cluster_health(mode=Mode.ZOOKEEPER)),), at=T0 + i * 10))
-        figure = views.queue_figure(window, "c1")
+        figure = views.queue_figure(trail_of(window))
         x = ["2023-11-14 22:13:20", "2023-11-14 22:13:30"]
         assert figure["data"] == [
             {
@@ -237,10 +239,10 @@ class TestFigures:
 
     def test_empty_window_says_so(self) -> None:
         for figure in (
-            views.queue_figure([], "c1"),
-            views.idle_figure([], "c1"),
-            views.lag_figure([], "c1"),
-            views.event_queue_figure([], "c1"),
+            views.queue_figure(EMPTY_TRAIL),
+            views.idle_figure(EMPTY_TRAIL),
+            views.lag_figure(EMPTY_TRAIL),
+            views.event_queue_figure(EMPTY_TRAIL),
         ):
             assert figure["data"] == []
             assert figure["layout"]["annotations"][0]["text"] == "no samples in the window"
@@ -248,11 +250,11 @@ class TestFigures:
     def test_lag_figure_per_broker_records_and_seconds(self) -> None:
         window = [
             observation(
-                ((ClusterSnapshot("c1", ()), cluster_health(brokers=(broker("b1", lag_records=r),))),), at=T0 + i
+                ((ClusterSnapshot("c1", ()), cluster_health(brokers=(broker("b1", lag_records=r),))),), at=T0 + 15 * i
             )
             for i, r in enumerate((0.0, 40.0))
         ]
-        figure = views.lag_figure(window, "c1")
+        figure = views.lag_figure(trail_of(window))
         assert [(t["name"], t["y"], t["yaxis"]) for t in figure["data"]] == [
             ("b1 records", [0.0, 40.0], "y"),
             ("b1 seconds", [0.1, 0.1], "y2"),
@@ -263,15 +265,15 @@ class TestFigures:
             observation(
                 (
                     (
-                        ClusterSnapshot("c1", (node("b1", at=T0 + i, up=up, kafka_request_queue_size=2.0),)),
+                        ClusterSnapshot("c1", (node("b1", at=T0 + 15 * i, up=up, kafka_request_queue_size=2.0),)),
                         cluster_health(),
                     ),
                 ),
-                at=T0 + i,
+                at=T0 + 15 * i,
             )
             for i, up in enumerate((True, False, True))
         ]
-        [trace] = views.queue_figure(window, "c1")["data"]
+        [trace] = views.queue_figure(trail_of(window))["data"]
         assert trace["y"] == [2.0, None, 2.0]
 
 
@@ -300,7 +302,7 @@ class TestClusterView:
         assert "no control-plane events in the window" in list(texts(tree))
 
     def test_graphs_have_pattern_ids_for_in_place_refresh(self) -> None:
-        tree = as_dict(views.graphs_view(views.cluster_figures([], "c1")))
+        tree = as_dict(views.graphs_view(views.cluster_figures(EMPTY_TRAIL)))
         assert [g["props"]["id"] for g in find(tree, config={"displaylogo": False})] == [
             {"type": "live-graph", "key": key} for key in ("queues", "idle", "lag", "event-queue")
         ]
