@@ -38,7 +38,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -1038,6 +1038,7 @@ def start_kraft_cluster(
     brokers: int = 2,
     version: str = KRAFT_VERSION,
     broker_session_timeout_ms: int = 6000,
+    broker_overrides: Mapping[str, str] | None = None,
     wait: bool = True,
     timeout: float = 180,
 ) -> KafkaCluster:
@@ -1045,7 +1046,8 @@ def start_kraft_cluster(
     ``controller-1..`` (node ids 101..) with static ``controller.quorum.voters``
     and broker-only nodes ``broker-1..`` (node ids 1..).
 
-    ``broker.heartbeat.interval.ms`` is min(1000, session timeout / 3).
+    ``broker.heartbeat.interval.ms`` is min(1000, session timeout / 3); ``broker_overrides`` are
+    added to every broker's properties last.
     ``wait`` waits for ``wait_ready(timeout)``; on failure everything is stopped.
     """
     major, minor = _major_minor(version)
@@ -1104,6 +1106,7 @@ def start_kraft_cluster(
             **_common_broker_props(brokers),
             "share.coordinator.state.topic.replication.factor": str(min(3, brokers)),
             "share.coordinator.state.topic.min.isr": "1",
+            **(broker_overrides or {}),
         }
         specs.append((f"broker-{i}", i, ("broker",), port, {"PLAINTEXT": port}, props))
 

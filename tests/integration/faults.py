@@ -137,9 +137,11 @@ class Expectation:
     at_round: int  # index of the round (eval time = at_round * 15 s)
     firing: frozenset[tuple[str, str]]  # (alertname, node or "" for cluster alerts)
     ever: bool = False  # any time up to at_round, not only at it
+    node: str | None = None  # only this node's alerts: the others are not this expectation's business
 
     def promql_test(self) -> dict[str, object]:
-        selector = f'ALERTS{{alertstate="firing",severity="{self.severity}"}}'
+        only = "" if self.node is None else f',node="{self.node}"'
+        selector = f'ALERTS{{alertstate="firing",severity="{self.severity}"{only}}}'
         minutes = int(self.at_round * ROUND_SECONDS // 60) + 1
         inner = f"max_over_time({selector}[{minutes}m])" if self.ever else selector
         return {

@@ -190,7 +190,15 @@ def restarted_kraft(kafka_workdir: Path) -> Iterator[tuple[KafkaCluster, Watch]]
     """A KRaft cluster of its own: a restarted controller has no per-broker registration gauges for good
     (until a broker registers anew, ControllerMetadataMetricsPublisher), and once such a controller is active
     again the shared cluster's other tests would see that."""
-    cluster = start_kraft_cluster(RESTARTED, kafka_workdir, controllers=3, brokers=2)
+    # A broker that cannot register within initial.broker.registration.timeout.ms (60 s by default,
+    # KRaftConfigs) exits; the start-up test holds one longer than that on purpose.
+    cluster = start_kraft_cluster(
+        RESTARTED,
+        kafka_workdir,
+        controllers=3,
+        brokers=2,
+        broker_overrides={"initial.broker.registration.timeout.ms": "300000"},
+    )
     watch = Watch(cluster, timeout=2.0)
     try:
         watch.until(_healthy(RESTARTED), 120, "healthy KRaft cluster")
@@ -254,6 +262,49 @@ def test_fencing_is_still_detected_after_every_controller_restarted(
     finally:
         victim.resume()
     kraft.until(_healthy(RESTARTED), 90, "resumed broker ACTIVE")
+
+
+def test_a_restart_held_in_start_up_is_initial_and_never_pages_as_fenced(
+    restarted_kraft: tuple[KafkaCluster, Watch], tmp_path: Path
+) -> None:
+    """A broker restarted while it cannot reach a controller quorum stays in BrokerState STARTING (1): Kafka's
+    BrokerLifecycleManager leaves STARTING only when a heartbeat response says it has caught up, and RECOVERY
+    (2) only when one says it is unfenced. Those states are start-up, not fencing: INITIAL in every round,
+    and KafkaBrokerFenced never fires for it, however long the start takes."""
+    cluster_, kraft = restarted_kraft
+    kraft.until(_healthy(RESTARTED), 120, "healthy")
+    victim = cluster_.brokers()[1]
+    quorum_breakers = cluster_.controllers()[:2]  # 2 of 3 voters frozen: no leader, no heartbeat answered
+    timeline = Timeline(kraft, RESTARTED)
+    timeline.round()
+    for controller in quorum_breakers:
+        controller.pause()
+    try:
+        victim.kill()
+        victim.start()  # a restart: the process is back at once, its start-up cannot finish
+        for _ in range(6):  # 90 s held in start-up: any FENCED reading would page by then (`for: 1m`)
+            timeline.round()
+    finally:
+        for controller in quorum_breakers:
+            controller.resume()
+    held = timeline.states(victim.name)[1:]
+    answered = [state for state in held if state is not Lifecycle.UNREACHABLE]  # the JVM's first seconds
+    assert len(answered) >= 4 and set(answered) == {Lifecycle.INITIAL}, timeline.evidence(victim.name)
+    assert "BrokerState=STARTING" in timeline.evidence(victim.name)[-1], timeline.evidence(victim.name)
+    for _ in range(12):
+        broker = timeline.round().broker(victim.name)
+        if broker is not None and broker.state is Lifecycle.ACTIVE:
+            break
+    assert timeline.states(victim.name)[-1] is Lifecycle.ACTIVE, timeline.evidence(victim.name)
+    last = len(timeline.observations) - 1
+    replay(
+        timeline,
+        "kraft-4.3-restart-held-in-start-up",
+        [Expectation("critical", last, frozenset(), ever=True, node=victim.name)],
+        f"Kafka 4.3.1 KRaft, {victim.name} killed and restarted while 2 of 3 controllers are frozen for 90 s",
+        tmp_path,
+    )
+    kraft.until(_healthy(RESTARTED), 120, "healthy again")
 
 
 def test_zookeeper_mode_kill_just_after_a_round_is_unreachable_never_shutdown(
