@@ -44,6 +44,9 @@ bench: $(INSTALLED) jars
 	$(BIN)/python -m bench.scrape_cost
 	$(BIN)/python -m bench.fleet
 	$(BIN)/python -m bench.blackhole
+	$(BIN)/python -m bench.dashboard_memory
+	$(BIN)/python -m bench.scrapers
+	$(BIN)/python -m bench.hostile_values
 	$(BIN)/python -m bench.pipeline
 
 clean:
