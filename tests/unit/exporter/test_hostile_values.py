@@ -55,12 +55,15 @@ def hostile_readings(draw: st.DrawFn) -> list[RawReading]:
     for spec in specs:
         key_value = draw(st.one_of(st.sampled_from(["1", "2", "101", "BrokerHeartbeat", "LeaderAndIsr"]), strings))
         copies = draw(st.sampled_from([1, 1, 1, 3000]))  # thousands of broker=* MBeans
+        attributes = (
+            spec.attributes if spec.type is SeriesType.SUMMARY or spec.kind is Kind.HISTOGRAM else (spec.attribute,)
+        )
+        # One draw shared by the copies: a draw per copy overruns hypothesis' buffer, which then discards
+        # the case, so the thousands-of-MBeans cases would hardly ever run.
+        drawn = {a: draw(values) for a in attributes}
         for i in range(copies):
             name, keys = _concrete(spec.mbean, key_value if copies == 1 else str(i))
-            attributes = (
-                spec.attributes if spec.type is SeriesType.SUMMARY or spec.kind is Kind.HISTOGRAM else (spec.attribute,)
-            )
-            readings.append(RawReading(spec.mbean, name, keys, {a: draw(values) for a in attributes}))
+            readings.append(RawReading(spec.mbean, name, keys, dict(drawn)))
     return readings
 
 
