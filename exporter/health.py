@@ -377,17 +377,24 @@ def _loaded(offset: float | None) -> float | None:
 
 
 def _metadata_lag(
-    node: NodeSnapshot, active: NodeSnapshot | None, mode: Mode | None
+    node: NodeSnapshot,
+    active: NodeSnapshot | None,
+    mode: Mode | None,
+    waits: dict[tuple[str, str], tuple[float, float, float]],
+    now: float,
 ) -> tuple[float | None, float | None, float | None, float | None]:
-    """(lag records, lag seconds, applied offset, committed offset) for one node."""
+    """(lag records, lag seconds, applied offset, committed offset) for one node.
+
+    ZooKeeper mode has no metadata log: the lag is the active controller's queue of requests for the
+    broker, in requests and in how long they wait (`_zookeeper_queue_wait`, which updates `waits`).
+    """
     if not node.up:
         return None, None, None, None
     if mode is Mode.ZOOKEEPER:
-        # No metadata log: the controller's queue of requests for this broker is the backlog.
         if active is None or node.node_id is None:
             return None, None, None, None
         queued = active.value("kafka_controller_channel_queue_size", broker=str(node.node_id))
-        return queued, None, None, None
+        return queued, _zookeeper_queue_wait(node, active, queued, waits, now), None, None
     prefix = "kafka_broker"
     if node.value("kafka_broker_last_applied_record_offset") is None:  # a controller-only node
         prefix = "kafka_controller"
@@ -417,7 +424,7 @@ def _summary(node: NodeSnapshot, series: str, **labels: str) -> tuple[float, flo
 
 def _zookeeper_queue_wait(
     node: NodeSnapshot,
-    active: NodeSnapshot | None,
+    active: NodeSnapshot,
     queued: float | None,
     waits: dict[tuple[str, str], tuple[float, float, float]],
     now: float,
@@ -431,7 +438,7 @@ def _zookeeper_queue_wait(
     round (sum and count deltas); when none was sent while requests are queued, the queue is stuck and
     the wait is the time since it last made progress (at most one round more than the oldest request's).
     """
-    if active is None or node.node_id is None:
+    if node.node_id is None:
         return None
     broker = str(node.node_id)
     summary = _summary(active, "kafka_controller_channel_queue_time_seconds", broker=broker)
@@ -472,7 +479,7 @@ def evaluate_cluster(
     brokers = []
     registered = set()
     for node in cluster.nodes:
-        lag_records, lag_seconds, applied, committed = _metadata_lag(node, active, mode)
+        lag_records, lag_seconds, applied, committed = _metadata_lag(node, active, mode, waits, now)
         if applied is not None and committed is not None:
             offsets[node.node] = (
                 *offsets.get(node.node, ())[-thresholds.metadata_frozen_scrapes :],
@@ -482,7 +489,6 @@ def evaluate_cluster(
         if not _is_broker(node):
             continue
         if mode is Mode.ZOOKEEPER:
-            lag_seconds = _zookeeper_queue_wait(node, active, lag_records, waits, now) if node.up else None
             stale = (lag_records is not None and lag_records >= thresholds.zk_controller_queue_stale) or (
                 lag_seconds is not None and lag_seconds >= thresholds.metadata_stale_seconds
             )
