@@ -114,7 +114,7 @@ def serve(settings: Settings) -> int:
     """Scrape the configured clusters and serve HTTP until interrupted."""
     import uvicorn
 
-    from exporter.app import create_app
+    from exporter.app import create_app, server_options
 
     scraper = build_scraper(settings)
     state = build_state(settings, scraper)
@@ -161,7 +161,7 @@ def serve(settings: Settings) -> int:
             app,
             host=http.host,
             port=http.port,
-            log_level="warning",
+            **server_options(),
             ssl_certfile=str(http.tls.cert_file) if http.tls else None,
             ssl_keyfile=str(http.tls.key_file) if http.tls else None,
         )

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dashboard.source import InProcessSource, RemoteSource
+from exporter.app import server_options
 
 if TYPE_CHECKING:
     from dash import Dash
@@ -91,7 +92,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         )
         sys.stdout.write(f"ctlplane dashboard for {args.exporter}: http://{args.host}:{args.port}{PREFIX}\n")
         sys.stdout.flush()
-        uvicorn.run(server, host=args.host, port=args.port, log_level="warning")
+        uvicorn.run(server, host=args.host, port=args.port, **server_options())
     finally:
         source.close()
     return 0

@@ -405,6 +405,15 @@ class MetricsPage:
     def render(
         self, snapshot: FleetSnapshot, health: FleetHealth | None, accept: str | None, now: float
     ) -> tuple[bytes, str]:
+        """The whole page and its content type."""
+        head, body, content_type = self.render_parts(snapshot, health, accept, now)
+        return head + body, content_type
+
+    def render_parts(
+        self, snapshot: FleetSnapshot, health: FleetHealth | None, accept: str | None, now: float
+    ) -> tuple[bytes, bytes, str]:
+        """(the part made for this request, the cached page, content type): served one after the other,
+        without joining them into a copy of the page per request."""
         encoder, content_type = choose_encoder(accept or "")
         key = (snapshot.sequence, snapshot.taken_at, content_type)
         with self._lock:
@@ -415,4 +424,4 @@ class MetricsPage:
                 self._cache = {k: v for k, v in self._cache.items() if k[:2] == key[:2]}
                 self._cache[key] = body
         age = encode([snapshot_age_family(max(0.0, now - snapshot.taken_at))], encoder)
-        return age.removesuffix(b"# EOF\n") + body, content_type
+        return age.removesuffix(b"# EOF\n"), body, content_type

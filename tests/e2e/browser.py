@@ -21,7 +21,7 @@ from playwright.sync_api import Browser, ConsoleMessage, Page, Playwright, sync_
 
 from dashboard.app import create_dashboard
 from dashboard.source import InProcessSource
-from exporter.app import create_app
+from exporter.app import create_app, server_options
 from exporter.health import Thresholds
 from exporter.jmx.jpype_client import JPypeJmxClient
 from exporter.scraper import Scraper, Target
@@ -86,7 +86,7 @@ def serve(app: FastAPI) -> Iterator[str]:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, **server_options()))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="uvicorn", daemon=True)
     thread.start()
     deadline = time.monotonic() + 10

@@ -5,7 +5,8 @@ import base64
 import bcrypt
 from fastapi.testclient import TestClient
 
-from exporter.app import create_app
+from exporter.app import PageResponse, create_app
+from exporter.families import MetricsPage
 from exporter.health import Thresholds
 from exporter.jsonapi import snapshot_from_dict, snapshot_to_dict
 from exporter.state import ExporterState
@@ -27,6 +28,18 @@ def test_metrics_is_a_plain_route_with_content_negotiation() -> None:
     assert "ctlplane_snapshot_age_seconds 5.0" in plain.text
     om = http.get("/metrics", headers={"Accept": "application/openmetrics-text;version=1.0.0,text/plain;q=0.5"})
     assert om.headers["content-type"].startswith("application/openmetrics-text") and om.text.endswith("# EOF\n")
+
+
+def test_metrics_sent_in_slices_is_the_whole_page_with_its_length(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(PageResponse, "SLICE_BYTES", 7)  # many slices of a small page
+    http, state = client()
+    current = state.current()
+    for accept in (None, "application/openmetrics-text;version=1.0.0"):
+        headers = {"Accept": accept} if accept else {}
+        response = http.get("/metrics", headers=headers)
+        page, _ = MetricsPage("test").render(current.snapshot, current.health, accept, 1005.0)
+        assert response.content == page
+        assert response.headers["content-length"] == str(len(page))
 
 
 def test_snapshot_json_round_trips() -> None:
