@@ -4,20 +4,24 @@
 
 The exporter runs as `ctlplane run` does (Scraper with the JPype client, ExporterState, the HTTP app with
 the dashboard mounted, uvicorn), in this process, against one simulator process. Once every node has
-answered, --scrapers client threads each GET /metrics every --every seconds (random phase, as independent
-Prometheus servers would; `Accept-Encoding: gzip` as Prometheus sends) for --minutes. Printed: requests,
-errors (non-200 or failed), latency p50/p99/max, the rounds' answered nodes, and RSS before and after.
+answered, --scrapers client threads in a process of their own each GET /metrics every --every seconds
+(random phase, as independent Prometheus servers would; `Accept-Encoding: gzip` as Prometheus sends; the
+body read to the end and dropped) for --minutes. RSS is the exporter process's alone, printed each
+minute. Printed: requests, errors (non-200 or failed), latency p50/p99/max, the rounds' answered
+nodes, and RSS before and after.
 Targets (issue 13): errors 0; the rounds keep every node answered; RSS does not grow.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import random
 import statistics
 import sys
 import threading
 import time
+from multiprocessing.queues import Queue
 from pathlib import Path
 
 import httpx
@@ -46,13 +50,33 @@ def _scrape_loop(base: str, every: float, until: float, latencies: list[float], 
                 return
             started = time.perf_counter()
             try:
-                response = client.get("/metrics")
+                with client.stream("GET", "/metrics") as response:
+                    for _ in response.iter_raw():  # read to the end, keep nothing (as a scraper parses)
+                        pass
                 if response.status_code != 200:
                     errors.append(f"HTTP {response.status_code}")
             except httpx.HTTPError as exc:
                 errors.append(f"{type(exc).__name__}: {exc}")
             latencies.append(time.perf_counter() - started)
             next_at += every
+
+
+def _scrapers(
+    base: str, scrapers: int, every: float, seconds: float, results: Queue[tuple[list[float], list[str]]]
+) -> None:
+    """The scrapers' own process: their buffers and CPU are not the exporter's (Prometheus runs elsewhere)."""
+    latencies: list[float] = []
+    errors: list[str] = []
+    until = time.monotonic() + seconds
+    threads = [
+        threading.Thread(target=_scrape_loop, args=(base, every, until, latencies, errors, i), daemon=True)
+        for i in range(scrapers)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    results.put((latencies, errors))
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -109,17 +133,16 @@ def main() -> int:
         warm = rounds[-1][0] if rounds else 0
         print(f"{warm} of {len(targets)} nodes answered after {warm_rounds} rounds; RSS {rss_before:.0f} MB; {load()}")
 
-        latencies: list[float] = []
-        errors: list[str] = []
-        until = time.monotonic() + args.minutes * 60
-        clients = [
-            threading.Thread(target=_scrape_loop, args=(base, args.every, until, latencies, errors, i), daemon=True)
-            for i in range(args.scrapers)
-        ]
-        for item in clients:
-            item.start()
-        for item in clients:
-            item.join()
+        context = multiprocessing.get_context("spawn")  # never fork a process that hosts a JVM
+        results: Queue[tuple[list[float], list[str]]] = context.Queue()
+        process = context.Process(target=_scrapers, args=(base, args.scrapers, args.every, args.minutes * 60, results))
+        process.start()
+        started = time.monotonic()
+        for minute in range(1, int(args.minutes) + 1):
+            time.sleep(max(0.0, started + 60 * minute - time.monotonic()))
+            print(f"  minute {minute}: exporter RSS {status()[0]:.0f} MB; {load()}")
+        latencies, errors = results.get(timeout=args.minutes * 60 + 120)
+        process.join(timeout=30)
         rss_after, threads_after = status()
         during = rounds[warm_rounds:]
         scraper.stop()
