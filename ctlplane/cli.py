@@ -124,8 +124,7 @@ def serve(settings: Settings) -> int:
 
         history = settings.history
         writer = HistoryWriter(history.path, history.flush_seconds, history.retention_days, history.max_bytes).start()
-        # listeners run in subscription order: state.current() is already this round's observation
-        scraper.subscribe(lambda _snapshot: writer.observe(state.current()))
+        state.subscribe(writer.observe)
     scraper.start()
     try:
         http = settings.http

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from exporter.catalog import Mode, Role
 from exporter.jmx.base import Endpoint, JmxClient, JmxError
+from exporter.listeners import Listeners
 from exporter.model import ClusterSnapshot, Failure, FleetSnapshot, MBeanQuery, NodeSnapshot, RawReading, Sample
 from exporter.readings import identify, plan_queries, samples_from_readings
 
@@ -247,7 +248,7 @@ class Scraper:
         self._lanes = {name: _Lane(self._pool, slots) for name, slots in shares.items()}
         self._memory = {target: _NodeMemory(errors_total=0, role=target.role_hint) for target in self.targets}
         self._latest = empty_snapshot(self.targets, clock())
-        self._listeners: list[SnapshotListener] = []
+        self._listeners: Listeners[FleetSnapshot] = Listeners("snapshot")
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -256,7 +257,7 @@ class Scraper:
 
     def subscribe(self, listener: SnapshotListener) -> None:
         """Call `listener` with every new snapshot, in the scrape thread (keep it quick)."""
-        self._listeners.append(listener)
+        self._listeners.add(listener)
 
     def _read(self, target: Target) -> _Read:
         started_at = self.clock()
@@ -300,11 +301,7 @@ class Scraper:
             duration=time.perf_counter() - started,
         )
         self._latest = snapshot
-        for listener in self._listeners:
-            try:
-                listener(snapshot)
-            except Exception:
-                log.exception("snapshot listener failed; the snapshot is still served")
+        self._listeners.notify(snapshot)
         return snapshot
 
     def _node_snapshot(

@@ -8,15 +8,13 @@ subscribes and keeps what it needs.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from exporter.health import FleetHealth, HealthMemory, Thresholds, evaluate
+from exporter.listeners import Listeners
 from exporter.model import FleetSnapshot
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -32,22 +30,18 @@ class ExporterState:
         health, self._memory = evaluate(initial, self._memory, thresholds)
         self._current = Observation(initial, health)
         self._lock = threading.Lock()
-        self._listeners: list[Callable[[Observation], None]] = []
+        self._listeners: Listeners[Observation] = Listeners("observation")
 
     def subscribe(self, listener: Callable[[Observation], None]) -> None:
         """Call `listener` with every later observation, in the observing (scraper) thread."""
-        self._listeners.append(listener)
+        self._listeners.add(listener)
 
     def observe(self, snapshot: FleetSnapshot) -> Observation:
         with self._lock:
             health, self._memory = evaluate(snapshot, self._memory, self.thresholds)
             observation = Observation(snapshot, health)
             self._current = observation
-        for listener in self._listeners:
-            try:
-                listener(observation)
-            except Exception:  # a face's bug must not stop the rounds that /metrics serves
-                log.exception("observation listener %r failed", listener)
+        self._listeners.notify(observation)
         return observation
 
     def current(self) -> Observation:

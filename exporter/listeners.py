@@ -1,0 +1,30 @@
+"""Callbacks that each new value is handed to: the scraper's snapshots, the state's observations."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class Listeners(Generic[T]):
+    """Listeners called in subscription order, in the notifying thread (keep them quick). One that raises
+    is logged and the others still run: a face's bug must not stop the rounds that /metrics serves."""
+
+    def __init__(self, what: str) -> None:
+        self._what = what
+        self._listeners: list[Callable[[T], object]] = []
+
+    def add(self, listener: Callable[[T], object]) -> None:
+        self._listeners.append(listener)
+
+    def notify(self, value: T) -> None:
+        for listener in self._listeners:
+            try:
+                listener(value)
+            except Exception:
+                log.exception("%s listener %r failed; the round goes on", self._what, listener)
