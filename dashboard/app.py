@@ -167,6 +167,10 @@ def create_dashboard(
     def relative(pathname: str | None) -> str:
         return app.strip_relative_path(pathname or url_prefix) or ""
 
+    def page_trail(key: str, name: str | None) -> ClusterTrail:
+        """One copy of the cluster's trail per render, shared by its live part and its graphs."""
+        return source.trail(name) if key == "cluster" and name is not None else EMPTY_TRAIL
+
     # The callbacks are async and build their pages in a worker thread: Dash's FastAPI backend calls a
     # sync callback on the event loop, where a large fleet's page would hold up /metrics while it renders.
     # Nothing they call waits for I/O (alerts and history are read in the background).
@@ -179,7 +183,7 @@ def create_dashboard(
         """On navigation: the page's live part, keyed by its path, and its graphs."""
         path = relative(pathname)
         key, name = route(path)
-        trail = source.trail(name) if key == "cluster" and name is not None else EMPTY_TRAIL
+        trail = page_trail(key, name)
         parts: list[Component] = [html.Div(render_live(key, name, trail), id={"type": LIVE_TYPE, "path": path})]
         if key == "cluster" and name is not None and source.current().health.cluster(name) is not None:
             parts.append(views.graphs_view(views.cluster_figures(trail)))
@@ -208,7 +212,7 @@ def create_dashboard(
         """
         path = relative(pathname)
         key, name = route(path)
-        trail = source.trail(name) if key == "cluster" and name is not None else EMPTY_TRAIL
+        trail = page_trail(key, name)
         live = [render_live(key, name, trail) if item["id"]["path"] == path else no_update for item in live_ids]
         figures: list[views.Figure | NoUpdate]
         if graph_ids and key == "cluster" and name is not None:

@@ -59,21 +59,16 @@ def _sample(series: str) -> Callable[[NodeSnapshot], float | None]:
 # Everything the cluster page draws (dashboard/views.py names these keys); nothing else is kept.
 PLOTTED = (
     *(
-        Plotted(series, _worse_high, of_node=_sample(series))
-        for series in (
-            "kafka_control_plane_request_queue_size",
-            "kafka_control_plane_response_queue_size",
-            "kafka_request_queue_size",
-            "kafka_response_queue_size",
-        )
-    ),
-    *(
-        Plotted(series, _worse_low, of_node=_sample(series))
-        for series in (
-            "kafka_control_plane_request_handler_idle_ratio",
-            "kafka_control_plane_network_processor_idle_ratio",
-            "kafka_request_handler_idle_ratio",
-            "kafka_network_processor_idle_ratio",
+        Plotted(series, worse, of_node=_sample(series))
+        for series, worse in (
+            ("kafka_control_plane_request_queue_size", _worse_high),
+            ("kafka_control_plane_response_queue_size", _worse_high),
+            ("kafka_request_queue_size", _worse_high),
+            ("kafka_response_queue_size", _worse_high),
+            ("kafka_control_plane_request_handler_idle_ratio", _worse_low),
+            ("kafka_control_plane_network_processor_idle_ratio", _worse_low),
+            ("kafka_request_handler_idle_ratio", _worse_low),
+            ("kafka_network_processor_idle_ratio", _worse_low),
         )
     ),
     Plotted("event_queue_p99_seconds", _worse_high, of_node=lambda node: event_queue_p99(node) if node.up else None),
