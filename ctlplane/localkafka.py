@@ -1132,13 +1132,46 @@ def start_kraft_cluster(
             )
         cluster.bootstrap = ",".join(n.address for n in cluster.brokers())
         _format_storage(cluster, log_config)
-        cluster.start()
+        for node in cluster.controllers():
+            node.start()
+        if (major, minor) >= (4, 1):
+            _wait_for_controller_metrics_publisher(cluster, timeout)
+        for node in cluster.nodes:
+            if not node.is_controller:
+                node.start()
         if wait:
             cluster.wait_ready(timeout)
     except BaseException:
         cluster.stop(timeout=10)
         raise
     return cluster
+
+
+# Kafka 4.1+ creates a controller's BrokerRegistrationState,broker=N gauge only when that controller's
+# ControllerMetadataMetricsPublisher sees broker N's registration appear in a LOG_DELTA; the first image a
+# publisher is given is a SNAPSHOT manifest (MetadataLoader.initializeNewPublishers), whose publishSnapshot
+# sets the counts but adds no per-broker gauge. A controller whose loader caught up only after the brokers
+# registered (a slow start on a loaded machine) would never have the gauges, so the brokers start after
+# every controller has initialised that publisher.
+_CONTROLLER_METRICS_PUBLISHER_READY = r"InitializeNewPublishers: initializing ControllerMetadataMetricsPublisher"
+
+
+def _wait_for_controller_metrics_publisher(cluster: KafkaCluster, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    pending = cluster.controllers()
+    while pending:
+        for node in pending:
+            node.check_alive(f"cluster {cluster.name}")
+        pending = [n for n in pending if re.search(_CONTROLLER_METRICS_PUBLISHER_READY, n.log_since_start()) is None]
+        if pending and time.monotonic() > deadline:
+            first = pending[0]
+            raise ClusterStartError(
+                f"cluster {cluster.name}: {', '.join(n.name for n in pending)} did not initialise "
+                f"ControllerMetadataMetricsPublisher within {timeout:.0f}s; last lines of {first.log_path}:\n"
+                f"{first.log_tail()}"
+            )
+        if pending:
+            time.sleep(_POLL_INTERVAL)
 
 
 def _format_storage(cluster: KafkaCluster, log_config: Path) -> None:

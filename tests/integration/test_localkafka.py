@@ -176,6 +176,16 @@ def test_kraft_brokers_running_and_one_active_controller(kraft_cluster: KafkaClu
         assert BROKER_STATE in values and ACTIVE_CONTROLLER not in values
 
 
+def test_every_kraft_controller_has_a_registration_gauge_for_every_broker(kraft_cluster: KafkaCluster) -> None:
+    """Kafka 4.1+ adds BrokerRegistrationState,broker=N on a controller only for a registration it sees
+    appear while running (ControllerMetadataMetricsPublisher); start_kraft_cluster starts the brokers after
+    every controller is ready to see them, so whichever controller is active, the gauges are there."""
+    gauges = [f"{REGISTRATION_STATE},broker={b.node_id}" for b in kraft_cluster.brokers()]
+    for controller in kraft_cluster.controllers():
+        values = jmx_values(controller, *gauges)
+        assert values == dict.fromkeys(gauges, 30), (controller.name, values)
+
+
 def test_kraft_pause_resume_broker(kraft_cluster: KafkaCluster) -> None:
     broker = kraft_cluster.node("broker-2")
     registration = f"{REGISTRATION_STATE},broker={broker.node_id}"  # 4.1+: 10 fenced, 30 active
