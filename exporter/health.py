@@ -286,7 +286,7 @@ def _lifecycle(
 
 
 def _controlled_shutdown_evidence(
-    active: NodeSnapshot | None, brokers: list[BrokerHealth], vanished_fenced: frozenset[str]
+    active: NodeSnapshot | None, brokers: list[BrokerHealth], gone: frozenset[str]
 ) -> list[BrokerHealth]:
     """Brokers gone and fenced with no sign of a shutdown, that the controller's count says shut down.
 
@@ -300,7 +300,7 @@ def _controlled_shutdown_evidence(
     count = active.value("kafka_controller_controlled_shutdown_brokers") if active is not None else None
     if count is None or not math.isfinite(count) or count <= 0:
         return brokers
-    vanished = [b for b in brokers if b.node in vanished_fenced and b.state is Lifecycle.FENCED]
+    vanished = [b for b in brokers if b.node in gone and b.state is Lifecycle.FENCED]
     shutting_down = sum(1 for b in brokers if b.state is Lifecycle.SHUTDOWN)
     if not vanished or int(count) != shutting_down + len(vanished):
         return brokers
@@ -543,12 +543,11 @@ def evaluate_cluster(
             )
         )
     known = {node.node for node in cluster.nodes}
-    # gone (connection refused) and fenced by the controller's registration, with no shutdown seen
-    vanished_fenced = frozenset(n.node for n in cluster.nodes if n.failure is Failure.GONE and n.node in registered)
+    # gone (connection refused): fenced by the controller's registration or, where the controller has no
+    # per-broker gauge (a 4.1+ controller restarted since the brokers registered), by FencedBrokerCount
+    vanished = frozenset(n.node for n in cluster.nodes if n.failure is Failure.GONE)
     final = tuple(
-        _controlled_shutdown_evidence(
-            active, _infer_fenced(cluster, active, brokers, frozenset(registered)), vanished_fenced
-        )
+        _controlled_shutdown_evidence(active, _infer_fenced(cluster, active, brokers, frozenset(registered)), vanished)
     )
     memory = replace(
         memory,

@@ -59,12 +59,14 @@ def _topic_around_fault(
     healthy and the topic is gone, so the shared cluster's other tests see it as it was."""
     create_topic(cluster, topic, replicas)
     try:
-        watch.until(lambda o: _healthy(KRAFT)(o) and _offline_partitions(o, KRAFT) == 0, 60, f"{topic} online")
+        watch.until(
+            lambda o: _healthy(cluster.name)(o) and _offline_partitions(o, cluster.name) == 0, 60, f"{topic} online"
+        )
         yield
     finally:
         if not victim.is_running:
             victim.start()
-        watch.until(_healthy(KRAFT), 120, "cluster healthy again")
+        watch.until(_healthy(cluster.name), 120, "cluster healthy again")
         delete_topic(cluster, topic)
 
 
@@ -232,23 +234,35 @@ def test_killed_active_controller_fails_over_exactly_once(restarted_kraft: tuple
     assert _health(settled, RESTARTED).controller.node == after.node
 
 
+def _registration_gauges(o: Observation, controller: str) -> set[str]:
+    node = next(n for n in o.snapshot.cluster(RESTARTED).nodes if n.node == controller)  # type: ignore[union-attr]
+    return {dict(s.labels)["broker"] for s in node.series_samples("kafka_controller_broker_registration_state")}
+
+
+def _restart_controllers_with_registration_gauges(cluster: KafkaCluster, watch: Watch) -> Observation:
+    """Restart, one at a time (the quorum keeps a majority), every controller that has a BrokerRegistrationState
+    gauge. Kafka creates BrokerRegistrationState,broker=N only for a registration change a controller sees
+    while running, never from the snapshot a restarted controller loads (ControllerMetadataMetricsPublisher):
+    afterwards no controller has one, as after a rolling restart of the controllers in production."""
+    observation = watch.until(_healthy(RESTARTED), 120, "healthy before the controllers restart")
+    for controller in cluster.controllers():
+        if not _registration_gauges(observation, controller.name):
+            continue
+        controller.stop()
+        controller.start()
+        controller.wait_ready(120)
+        observation = watch.until(_healthy(RESTARTED), 120, f"{controller.name} back")
+    observation = watch.until(_healthy(RESTARTED), 120, "healthy after the controllers restarted")
+    for controller in cluster.controllers():
+        assert not _registration_gauges(observation, controller.name), controller.name
+    return observation
+
+
 def test_fencing_is_still_detected_after_every_controller_restarted(
     restarted_kraft: tuple[KafkaCluster, Watch],
 ) -> None:
     cluster_, kraft = restarted_kraft
-    for controller in cluster_.controllers():  # one at a time: the quorum keeps a majority
-        controller.stop()
-        controller.start()
-        controller.wait_ready(120)
-        kraft.until(_healthy(RESTARTED), 120, f"{controller.name} back")
-    observation = kraft.until(_healthy(RESTARTED), 120, "healthy after the controller restarted")
-    cluster = observation.snapshot.cluster(RESTARTED)
-    assert cluster is not None
-    active = next(n for n in cluster.nodes if n.node == _health(observation, RESTARTED).controller.node)
-    # Kafka creates BrokerRegistrationState,broker=N only on a registration change seen while running,
-    # never from the snapshot a restarted controller loads: the gauges are gone now (the case under test)
-    gauges = {dict(s.labels)["broker"] for s in active.series_samples("kafka_controller_broker_registration_state")}
-    assert not {str(b.node_id) for b in cluster_.brokers()} <= gauges, gauges
+    _restart_controllers_with_registration_gauges(cluster_, kraft)
     victim = cluster_.brokers()[0]
     victim.pause()
     try:
@@ -262,6 +276,41 @@ def test_fencing_is_still_detected_after_every_controller_restarted(
     finally:
         victim.resume()
     kraft.until(_healthy(RESTARTED), 90, "resumed broker ACTIVE")
+
+
+def test_controlled_shutdown_without_registration_gauges_is_shutdown_and_pages_nothing(
+    restarted_kraft: tuple[KafkaCluster, Watch], tmp_path: Path
+) -> None:
+    """After a rolling restart of the controllers no controller has a per-broker BrokerRegistrationState, so
+    a SIGTERM'd broker is gone with only FencedBrokerCount to say it is fenced; ControlledShutdownBrokerCount
+    (publishSnapshot sets it from the image) still says it shut down on purpose: SHUTDOWN, and no page."""
+    cluster_, kraft = restarted_kraft
+    _restart_controllers_with_registration_gauges(cluster_, kraft)
+    victim, other = cluster_.brokers()[1], cluster_.brokers()[0]
+    with _topic_around_fault(kraft, cluster_, "ctlplane-led-ungauged", [[victim.node_id, other.node_id]] * 4, victim):
+        timeline = Timeline(kraft, RESTARTED)
+        timeline.round()
+        timeline.sleep_into_round(0.5)
+        victim.stop()  # SIGTERM: controlled shutdown, finished well within the round
+        for _ in range(6):  # 90 s: a misread as FENCED would page by now
+            timeline.round()
+        stopped = timeline.states(victim.name)[1:]
+        assert set(stopped) == {Lifecycle.SHUTDOWN}, timeline.evidence(victim.name)
+        # the count, not a gauge, told it apart (the round after the stop, once the process is gone)
+        assert any("ControlledShutdownBrokerCount" in e for e in timeline.evidence(victim.name)), timeline.evidence(
+            victim.name
+        )
+        replay(
+            timeline,
+            "kraft-4.3-controlled-shutdown-without-registration-gauges",
+            [
+                Expectation("critical", len(timeline.observations) - 1, frozenset(), ever=True),
+                Expectation("warning", len(timeline.observations) - 1, frozenset(), ever=True),
+            ],
+            f"Kafka 4.3.1 KRaft after a rolling restart of the controllers (no BrokerRegistrationState gauges), "
+            f"SIGTERM of {victim.name} (leading 4 partitions) 0.5 s after a round, not restarted",
+            tmp_path,
+        )
 
 
 def test_a_restart_held_in_start_up_is_initial_and_never_pages_as_fenced(

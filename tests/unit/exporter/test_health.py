@@ -460,15 +460,23 @@ def test_zookeeper_staleness_in_seconds_from_the_controllers_queue_time_for_that
     ]
 
 
-def _gone_after_running(controlled_shutdown: float, *brokers: str) -> dict[str, Lifecycle]:
+def _gone_after_running(controlled_shutdown: float, *brokers: str, gauges: bool = True) -> dict[str, Lifecycle]:
+    """Each broker ran, then its process is gone and the controller has fenced it. Without `gauges` the
+    controller has no BrokerRegistrationState per broker (a restarted 4.1+ controller), only the counts."""
     ids = {name: 101 + i for i, name in enumerate(brokers)}
     memory = HealthMemory()
     _, memory = _health(
-        kraft_controller("c1", 1, active=True, registrations=dict.fromkeys(ids.values(), 30)),
+        kraft_controller("c1", 1, active=True, registrations=dict.fromkeys(ids.values(), 30) if gauges else None),
         *(kraft_broker(name, i) for name, i in ids.items()),
         memory=memory,
     )
-    controller = kraft_controller("c1", 1, active=True, registrations=dict.fromkeys(ids.values(), 10))
+    controller = kraft_controller(
+        "c1",
+        1,
+        active=True,
+        registrations=dict.fromkeys(ids.values(), 10) if gauges else None,
+        fenced=len(ids),
+    )
     controller = replace(
         controller,
         samples=(
@@ -486,6 +494,14 @@ def test_a_vanished_broker_the_controller_counts_in_controlled_shutdown_is_shut_
     assert _gone_after_running(0, "b1") == {"b1": Lifecycle.FENCED}
     # two vanished, one counted: either could be the crash, so both page
     assert _gone_after_running(1, "b1", "b2") == {"b1": Lifecycle.FENCED, "b2": Lifecycle.FENCED}
+
+
+def test_a_controlled_shutdown_is_told_from_a_crash_by_the_counts_when_the_controller_has_no_per_broker_gauge() -> None:
+    # A 4.1+ controller restarted since the brokers registered has no BrokerRegistrationState for them
+    # (ControllerMetadataMetricsPublisher.publishSnapshot adds none); its counts still tell the two apart.
+    assert _gone_after_running(1, "b1", gauges=False) == {"b1": Lifecycle.SHUTDOWN}
+    assert _gone_after_running(0, "b1", gauges=False) == {"b1": Lifecycle.FENCED}
+    assert _gone_after_running(1, "b1", "b2", gauges=False) == {"b1": Lifecycle.FENCED, "b2": Lifecycle.FENCED}
 
 
 def test_not_running_at_start_up_after_a_crash_is_initial_not_a_shutdown() -> None:
