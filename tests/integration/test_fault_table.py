@@ -272,7 +272,7 @@ def test_fencing_is_still_detected_after_every_controller_restarted(
             "stalled broker FENCED without per-broker registration gauges",
         )
         broker = _health(fenced, RESTARTED).broker(victim.name)
-        assert broker is not None and "FencedBrokerCount" in broker.evidence, broker.evidence
+        assert broker is not None and "FencedBrokerCount" in broker.evidence, broker
     finally:
         victim.resume()
     kraft.until(_healthy(RESTARTED), 90, "resumed broker ACTIVE")
