@@ -28,7 +28,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.machine import load, status
+from bench.machine import load, memory_breakdown, status
 from dashboard.source import InProcessSource
 from demo.launch import start_simulator
 from exporter.app import create_app, server_options
@@ -131,7 +131,10 @@ def main() -> int:
         warm_rounds = len(rounds)
         rss_before, threads_before = status()
         warm = rounds[-1][0] if rounds else 0
-        print(f"{warm} of {len(targets)} nodes answered after {warm_rounds} rounds; RSS {rss_before:.0f} MB; {load()}")
+        print(
+            f"{warm} of {len(targets)} nodes answered after {warm_rounds} rounds; RSS {rss_before:.0f} MB "
+            f"({memory_breakdown()}); {load()}"
+        )
 
         context = multiprocessing.get_context("spawn")  # never fork a process that hosts a JVM
         results: Queue[tuple[list[float], list[str]]] = context.Queue()
@@ -140,7 +143,7 @@ def main() -> int:
         started = time.monotonic()
         for minute in range(1, int(args.minutes) + 1):
             time.sleep(max(0.0, started + 60 * minute - time.monotonic()))
-            print(f"  minute {minute}: exporter RSS {status()[0]:.0f} MB; {load()}")
+            print(f"  minute {minute}: exporter RSS {status()[0]:.0f} MB ({memory_breakdown()}); {load()}")
         latencies, errors = results.get(timeout=args.minutes * 60 + 120)
         process.join(timeout=30)
         rss_after, threads_after = status()

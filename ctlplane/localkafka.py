@@ -923,6 +923,7 @@ def start_zk_cluster(
     version: str = ZK_VERSION,
     zookeeper: ZooKeeperServer | str | None = None,
     chroot: str | None = None,
+    node_overrides: Mapping[str, Mapping[str, str]] | None = None,
     wait: bool = True,
     timeout: float = 180,
 ) -> KafkaCluster:
@@ -934,12 +935,14 @@ def start_zk_cluster(
     external connect string ``host:port``. ``chroot`` defaults to ``/<name>``
     ("" or "/" for none). With ``control_plane_listener`` the brokers get a second
     listener CONTROLLER used as ``control.plane.listener.name`` (KIP-291).
+    ``node_overrides[node name]`` is added to that broker's properties last.
     ``wait`` waits for ``wait_ready(timeout)``; on failure everything is stopped.
     """
     if _major_minor(version)[0] >= 4:
         raise ValueError(f"Kafka {version} has no ZooKeeper mode; use {ZK_VERSION}")
     if brokers < 1:
         raise ValueError("brokers must be >= 1")
+    _check_node_overrides(node_overrides, [f"broker-{i}" for i in range(1, brokers + 1)])
     base = _cluster_dir(workdir, name)
     chroot = f"/{name}" if chroot is None else chroot.rstrip("/")
     if chroot and not chroot.startswith("/"):
@@ -996,6 +999,7 @@ def start_zk_cluster(
             }
             if control_plane_listener:
                 props["control.plane.listener.name"] = "CONTROLLER"
+            props.update((node_overrides or {}).get(node_name, {}))
             cluster.nodes.append(
                 _kafka_node(
                     name,
@@ -1024,6 +1028,12 @@ def start_zk_cluster(
     return cluster
 
 
+def _check_node_overrides(overrides: Mapping[str, Mapping[str, str]] | None, names: Sequence[str]) -> None:
+    unknown = set(overrides or {}) - set(names)
+    if unknown:
+        raise ValueError(f"node_overrides for nodes the cluster does not have: {sorted(unknown)}")
+
+
 def kraft_cluster_id(name: str) -> str:
     """A fixed, valid KRaft cluster id derived from the cluster name (22 chars, base64url)."""
     digest = hashlib.sha256(f"ctlplane:{name}".encode()).digest()[:16]
@@ -1039,6 +1049,8 @@ def start_kraft_cluster(
     version: str = KRAFT_VERSION,
     broker_session_timeout_ms: int = 6000,
     broker_overrides: Mapping[str, str] | None = None,
+    node_overrides: Mapping[str, Mapping[str, str]] | None = None,
+    controller_ports: Mapping[int, int] | None = None,
     wait: bool = True,
     timeout: float = 180,
 ) -> KafkaCluster:
@@ -1047,7 +1059,9 @@ def start_kraft_cluster(
     and broker-only nodes ``broker-1..`` (node ids 1..).
 
     ``broker.heartbeat.interval.ms`` is min(1000, session timeout / 3); ``broker_overrides`` are
-    added to every broker's properties last.
+    added to every broker's properties last, then ``node_overrides[node name]`` to that node's.
+    ``controller_ports`` (node id -> port) fixes the controllers' listener ports, so that a caller can
+    put something between a node and the quorum before the cluster starts.
     ``wait`` waits for ``wait_ready(timeout)``; on failure everything is stopped.
     """
     major, minor = _major_minor(version)
@@ -1062,8 +1076,9 @@ def start_kraft_cluster(
     cluster_id = kraft_cluster_id(name)
     log_config = _write_log_config(base, version)
 
-    controller_ports = {100 + i: free_port() for i in range(1, controllers + 1)}
-    voters = ",".join(f"{nid}@{LOOPBACK}:{p}" for nid, p in controller_ports.items())
+    fixed = controller_ports or {}
+    voter_ports = {nid: fixed.get(nid) or free_port() for nid in range(101, 101 + controllers)}
+    voters = ",".join(f"{nid}@{LOOPBACK}:{p}" for nid, p in voter_ports.items())
     shared = {
         "controller.quorum.voters": voters,
         "controller.listener.names": "CONTROLLER",
@@ -1085,7 +1100,7 @@ def start_kraft_cluster(
     specs: list[tuple[str, int, tuple[str, ...], int, dict[str, int], dict[str, str]]] = []
     for i in range(1, controllers + 1):
         nid = 100 + i
-        port = controller_ports[nid]
+        port = voter_ports[nid]
         props = {
             "process.roles": "controller",
             "node.id": str(nid),
@@ -1109,6 +1124,9 @@ def start_kraft_cluster(
             **(broker_overrides or {}),
         }
         specs.append((f"broker-{i}", i, ("broker",), port, {"PLAINTEXT": port}, props))
+    _check_node_overrides(node_overrides, [spec[0] for spec in specs])
+    for spec in specs:
+        spec[5].update((node_overrides or {}).get(spec[0], {}))
 
     try:
         for node_name, nid, roles, port, listeners, props in specs:

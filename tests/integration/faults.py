@@ -63,7 +63,7 @@ class Timeline:
         target = self.started + ROUND_SECONDS * (len(self.observations) - 1) + seconds
         time.sleep(max(0.0, target - time.monotonic()))
 
-    def _broker(self, node: str) -> list[BrokerHealth | None]:
+    def broker_rounds(self, node: str) -> list[BrokerHealth | None]:
         """`node`'s health per round (None where the round did not list it)."""
         result = []
         for observation in self.observations:
@@ -72,11 +72,11 @@ class Timeline:
         return result
 
     def states(self, node: str) -> list[Lifecycle]:
-        return [broker.state for broker in self._broker(node) if broker is not None]
+        return [broker.state for broker in self.broker_rounds(node) if broker is not None]
 
     def evidence(self, node: str) -> list[str]:
         """State and evidence of `node` per round, for assertion messages."""
-        return [f"{b.state}: {b.evidence}" if b is not None else "-" for b in self._broker(node)]
+        return [f"{b.state}: {b.evidence}" if b is not None else "-" for b in self.broker_rounds(node)]
 
     def series(self) -> dict[str, list[float | None]]:
         """promtool series text -> value per round (None where the series was absent)."""

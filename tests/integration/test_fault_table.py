@@ -13,7 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from ctlplane.localkafka import KafkaCluster, KafkaNode, create_topic, delete_topic, start_kraft_cluster
+from ctlplane.localkafka import (
+    LOOPBACK,
+    KafkaCluster,
+    KafkaNode,
+    create_topic,
+    delete_topic,
+    free_port,
+    start_kraft_cluster,
+    start_zk_cluster,
+)
+from ctlplane.netcut import CuttableLink
 from exporter.health import ClusterHealth, Lifecycle
 from exporter.state import Observation
 from tests.integration.faults import Expectation, Timeline, replay
@@ -22,6 +32,7 @@ from tests.integration.watch import Watch
 KRAFT = "kraft-4.3"
 ZK = "zk-3.9"
 RESTARTED = "kraft-4.3-restarted"
+ZK_LINKED = "zk-3.9-linked"
 
 
 def _health(o: Observation, name: str) -> ClusterHealth:
@@ -188,18 +199,69 @@ def test_controlled_shutdown_between_rounds_is_shutdown_and_pages_nothing(
 
 
 @pytest.fixture(scope="module")
-def restarted_kraft(kafka_workdir: Path) -> Iterator[tuple[KafkaCluster, Watch]]:
+def quorum_links() -> Iterator[dict[int, CuttableLink]]:
+    """broker-1's links to each controller of the module's own cluster (node id -> link): cut, they are a
+    network partition between that broker and the quorum while its JMX still answers."""
+    links = {nid: CuttableLink((LOOPBACK, free_port())) for nid in (101, 102, 103)}
+    yield links
+    for link in links.values():
+        link.close()
+
+
+# The controllers' second listener, which only broker-1 uses, through the links.
+PARTITIONABLE = "PARTITIONABLE"
+
+
+def _through_links(
+    broker: str, links: dict[int, CuttableLink], controller_ports: dict[int, int]
+) -> dict[str, dict[str, str]]:
+    """Node overrides that route every byte between `broker` and the quorum through `links`.
+
+    Pointing the broker's controller.quorum.voters at the links is not enough: a fetch response carries
+    the leader's endpoint for the listener the request came in on (NodeEndpoints, KIP-853), and the
+    broker's raft client follows it (KafkaRaftClient.handleFetchResponse, Endpoints.fromFetchResponse), so
+    its metadata fetches would bypass the links while only its heartbeats (RaftControllerNodeProvider ->
+    the configured voters) took them. So each controller gets a second controller listener, advertised at
+    its link's address: broker-1 speaks only that listener, and the leader names the link in its answers.
+    """
+    protocols = f"CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,{PARTITIONABLE}:PLAINTEXT"
+    overrides = {
+        f"controller-{nid - 100}": {
+            "listeners": f"CONTROLLER://{LOOPBACK}:{controller_ports[nid]},{PARTITIONABLE}://{LOOPBACK}:{link.target[1]}",
+            "advertised.listeners": (
+                f"CONTROLLER://{LOOPBACK}:{controller_ports[nid]},{PARTITIONABLE}://{LOOPBACK}:{link.port}"
+            ),
+            "controller.listener.names": f"CONTROLLER,{PARTITIONABLE}",
+            "listener.security.protocol.map": protocols,
+        }
+        for nid, link in links.items()
+    }
+    overrides[broker] = {
+        "controller.listener.names": PARTITIONABLE,
+        "controller.quorum.voters": ",".join(f"{nid}@{LOOPBACK}:{link.port}" for nid, link in links.items()),
+        "listener.security.protocol.map": protocols,
+    }
+    return overrides
+
+
+@pytest.fixture(scope="module")
+def restarted_kraft(kafka_workdir: Path, quorum_links: dict[int, CuttableLink]) -> Iterator[tuple[KafkaCluster, Watch]]:
     """A KRaft cluster of its own: a restarted controller has no per-broker registration gauges for good
     (until a broker registers anew, ControllerMetadataMetricsPublisher), and once such a controller is active
-    again the shared cluster's other tests would see that."""
+    again the shared cluster's other tests would see that. broker-1 reaches the quorum only through
+    `quorum_links` (`_through_links`)."""
     # A broker that cannot register within initial.broker.registration.timeout.ms (60 s by default,
     # KRaftConfigs) exits; the start-up test holds one longer than that on purpose.
+    controller_ports = {nid: free_port() for nid in quorum_links}
+    overrides = _through_links("broker-1", quorum_links, controller_ports)
     cluster = start_kraft_cluster(
         RESTARTED,
         kafka_workdir,
         controllers=3,
         brokers=2,
         broker_overrides={"initial.broker.registration.timeout.ms": "300000"},
+        node_overrides=overrides,
+        controller_ports=controller_ports,
     )
     watch = Watch(cluster, timeout=2.0)
     try:
@@ -208,6 +270,56 @@ def restarted_kraft(kafka_workdir: Path) -> Iterator[tuple[KafkaCluster, Watch]]
     finally:
         watch.close()
         cluster.stop()
+
+
+def test_a_broker_cut_off_from_the_controllers_while_its_jmx_answers_is_fenced_and_pages(
+    restarted_kraft: tuple[KafkaCluster, Watch], quorum_links: dict[int, CuttableLink], tmp_path: Path
+) -> None:
+    """A partition between one broker and the quorum: its heartbeats stop reaching the active controller,
+    which fences it after broker.session.timeout.ms (BrokerHeartbeatManager), while the broker itself keeps
+    BrokerState RUNNING and its JMX answers. Only the controller's view tells: FENCED, and it pages; once
+    the network heals it catches up, is unfenced and the page resolves."""
+    cluster_, kraft = restarted_kraft
+    victim = cluster_.node("broker-1")
+    kraft.until(_healthy(RESTARTED), 120, "healthy")
+    timeline = Timeline(kraft, RESTARTED)
+    timeline.round()
+    timeline.sleep_into_round(0.5)
+    for link in quorum_links.values():
+        link.cut()
+    try:
+        for _ in range(6):  # 90 s cut off: `for: 1m` has fired by then
+            timeline.round()
+    finally:
+        for link in quorum_links.values():
+            link.heal()
+    cut_until = len(timeline.observations) - 1
+    during = [b for b in timeline.broker_rounds(victim.name)[1:] if b is not None]
+    assert len(during) == 6 and all(b.up for b in during), timeline.evidence(victim.name)  # JMX answered
+    states = [b.state for b in during]
+    assert states[0] in (Lifecycle.ACTIVE, Lifecycle.FENCED), timeline.evidence(victim.name)
+    assert set(states[1:]) == {Lifecycle.FENCED}, timeline.evidence(victim.name)
+    assert during[-1].stale, timeline.evidence(victim.name)  # and its metadata stopped with the partition
+    for _ in range(8):
+        broker = timeline.round().broker(victim.name)
+        if broker is not None and broker.state is Lifecycle.ACTIVE and not broker.stale:
+            break
+    timeline.round()  # one more round: every alert resolved
+    assert timeline.states(victim.name)[-1] is Lifecycle.ACTIVE, timeline.evidence(victim.name)
+    last = len(timeline.observations) - 1
+    pages = frozenset({("KafkaBrokerFenced", victim.name)})
+    replay(
+        timeline,
+        "kraft-4.3-broker-cut-off-from-controllers",
+        [
+            Expectation("critical", cut_until, pages, node=victim.name),
+            Expectation("critical", last, pages, ever=True),
+            Expectation("critical", last, frozenset()),
+        ],
+        f"Kafka 4.3.1 KRaft, {victim.name}'s links to every controller cut 0.5 s after a round for 90 s "
+        "(JMX answering), then healed",
+        tmp_path,
+    )
 
 
 def test_killed_active_controller_fails_over_exactly_once(restarted_kraft: tuple[KafkaCluster, Watch]) -> None:
@@ -373,3 +485,96 @@ def test_zookeeper_mode_kill_just_after_a_round_is_unreachable_never_shutdown(
     finally:
         victim.start()
     zk.until(_healthy(ZK), 120, "restarted ZooKeeper-mode broker ACTIVE")
+
+
+@pytest.fixture(scope="module")
+def zk_linked(
+    zk_cluster: KafkaCluster, kafka_workdir: Path
+) -> Iterator[tuple[KafkaCluster, Watch, dict[str, CuttableLink]]]:
+    """A ZooKeeper-mode cluster of two brokers on the shared ZooKeeper (its own chroot), each broker reaching
+    ZooKeeper through a link of its own (node name -> link) that a test can cut."""
+    zookeeper = zk_cluster.zookeeper
+    assert zookeeper is not None
+    links = {f"broker-{i}": CuttableLink((LOOPBACK, zookeeper.port)) for i in (1, 2)}
+    try:
+        cluster = start_zk_cluster(
+            ZK_LINKED,
+            kafka_workdir,
+            brokers=2,
+            zookeeper=zookeeper,
+            node_overrides={
+                name: {"zookeeper.connect": f"{LOOPBACK}:{link.port}/{ZK_LINKED}"} for name, link in links.items()
+            },
+        )
+        watch = Watch(cluster, timeout=2.0)
+        try:
+            watch.until(_healthy(ZK_LINKED), 120, "healthy ZooKeeper-mode cluster")
+            yield cluster, watch, links
+        finally:
+            watch.close()
+            cluster.stop()
+    finally:
+        for link in links.values():
+            link.close()
+
+
+def test_a_zookeeper_mode_broker_cut_off_from_zookeeper_pages_and_its_expired_session_warns(
+    zk_linked: tuple[KafkaCluster, Watch, dict[str, CuttableLink]], tmp_path: Path
+) -> None:
+    """A ZooKeeper-mode broker is alive for the cluster only while it holds its ZooKeeper session (KIP-343):
+    cut off from ZooKeeper for longer than zookeeper.session.timeout.ms (6 s here), its client stops being
+    CONNECTED, ZooKeeper expires the session and deletes /brokers/ids/N, and the controller moves its
+    leadership away, while its JMX answers and BrokerState stays RUNNING. KafkaZooKeeperSessionLost pages;
+    once the network heals the client is told the session expired and starts a new one
+    (ZooKeeperClient, SessionExpireListener's ZooKeeperExpiresPerSec), and KafkaZooKeeperSessionExpired warns."""
+    cluster_, watch, links = zk_linked
+    start = watch.until(_healthy(ZK_LINKED), 60, "healthy")
+    controller = _health(start, ZK_LINKED).controller.node
+    victim = next(b for b in cluster_.brokers() if b.name != controller)
+    timeline = Timeline(watch, ZK_LINKED)
+    timeline.round()
+    timeline.sleep_into_round(0.5)
+    links[victim.name].cut()
+    try:
+        for _ in range(6):  # 90 s: `for: 1m` has fired by then
+            timeline.round()
+    finally:
+        links[victim.name].heal()
+    cut_until = len(timeline.observations) - 1
+    during = [b for b in timeline.broker_rounds(victim.name)[1:] if b is not None]
+    assert len(during) == 6 and all(b.up for b in during), timeline.evidence(victim.name)  # JMX answered
+    sessions = [_session_state(o, victim.name) for o in timeline.observations[1 : cut_until + 1]]
+    assert "CONNECTED" not in sessions[1:], sessions
+    for _ in range(8):
+        timeline.round()
+        if _session_state(timeline.observations[-1], victim.name) == "CONNECTED":
+            break
+    timeline.round()  # one more round: the session alert resolved
+    assert _session_state(timeline.observations[-1], victim.name) == "CONNECTED"
+    last = len(timeline.observations) - 1
+    lost = frozenset({("KafkaZooKeeperSessionLost", victim.name)})
+    expired = frozenset({("KafkaZooKeeperSessionExpired", victim.name)})
+    replay(
+        timeline,
+        "zk-3.9-broker-cut-off-from-zookeeper",
+        [
+            Expectation("critical", cut_until, lost, node=victim.name),
+            Expectation("critical", last, frozenset(), node=victim.name),
+            Expectation("warning", last, expired, node=victim.name),
+        ],
+        f"Kafka 3.9 ZooKeeper mode, {victim.name}'s link to ZooKeeper cut 0.5 s after a round for 90 s "
+        "(JMX answering, zookeeper.session.timeout.ms 6 s), then healed",
+        tmp_path,
+    )
+
+
+def _session_state(o: Observation, node: str) -> str | None:
+    """The ZooKeeper session state `node` reported in that round (kafka_zookeeper_session_state)."""
+    cluster = o.snapshot.cluster(ZK_LINKED)
+    snapshot = next((n for n in cluster.nodes if n.node == node), None) if cluster else None
+    if snapshot is None:
+        return None
+    return next(
+        (dict(s.labels)["state"] for s in snapshot.series_samples("kafka_zookeeper_session_state") if s.value == 1),
+        None,
+    )
