@@ -316,6 +316,47 @@ def _controlled_shutdown_evidence(
     ]
 
 
+def _zookeeper_deregistered(
+    cluster: ClusterSnapshot, active: NodeSnapshot | None, brokers: list[BrokerHealth]
+) -> list[BrokerHealth]:
+    """ZooKeeper mode: running brokers whose ZooKeeper session is gone and whom the controller dropped.
+
+    A ZooKeeper-mode broker is alive for the cluster only while its ephemeral /brokers/ids/N exists, that is
+    while it holds its ZooKeeper session (KIP-343). When ZooKeeper expires the session, the controller
+    handles the broker's departure (KafkaController.onBrokerFailure): it moves leadership away and
+    ControllerChannelManager.removeBroker drops its request queue, with the QueueSize,broker-id=N gauge.
+    Meanwhile the broker's BrokerState stays RUNNING and its client keeps reconnecting (SessionState
+    CONNECTING). That is fencing in all but name: FENCED. A session only disconnected for less than its
+    timeout is still registered and the controller still has its queue, so both signs are required.
+    """
+    queue = "kafka_controller_channel_queue_size"
+    if cluster.mode is not Mode.ZOOKEEPER or active is None or not active.has(queue):
+        return brokers
+    nodes = {n.node: n for n in cluster.nodes}
+    result = []
+    for b in brokers:
+        session = _state_label(nodes[b.node], "kafka_zookeeper_session_state")
+        if (
+            b.up
+            and b.state is Lifecycle.ACTIVE
+            and b.node_id is not None
+            and session not in (None, "CONNECTED")
+            and active.value(queue, broker=str(b.node_id)) is None
+        ):
+            evidence = (
+                f"ZooKeeper session {session} and the controller has no request queue for broker {b.node_id}: "
+                f"not registered (KIP-343); {b.evidence}"
+            )
+            b = replace(b, state=Lifecycle.FENCED, evidence=evidence)
+        result.append(b)
+    return result
+
+
+def _state_label(node: NodeSnapshot, series: str) -> str | None:
+    """The string a STATE series carries (its `state` label where the value is 1), or None."""
+    return next((dict(s.labels).get("state") for s in node.series_samples(series) if s.value == 1), None)
+
+
 def _registration(active: NodeSnapshot | None, cluster: ClusterSnapshot, node: NodeSnapshot) -> float | None:
     """The controller's BrokerRegistrationState for `node`: the active controller's, else any controller's.
 
@@ -546,9 +587,8 @@ def evaluate_cluster(
     # gone (connection refused): fenced by the controller's registration or, where the controller has no
     # per-broker gauge (a 4.1+ controller restarted since the brokers registered), by FencedBrokerCount
     vanished = frozenset(n.node for n in cluster.nodes if n.failure is Failure.GONE)
-    final = tuple(
-        _controlled_shutdown_evidence(active, _infer_fenced(cluster, active, brokers, frozenset(registered)), vanished)
-    )
+    fenced = _zookeeper_deregistered(cluster, active, _infer_fenced(cluster, active, brokers, frozenset(registered)))
+    final = tuple(_controlled_shutdown_evidence(active, fenced, vanished))
     memory = replace(
         memory,
         offsets=MappingProxyType({k: v for k, v in offsets.items() if k in known}),

@@ -527,3 +527,33 @@ def test_brokerstate_not_yet_read_after_a_restart_is_no_shutdown_and_a_kill_then
         (kraft_broker("b1", 101, up=False), 10, Lifecycle.FENCED),
     ]
     _lifecycle_steps(steps)
+
+
+def test_a_zookeeper_mode_broker_whose_session_expired_and_whom_the_controller_dropped_is_fenced() -> None:
+    # KIP-343: alive only while it holds its ZooKeeper session; on expiry the controller removes it and
+    # its request queue (ControllerChannelManager.removeBroker), while its own BrokerState stays RUNNING.
+    queue = "kafka_controller_channel_queue_size"
+    session = "kafka_zookeeper_session_state"
+
+    def zk(name: str, node_id: int, state: str, *queues: int) -> object:
+        values = {
+            "kafka_broker_state": 3,
+            "kafka_controller_active": 1 if queues else 0,
+            (session, (("state", state),)): 1,
+        }
+        values.update({(queue, (("broker", str(q)),)): 0 for q in queues})
+        return node(name, values, mode=Mode.ZOOKEEPER, node_id=node_id)
+
+    def states(*nodes: object) -> dict[str, Lifecycle]:
+        cluster, _ = _health(*nodes)
+        return {b.node: b.state for b in cluster.brokers}
+
+    dropped = states(zk("b1", 1, "CONNECTED", 1, 3), zk("b2", 2, "CONNECTING"), zk("b3", 3, "CONNECTED"))
+    assert dropped == {"b1": Lifecycle.ACTIVE, "b2": Lifecycle.FENCED, "b3": Lifecycle.ACTIVE}
+    # disconnected, but the session has not expired yet: still registered, the controller still sends to it
+    assert states(zk("b1", 1, "CONNECTED", 1, 2), zk("b2", 2, "CONNECTING"))["b2"] is Lifecycle.ACTIVE
+    # connected, the controller not (yet) sending to it (it has just registered): no guess
+    assert states(zk("b1", 1, "CONNECTED", 1), zk("b2", 2, "CONNECTED"))["b2"] is Lifecycle.ACTIVE
+    cluster, _ = _health(zk("b1", 1, "CONNECTED", 1, 3), zk("b2", 2, "CONNECTING"), zk("b3", 3, "CONNECTED"))
+    b2 = cluster.broker("b2")
+    assert b2 is not None and "ZooKeeper session CONNECTING" in b2.evidence
