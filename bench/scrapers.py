@@ -35,6 +35,7 @@ from exporter.app import create_app, server_options
 from exporter.health import Thresholds
 from exporter.jmx.base import Endpoint
 from exporter.jmx.jpype_client import JPypeJmxClient
+from exporter.memory import release_free_memory
 from exporter.model import FleetSnapshot
 from exporter.scraper import Scraper, Target
 from exporter.state import ExporterState
@@ -91,6 +92,9 @@ def main() -> int:
     parser.add_argument("--every", type=float, default=5.0, help="each scraper's interval, seconds")
     parser.add_argument("--interval", type=float, default=15.0, help="the exporter's scrape interval")
     parser.add_argument("--workers", type=int, default=16)
+    parser.add_argument(
+        "--keep-free-memory", action="store_true", help="no malloc_trim after each round (the way before)"
+    )
     args = parser.parse_args()
 
     import uvicorn
@@ -105,6 +109,8 @@ def main() -> int:
         )
         state = ExporterState(scraper.latest(), Thresholds())
         scraper.subscribe(state.observe)
+        if not args.keep_free_memory:
+            state.subscribe(release_free_memory)  # as `ctlplane run` does (ctlplane/cli.py build_state)
 
         def record(snapshot: FleetSnapshot) -> None:
             rounds.append((sum(node.up for node in snapshot.nodes()), snapshot.round_duration_seconds))

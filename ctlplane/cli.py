@@ -16,6 +16,7 @@ from exporter.catalog import Role
 from exporter.config import ConfigError, Settings, load_settings, parse_settings
 from exporter.health import Thresholds
 from exporter.jmx.base import Endpoint, JmxClient
+from exporter.memory import release_free_memory
 from exporter.scraper import Scraper, Target
 from exporter.state import ExporterState, Observation
 
@@ -85,6 +86,9 @@ def build_state(settings: Settings, scraper: Scraper) -> ExporterState:
     thresholds = Thresholds(**health.model_dump())
     state = ExporterState(scraper.latest(), thresholds)
     scraper.subscribe(state.observe)
+    # after each round, hand the memory its threads freed back to the system (exporter/memory.py); what
+    # listeners subscribed later free is handed back a round later
+    state.subscribe(release_free_memory)
     return state
 
 
