@@ -30,7 +30,7 @@ class _MallInfo2(ctypes.Structure):
 
 def memory_breakdown() -> str:
     """Where this process's memory is: malloc in use vs free but held (glibc mallinfo2, summed over
-    every arena), the in-process JVM's heap (committed / used) if one runs, and Python's live blocks.
+    every arena), the in-process JVM's heap and non-heap if one runs, and pymalloc's arenas.
     RSS growth with malloc's in-use flat is fragmentation or arenas, not a leak."""
     parts = []
     try:

@@ -171,31 +171,44 @@ def test_kill_at_other_phases_of_the_round_is_never_shutdown(
     kraft.until(_healthy(KRAFT), 120, "restarted broker ACTIVE")
 
 
-def test_controlled_shutdown_between_rounds_is_shutdown_and_pages_nothing(
-    kraft: Watch, kraft_cluster: KafkaCluster, tmp_path: Path
-) -> None:
-    victim, other = kraft_cluster.brokers()[1], kraft_cluster.brokers()[0]
-    # Kafka marks a registration inControlledShutdown only for a broker that still leads partitions when
-    # it asks to shut down; every production broker does. Preferred leader first: the victim leads all 4.
-    with _topic_around_fault(kraft, kraft_cluster, "ctlplane-led", [[victim.node_id, other.node_id]] * 4, victim):
-        timeline = Timeline(kraft, KRAFT)
+def _controlled_shutdown_of_a_leader_pages_nothing(
+    watch: Watch, cluster: KafkaCluster, topic: str, recorded: str, setting: str, tmp_path: Path
+) -> Timeline:
+    """SIGTERM of broker-2 0.5 s after a round while it leads all 4 partitions of `topic`, not restarted:
+    SHUTDOWN in each of the next 6 rounds, and no alert fires (replayed through the rules as `recorded`).
+
+    Kafka marks a registration inControlledShutdown only for a broker that still leads partitions when it
+    asks to shut down; every production broker does. Preferred leader first: the victim leads all 4."""
+    victim, other = cluster.brokers()[1], cluster.brokers()[0]
+    with _topic_around_fault(watch, cluster, topic, [[victim.node_id, other.node_id]] * 4, victim):
+        timeline = Timeline(watch, cluster.name)
         timeline.round()
         timeline.sleep_into_round(0.5)
         victim.stop()  # SIGTERM: controlled shutdown, finished well within the round
         for _ in range(6):  # 90 s: a misread as FENCED would page by now
             timeline.round()
         stopped = timeline.states(victim.name)[1:]
-        assert set(stopped) == {Lifecycle.SHUTDOWN}, stopped
+        assert set(stopped) == {Lifecycle.SHUTDOWN}, timeline.evidence(victim.name)
         replay(
             timeline,
-            "kraft-4.3-controlled-shutdown-not-restarted",
+            recorded,
             [
                 Expectation("critical", len(timeline.observations) - 1, frozenset(), ever=True),
                 Expectation("warning", len(timeline.observations) - 1, frozenset(), ever=True),
             ],
-            f"Kafka 4.3.1 KRaft, SIGTERM of {victim.name} (leading 4 partitions) 0.5 s after a round, not restarted",
+            f"Kafka 4.3.1 KRaft{setting}, SIGTERM of {victim.name} (leading 4 partitions) 0.5 s after a round, "
+            "not restarted",
             tmp_path,
         )
+    return timeline
+
+
+def test_controlled_shutdown_between_rounds_is_shutdown_and_pages_nothing(
+    kraft: Watch, kraft_cluster: KafkaCluster, tmp_path: Path
+) -> None:
+    _controlled_shutdown_of_a_leader_pages_nothing(
+        kraft, kraft_cluster, "ctlplane-led", "kraft-4.3-controlled-shutdown-not-restarted", "", tmp_path
+    )
 
 
 @pytest.fixture(scope="module")
@@ -398,31 +411,17 @@ def test_controlled_shutdown_without_registration_gauges_is_shutdown_and_pages_n
     (publishSnapshot sets it from the image) still says it shut down on purpose: SHUTDOWN, and no page."""
     cluster_, kraft = restarted_kraft
     _restart_controllers_with_registration_gauges(cluster_, kraft)
-    victim, other = cluster_.brokers()[1], cluster_.brokers()[0]
-    with _topic_around_fault(kraft, cluster_, "ctlplane-led-ungauged", [[victim.node_id, other.node_id]] * 4, victim):
-        timeline = Timeline(kraft, RESTARTED)
-        timeline.round()
-        timeline.sleep_into_round(0.5)
-        victim.stop()  # SIGTERM: controlled shutdown, finished well within the round
-        for _ in range(6):  # 90 s: a misread as FENCED would page by now
-            timeline.round()
-        stopped = timeline.states(victim.name)[1:]
-        assert set(stopped) == {Lifecycle.SHUTDOWN}, timeline.evidence(victim.name)
-        # the count, not a gauge, told it apart (the round after the stop, once the process is gone)
-        assert any("ControlledShutdownBrokerCount" in e for e in timeline.evidence(victim.name)), timeline.evidence(
-            victim.name
-        )
-        replay(
-            timeline,
-            "kraft-4.3-controlled-shutdown-without-registration-gauges",
-            [
-                Expectation("critical", len(timeline.observations) - 1, frozenset(), ever=True),
-                Expectation("warning", len(timeline.observations) - 1, frozenset(), ever=True),
-            ],
-            f"Kafka 4.3.1 KRaft after a rolling restart of the controllers (no BrokerRegistrationState gauges), "
-            f"SIGTERM of {victim.name} (leading 4 partitions) 0.5 s after a round, not restarted",
-            tmp_path,
-        )
+    timeline = _controlled_shutdown_of_a_leader_pages_nothing(
+        kraft,
+        cluster_,
+        "ctlplane-led-ungauged",
+        "kraft-4.3-controlled-shutdown-without-registration-gauges",
+        " after a rolling restart of the controllers (no BrokerRegistrationState gauges)",
+        tmp_path,
+    )
+    # the count, not a gauge, told it apart (the round after the stop, once the process is gone)
+    evidence = timeline.evidence(cluster_.brokers()[1].name)
+    assert any("ControlledShutdownBrokerCount" in e for e in evidence), evidence
 
 
 def test_a_restart_held_in_start_up_is_initial_and_never_pages_as_fenced(
