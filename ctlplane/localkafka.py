@@ -724,21 +724,7 @@ class KafkaCluster:
         zk = self.zookeeper
         if zk is not None:
             zk.wait_ready(max(1.0, deadline - time.monotonic()))
-        pending = list(self.nodes)
-        while True:
-            for n in self.nodes:
-                n.check_alive(f"cluster {self.name}")
-            pending = [n for n in pending if not n.is_ready()]
-            if not pending:
-                return
-            if time.monotonic() > deadline:
-                first = pending[0]
-                raise ClusterStartError(
-                    f"cluster {self.name}: {', '.join(n.name for n in pending)} "
-                    f"not ready after {timeout:.0f}s; "
-                    f"last lines of {first.log_path}:\n{first.log_tail()}"
-                )
-            time.sleep(_POLL_INTERVAL)
+        _wait_for(self, self.nodes, lambda n: n.is_ready(), max(1.0, deadline - time.monotonic()), "not ready")
 
     def start(self) -> None:
         """Start every stopped node (after ``stop``); does not wait."""
@@ -1175,21 +1161,39 @@ _CONTROLLER_METRICS_PUBLISHER_READY = r"InitializeNewPublishers: initializing Co
 
 
 def _wait_for_controller_metrics_publisher(cluster: KafkaCluster, timeout: float) -> None:
+    _wait_for(
+        cluster,
+        cluster.controllers(),
+        lambda n: re.search(_CONTROLLER_METRICS_PUBLISHER_READY, n.log_since_start()) is not None,
+        timeout,
+        "did not initialise ControllerMetadataMetricsPublisher",
+    )
+
+
+def _wait_for(
+    cluster: KafkaCluster,
+    nodes: Sequence[KafkaNode],
+    done: Callable[[KafkaNode], bool],
+    timeout: float,
+    what: str,
+) -> None:
+    """Poll until `done` holds for every node of `nodes`; a node that exits, or the deadline, raises
+    ClusterStartError naming the pending nodes (`what`) and quoting the first one's log."""
     deadline = time.monotonic() + timeout
-    pending = cluster.controllers()
-    while pending:
-        for node in pending:
+    pending = list(nodes)
+    while True:
+        for node in nodes:
             node.check_alive(f"cluster {cluster.name}")
-        pending = [n for n in pending if re.search(_CONTROLLER_METRICS_PUBLISHER_READY, n.log_since_start()) is None]
-        if pending and time.monotonic() > deadline:
+        pending = [n for n in pending if not done(n)]
+        if not pending:
+            return
+        if time.monotonic() > deadline:
             first = pending[0]
             raise ClusterStartError(
-                f"cluster {cluster.name}: {', '.join(n.name for n in pending)} did not initialise "
-                f"ControllerMetadataMetricsPublisher within {timeout:.0f}s; last lines of {first.log_path}:\n"
-                f"{first.log_tail()}"
+                f"cluster {cluster.name}: {', '.join(n.name for n in pending)} {what} "
+                f"after {timeout:.0f}s; last lines of {first.log_path}:\n{first.log_tail()}"
             )
-        if pending:
-            time.sleep(_POLL_INTERVAL)
+        time.sleep(_POLL_INTERVAL)
 
 
 def _format_storage(cluster: KafkaCluster, log_config: Path) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import yaml
 
+from ctlplane.localkafka import KafkaCluster
 from exporter.families import render_families
 from exporter.health import BrokerHealth, ClusterHealth, Lifecycle
 from exporter.state import Observation
@@ -36,12 +37,32 @@ RULE_SERIES = frozenset(name for rule in ALL_ALERTS for name in metric_names(str
 
 @dataclass
 class Timeline:
-    """Rounds of one cluster at ROUND_SECONDS apart, from a round clock the caller drives."""
+    """Rounds of one cluster at ROUND_SECONDS apart, from a round clock the caller drives.
+
+    The cluster's Kafka version and mode are parameters of the run, not of the test: the recorded replay
+    is named and described after them (`label`, `kafka`), so the same fault run on another version's
+    cluster records its own file beside the others."""
 
     watch: Watch
-    cluster: str
+    kafka_cluster: KafkaCluster
     observations: list[Observation] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
+
+    @property
+    def cluster(self) -> str:
+        return self.kafka_cluster.name
+
+    @property
+    def label(self) -> str:
+        """Mode and major.minor version, the recorded file's prefix: "kraft-4.3", "zk-3.9"."""
+        mode = "kraft" if self.kafka_cluster.mode == "kraft" else "zk"
+        return f"{mode}-{'.'.join(self.kafka_cluster.version.split('.')[:2])}"
+
+    @property
+    def kafka(self) -> str:
+        """ "Kafka 4.3.1 KRaft", "Kafka 3.9.2 ZooKeeper mode": the run's version, for the recorded header."""
+        mode = "KRaft" if self.kafka_cluster.mode == "kraft" else "ZooKeeper mode"
+        return f"Kafka {self.kafka_cluster.version} {mode}"
 
     @property
     def next_round_at(self) -> float:
@@ -154,12 +175,15 @@ class Expectation:
         }
 
 
-def replay(timeline: Timeline, name: str, expectations: Sequence[Expectation], description: str, tmp: Path) -> Path:
-    """Write the recorded timeline as a promtool test and run it against the shipped rules.
+def replay(timeline: Timeline, fault: str, expectations: Sequence[Expectation], description: str, tmp: Path) -> Path:
+    """Write the recorded timeline as a promtool test named `<label>-<fault>` and run it against the
+    shipped rules; `description` says what was done, the timeline adds the Kafka version and mode.
 
     With CTLPLANE_RECORD_FIXTURES=1 the file goes to alerts/tests/recorded/ (committed, replayed by
     `make lint`); otherwise to a temporary directory laid out the same way.
     """
+    name = f"{timeline.label}-{fault}"
+    description = f"{timeline.kafka}, {description}"
     content = timeline.promtool_test(name, expectations, description)
     if os.environ.get("CTLPLANE_RECORD_FIXTURES") == "1":
         target = RECORDED_DIR / f"{name}.test.yml"
