@@ -7,9 +7,13 @@ named in the config, never written inline, and never shown by ``repr``.
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
+import ssl
+import tempfile
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -27,7 +31,35 @@ DEFAULT_PORT = 18309  # outside the 9100-9999 exporter range and away from 8000/
 
 class _Strict(BaseModel):
     # Unknown keys are mistakes (a typo in `interval_seconds` must not silently keep the default).
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # inf and nan are never a setting: `.inf` as an interval killed the scraper thread at run time.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+DAY_SECONDS = 86400.0
+# RFC 1123 host name: dot-separated labels of letters, digits and inner hyphens, 63 characters at most
+# each, 253 in all (a trailing dot, the DNS root, is allowed).
+_HOST_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
+
+
+def host_problem(host: str, bracketed_ipv6: bool) -> str | None:
+    """Why `host` is not a host name or IP address, or None. In a host:port address an IPv6 address is
+    written in brackets ([::1]:9999, as in a JMX service URL); a bind address is bare (::)."""
+    if host.startswith("[") and host.endswith("]") and bracketed_ipv6:
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+            return None
+        except ValueError:
+            return f"{host!r} is not an IPv6 address"
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        name = host[:-1] if host.endswith(".") else host
+        if 0 < len(name) <= 253 and all(_HOST_LABEL.match(label) for label in name.split(".")):
+            return None
+        return f"{host!r} is not a host name (letters, digits, inner hyphens, dot-separated) or IP address"
+    if address.version == 6 and bracketed_ipv6:
+        return f"write an IPv6 address in brackets: [{host}]"
+    return None
 
 
 class JmxAuth(_Strict):
@@ -81,6 +113,9 @@ class NodeConfig(_Strict):
         host, sep, port = value.rpartition(":")
         if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
             raise ValueError(f"expected host:port with a port in 1-65535, got {value!r}")
+        problem = host_problem(host, bracketed_ipv6=True)
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
     @property
@@ -112,8 +147,8 @@ class ClusterConfig(_Strict):
 
 
 class ScrapeConfig(_Strict):
-    interval_seconds: float = Field(default=15.0, gt=0)
-    timeout_seconds: float = Field(default=10.0, gt=0)
+    interval_seconds: float = Field(default=15.0, gt=0, le=DAY_SECONDS)
+    timeout_seconds: float = Field(default=10.0, gt=0, le=DAY_SECONDS)
     workers: int = Field(default=16, ge=1, le=1024)
     client: Literal["jpype", "jmxquery"] = "jpype"
     jvm_max_heap: str = Field(default="128m", pattern=r"^\d+[kmgKMG]$")
@@ -130,6 +165,12 @@ class TlsConfig(_Strict):
     key_file: Path
 
 
+# bcrypt in the modular crypt format: $2a$/$2b$/$2y$, a two-digit cost of 4-31, then 22 characters of salt
+# and 31 of hash in bcrypt's base64 alphabet (60 characters in all). Anything else failed in bcrypt at
+# request time, an HTTP 500 for every request that gave that user.
+_BCRYPT = re.compile(r"^\$2[aby]\$(0[4-9]|[12][0-9]|3[01])\$[./A-Za-z0-9]{53}$")
+
+
 class HttpConfig(_Strict):
     host: str = "127.0.0.1"
     port: int = Field(default=DEFAULT_PORT, ge=0, lt=65536)
@@ -137,12 +178,25 @@ class HttpConfig(_Strict):
     # user -> bcrypt hash, the format of Prometheus' web config (`htpasswd -nBC 10 "" | tr -d ':\n'`)
     basic_auth_users: dict[str, str] = Field(default_factory=dict)
 
+    @field_validator("host")
+    @classmethod
+    def _bind_host(cls, value: str) -> str:
+        problem = host_problem(value, bracketed_ipv6=False)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
     @field_validator("basic_auth_users")
     @classmethod
     def _bcrypt_hashes(cls, users: dict[str, str]) -> dict[str, str]:
         for user, hashed in users.items():
             if not hashed.startswith(("$2a$", "$2b$", "$2y$")):
                 raise ValueError(f"password of {user!r} must be a bcrypt hash, not plain text")
+            if not _BCRYPT.match(hashed):
+                raise ValueError(
+                    f"password of {user!r} is not a whole bcrypt hash ($2b$<cost 04-31>$ and 53 characters; "
+                    "make one with `htpasswd -nBC 10 \"\" | tr -d ':\\n'`)"
+                )
         return users
 
 
@@ -161,8 +215,8 @@ class HistoryConfig(_Strict):
     """The Parquet archive of every snapshot (exporter/history.py) that the Spark pipeline reads."""
 
     path: Path
-    flush_seconds: float = Field(default=60.0, gt=0)
-    retention_days: float | None = Field(default=30.0, gt=0)
+    flush_seconds: float = Field(default=60.0, gt=0, le=DAY_SECONDS)
+    retention_days: float | None = Field(default=30.0, gt=0, le=100 * 366)
     max_bytes: int | None = Field(default=None, gt=0)
 
 
@@ -170,7 +224,7 @@ class DashboardConfig(_Strict):
     """The web dashboard `ctlplane run` serves at /dashboard/ (docs/dashboard.md)."""
 
     enabled: bool = True
-    refresh_seconds: float = Field(default=5.0, ge=1)
+    refresh_seconds: float = Field(default=5.0, ge=1, le=DAY_SECONDS)
     alerts_url: str | None = Field(default=None, description="Alertmanager or Prometheus base URL")
     history_dir: Path | None = Field(default=None, description="the Spark pipeline's --out directory")
     window_seconds: float = Field(
@@ -214,29 +268,144 @@ def _describe(error: ValidationError) -> list[Problem]:
     return problems
 
 
+def _cluster_problems(settings: Settings) -> list[Problem]:
+    problems = []
+    for index, cluster in enumerate(settings.clusters):
+        # The in-process JVM reads one trust store (javax.net.ssl.trustStore, set when it starts), so a
+        # cluster's own would be ignored: refuse it rather than connect with a store the operator did not name.
+        for name in ("truststore", "truststore_password_file"):
+            if cluster.jmx is not None and getattr(cluster.jmx, name) is not None:
+                problems.append(
+                    f"clusters.{index}.jmx.{name}: applies to every cluster: set it in the top-level `jmx:` "
+                    "(the exporter's JVM has one trust store); `ssl: true` may be set per cluster"
+                )
+    return problems
+
+
 def parse_settings(document: object, source: str = "<config>") -> Settings:
     try:
-        return Settings.model_validate(document)
+        settings = Settings.model_validate(document)
     except ValidationError as exc:
         raise ConfigError(f"{source}: invalid configuration\n  " + "\n  ".join(_describe(exc))) from None
+    problems = _cluster_problems(settings)
+    if problems:
+        raise ConfigError(f"{source}: invalid configuration\n  " + "\n  ".join(problems))
+    return settings
 
 
-def load_settings(path: Path) -> Settings:
-    """Read and validate a YAML config file; raise ConfigError naming the field path on any mistake."""
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice in one mapping: YAML keeps the last one, so a second
+    `clusters:` silently dropped every cluster of the first."""
+
+
+def _mapping_without_duplicates(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    loader.flatten_mapping(node)
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"duplicate key {key!r} (first on line {seen[key] + 1}): YAML would keep only the last",
+                key_node.start_mark,
+            )
+        seen[key] = key_node.start_mark.line
+    return loader.construct_mapping(node)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates)
+
+
+def _read_yaml(path: Path) -> object:
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
     try:
-        document = yaml.safe_load(text)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}: not UTF-8 (byte {raw[exc.start]:#04x} on line {line})") from None
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader: no arbitrary objects
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
-    if not isinstance(document, dict):
-        raise ConfigError(f"{path}: expected a mapping at the top level (with a `clusters:` list)")
-    settings = parse_settings(document, str(path))
-    for cluster in settings.clusters:
+    except RecursionError:
+        raise ConfigError(f"{path}: not a ctlplane config: nested too deeply") from None
+
+
+def _readable_file(path: Path) -> str | None:
+    """Why `path` cannot be read as a file, or None."""
+    if not path.is_file():
+        return f"{path}: no such file" if not path.exists() else f"{path}: not a regular file"
+    try:
+        with path.open("rb"):
+            return None
+    except OSError as exc:
+        return f"{path}: {exc.strerror}"
+
+
+def _writable_directory(path: Path) -> str | None:
+    """Why the history writer could not create files under `path` (made on demand), or None. Tried for
+    real in the nearest directory that exists, since permission bits do not tell (root, read-only mounts)."""
+    existing = path
+    while not existing.exists():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is not a directory" + ("" if existing == path else f", so {path} cannot be made")
+    try:
+        with tempfile.TemporaryFile(dir=existing, prefix=".ctlplane-check-"):
+            return None
+    except OSError as exc:
+        return f"cannot write in {existing}: {exc.strerror}"
+
+
+def _check_files(settings: Settings) -> list[Problem]:
+    """The checks that need the file system: files named must be readable (the TLS pair must load as
+    one), the history directory writable, passwords present. What `run` would otherwise fail on later."""
+    problems: list[Problem] = []
+    tls = settings.http.tls
+    if tls is not None:
+        file_problems = [
+            f"http.tls.{name}: {problem}"
+            for name, file in (("cert_file", tls.cert_file), ("key_file", tls.key_file))
+            if (problem := _readable_file(file)) is not None
+        ]
+        problems += file_problems
+        if not file_problems:
+            try:
+                ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(tls.cert_file, tls.key_file)
+            except (ssl.SSLError, OSError) as exc:
+                problems.append(
+                    f"http.tls: {tls.cert_file} and {tls.key_file} are not a certificate and its key: {exc}"
+                )
+    for name in ("truststore", "truststore_password_file"):
+        file = getattr(settings.jmx, name)
+        if file is not None and (problem := _readable_file(file)) is not None:
+            problems.append(f"jmx.{name}: {problem}")
+    if settings.history is not None and (problem := _writable_directory(settings.history.path)) is not None:
+        problems.append(f"history.path: {problem}")
+    for index, cluster in enumerate(settings.clusters):
         try:
             settings.jmx_for(cluster).password()
         except ValueError as exc:
-            raise ConfigError(f"{path}: invalid configuration\n  clusters.{cluster.name}.jmx: {exc}") from None
+            where = f"clusters.{index}.jmx" if cluster.jmx is not None else "jmx"
+            problems.append(f"{where} (cluster {cluster.name}): {exc}")
+    return problems
+
+
+def load_settings(path: Path) -> Settings:
+    """Read and validate a YAML config file: the one check `check-config` and `run` share. Raise
+    ConfigError naming each offending field path; a config that loads has nothing left for `run` to
+    find wrong in itself (files named exist and load, the history directory takes files)."""
+    document = _read_yaml(path)
+    if not isinstance(document, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level (with a `clusters:` list)")
+    settings = parse_settings(document, str(path))
+    problems = _check_files(settings)
+    if problems:
+        raise ConfigError(f"{path}: invalid configuration\n  " + "\n  ".join(problems))
     return settings

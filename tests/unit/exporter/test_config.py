@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from ctlplane import cli
 from ctlplane.cli import main
 from exporter.config import ConfigError, load_settings
 
@@ -78,3 +79,109 @@ def test_check_config_command_exit_codes(
     assert main(["check-config", str(write(tmp_path, GOOD.replace("workers: 8", "workers: 0")))]) == 2
     assert "scrape.workers" in capsys.readouterr().err
     assert main(["check-config", str(tmp_path / "missing.yaml")]) == 2
+
+
+def _hostile_cases(tmp_path: Path) -> list[tuple[str, bytes, str]]:
+    """(case, config file bytes, what the one-line error must name)."""
+    not_a_dir = tmp_path / "a-file"
+    not_a_dir.write_text("x")
+    garbage = tmp_path / "garbage.pem"
+    garbage.write_text("not a certificate")
+    good = GOOD.encode()
+    twice = GOOD + "clusters:\n  - name: other\n    nodes: [{address: 'h:1'}]\n"
+
+    def with_(old: str, new: str) -> bytes:
+        assert old in GOOD, old
+        return GOOD.replace(old, new).encode()
+
+    http_extra = "port: 18309}"
+    return [
+        ("not UTF-8", good.replace(b"prod-a", b"prod-\xff"), "not UTF-8"),
+        ("nested 10,000 deep", b"clusters: " + b"[" * 10_000 + b"]" * 10_000, "nested too deeply"),
+        ("duplicate key", twice.encode(), "duplicate key 'clusters'"),
+        ("inf interval", with_("interval_seconds: 15", "interval_seconds: .inf"), "scrape.interval_seconds"),
+        ("huge interval", with_("interval_seconds: 15", "interval_seconds: 1e300"), "scrape.interval_seconds"),
+        ("nan threshold", good + b"health: {metadata_stale_seconds: .nan}\n", "health.metadata_stale_seconds"),
+        ("inf flush", good + b"history: {path: /tmp/h, flush_seconds: .inf}\n", "history.flush_seconds"),
+        (
+            "missing TLS cert",
+            with_(http_extra, "port: 18309, tls: {cert_file: /nonexistent/c.pem, key_file: /nonexistent/k.pem}}"),
+            "http.tls.cert_file",
+        ),
+        (
+            "TLS cert that is not one",
+            with_(http_extra, f"port: 18309, tls: {{cert_file: {garbage}, key_file: {garbage}}}}}"),
+            "http.tls",
+        ),
+        ("missing truststore", good + b"jmx: {ssl: true, truststore: /nonexistent/trust.jks}\n", "jmx.truststore"),
+        (
+            "per-cluster truststore",
+            with_(
+                "password_env: CTLPLANE_TEST_PASSWORD}",
+                f"password_env: CTLPLANE_TEST_PASSWORD, truststore: {garbage}}}",
+            ),
+            "clusters.0.jmx.truststore",
+        ),
+        (
+            "malformed bcrypt hash",
+            with_(http_extra, "port: 18309, basic_auth_users: {prometheus: '$2b$10$tooshort'}}"),
+            "http.basic_auth_users",
+        ),
+        ("history under a file", good + f"history: {{path: {not_a_dir}/history}}\n".encode(), "history.path"),
+        ("history on procfs", good + b"history: {path: /proc/self/ctlplane-history}\n", "history.path"),
+        ("host with a space", with_('"kafka-1.example:9999"', '"kafka 1:9999"'), "clusters.0.nodes.0.address"),
+        ("host with a bang", with_('"kafka-1.example:9999"', '"kafka!1:9999"'), "clusters.0.nodes.0.address"),
+        ("empty label", with_('"kafka-1.example:9999"', '"kafka..example:9999"'), "clusters.0.nodes.0.address"),
+        ("bare IPv6", with_('"kafka-1.example:9999"', '"::1:9999"'), "clusters.0.nodes.0.address"),
+        ("http host", with_("host: 0.0.0.0", "host: 'not a host'"), "http.host"),
+    ]
+
+
+def test_hostile_configs_exit_2_naming_the_field_never_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CTLPLANE_TEST_PASSWORD", "x")
+    failures = []
+    for case, content, field in _hostile_cases(tmp_path):
+        path = tmp_path / "ctlplane.yaml"
+        path.write_bytes(content)
+        try:
+            code = main(["check-config", str(path)])
+        except BaseException as exc:  # a traceback is the failure this test is about
+            failures.append(f"{case}: raised {type(exc).__name__}: {str(exc)[:200]}")
+            continue
+        err = capsys.readouterr().err
+        if code != 2 or field not in err:
+            failures.append(f"{case}: exit {code}, wanted 2 naming {field!r}; stderr: {err[:300]!r}")
+    assert not failures, "\n".join(failures)
+
+
+def test_hosts_operators_write_are_accepted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTLPLANE_TEST_PASSWORD", "x")
+    for address in (
+        "kafka-1.example:9999",
+        "10.0.0.7:9999",
+        "[::1]:9999",
+        "[fe80::1]:9999",
+        "localhost:1",
+        "k8s-0.kafka.svc.cluster.local:5555",
+    ):
+        settings = load_settings(write(tmp_path, GOOD.replace('"kafka-1.example:9999"', f'"{address}"')))
+        assert settings.clusters[0].nodes[0].address == address
+    for host in ("::", "0.0.0.0", "localhost", "::1"):
+        assert load_settings(write(tmp_path, GOOD.replace("host: 0.0.0.0", f"host: '{host}'"))).http.host == host
+
+
+def test_run_refuses_what_check_config_refuses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`run` validates with the same function: a config check-config refuses never starts serving."""
+    monkeypatch.setenv("CTLPLANE_TEST_PASSWORD", "x")
+
+    def served(settings: object) -> int:
+        raise AssertionError(f"run served a config check-config refuses: {settings}")
+
+    monkeypatch.setattr(cli, "serve", served)
+    path = write(tmp_path, GOOD.replace("interval_seconds: 15", "interval_seconds: .inf"))
+    assert main(["run", "--config", str(path)]) == 2
+    assert "scrape.interval_seconds" in capsys.readouterr().err
