@@ -25,6 +25,7 @@ from fastapi.responses import HTMLResponse
 from dashboard import views
 from dashboard.source import NO_ALERTS, AlertSource, AlertsResult, HistoryData, HistorySource, ObservationSource
 from dashboard.trail import EMPTY_TRAIL, ClusterTrail
+from exporter.httpguard import GuardedFastAPI
 
 DEFAULT_PREFIX = "/dashboard/"
 LIVE_TYPE = "live"  # pattern-matching id type of the part of a page each refresh replaces
@@ -112,7 +113,7 @@ def create_dashboard(
     app = Dash(
         __name__,
         # Dash 4.1+ accepts a FastAPI app here; its annotation still names only Flask-era types.
-        server=server if server is not None else FastAPI(title="ctlplane dashboard"),  # type: ignore[arg-type]
+        server=server if server is not None else GuardedFastAPI(title="ctlplane dashboard"),  # type: ignore[arg-type]
         routes_pathname_prefix=url_prefix,
         requests_pathname_prefix=url_prefix,
         title="ctlplane",

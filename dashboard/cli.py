@@ -63,10 +63,10 @@ def add_dashboard_arguments(parser: argparse.ArgumentParser) -> None:
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
     import uvicorn
-    from fastapi import FastAPI
     from fastapi.responses import RedirectResponse
 
     from dashboard.app import create_dashboard
+    from exporter.httpguard import GuardedFastAPI
 
     auth = None
     if args.exporter_user:
@@ -76,7 +76,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         auth = (args.exporter_user, args.exporter_password_file.read_text().strip())
     source = RemoteSource(args.exporter, window_seconds=args.window_seconds, auth=auth)
     source.start(args.refresh_seconds)
-    server = FastAPI(title="ctlplane dashboard")
+    server = GuardedFastAPI(title="ctlplane dashboard")  # the body cap before Dash reads a body
 
     @server.get("/", include_in_schema=False)
     def home() -> RedirectResponse:

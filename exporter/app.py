@@ -5,19 +5,16 @@ No handler does JMX I/O: they read the latest snapshot, which the scraper thread
 
 from __future__ import annotations
 
-import hashlib
 import html
-import secrets
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import bcrypt
-from fastapi import Depends, FastAPI, HTTPException, Request, status
+from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
-from fastapi.security import HTTPBasic, HTTPBasicCredentials
 
 from exporter.families import MetricsPage
+from exporter.httpguard import GuardedFastAPI
 from exporter.jsonapi import health_to_dict, snapshot_to_dict
 from exporter.state import Observation
 
@@ -59,40 +56,6 @@ class PageResponse(Response):
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-class BasicAuth:
-    """HTTP basic auth against bcrypt hashes (Prometheus web-config format).
-
-    bcrypt costs ~0.1 s per check by design; a successful (user, password) pair is remembered by its
-    SHA-256 so a Prometheus scraping every 15 s does not pay it on every request.
-    """
-
-    def __init__(self, users: Mapping[str, str]) -> None:
-        self.users = dict(users)
-        self._verified: set[bytes] = set()
-        self._scheme = HTTPBasic(auto_error=False)
-
-    async def __call__(self, request: Request) -> None:
-        credentials: HTTPBasicCredentials | None = await self._scheme(request)
-        if credentials is None or not self._check(credentials.username, credentials.password):
-            raise HTTPException(
-                status.HTTP_401_UNAUTHORIZED,
-                "unauthorized",
-                headers={"WWW-Authenticate": 'Basic realm="ctlplane"'},
-            )
-
-    def _check(self, user: str, password: str) -> bool:
-        hashed = self.users.get(user)
-        if hashed is None:
-            return False
-        digest = hashlib.sha256(f"{user}\0{password}\0{hashed}".encode()).digest()
-        if any(secrets.compare_digest(digest, known) for known in self._verified):
-            return True
-        if bcrypt.checkpw(password.encode(), hashed.encode()):
-            self._verified.add(digest)
-            return True
-        return False
-
-
 def create_app(
     source: ObservationSource,
     *,
@@ -101,8 +64,11 @@ def create_app(
     basic_auth_users: Mapping[str, str] | None = None,
     clock: Callable[[], float] = time.time,
 ) -> FastAPI:
-    dependencies: list[Any] = [Depends(BasicAuth(basic_auth_users))] if basic_auth_users else []
-    app = FastAPI(title="ctlplane", version=version, dependencies=dependencies, docs_url="/api/docs", redoc_url=None)
+    # Auth and the body cap wrap every route, the docs and the dashboard mounted later alike, and run
+    # before any of them reads a byte of the request (exporter/httpguard.py).
+    app = GuardedFastAPI(
+        users=basic_auth_users, title="ctlplane", version=version, docs_url="/api/docs", redoc_url=None
+    )
     page = MetricsPage(version)
     app.state.observation_source = source
 
