@@ -127,7 +127,13 @@ def serve(settings: Settings) -> int:
         from exporter.history import HistoryWriter
 
         history = settings.history
-        writer = HistoryWriter(history.path, history.flush_seconds, history.retention_days, history.max_bytes).start()
+        writer = HistoryWriter(
+            history.path,
+            history.flush_seconds,
+            history.retention_days,
+            history.max_bytes,
+            max_buffered_rows=history.max_buffered_rows,
+        ).start()
         state.subscribe(writer.observe)
     scraper.start()
     try:
@@ -137,6 +143,7 @@ def serve(settings: Settings) -> int:
             interval_seconds=settings.scrape.interval_seconds,
             version=_version(),
             basic_auth_users=http.basic_auth_users,
+            per_request=writer.families if writer is not None else tuple,
         )
         if settings.dashboard.enabled:
             from dashboard.cli import mount_dashboard

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import html
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
-from exporter.families import MetricsPage
+from exporter.families import Family, MetricsPage
 from exporter.httpguard import GuardedFastAPI
 from exporter.jsonapi import health_to_dict, snapshot_to_dict
 from exporter.state import Observation
@@ -63,7 +63,10 @@ def create_app(
     version: str = "dev",
     basic_auth_users: Mapping[str, str] | None = None,
     clock: Callable[[], float] = time.time,
+    per_request: Callable[[], Sequence[Family]] = tuple,
 ) -> FastAPI:
+    """The exporter's HTTP app. `per_request` gives families made fresh for each /metrics request (the
+    history writer's self-metrics), beside the page cached per round."""
     # Auth and the body cap wrap every route, the docs and the dashboard mounted later alike, and run
     # before any of them reads a byte of the request (exporter/httpguard.py).
     app = GuardedFastAPI(
@@ -78,7 +81,7 @@ def create_app(
     def metrics(request: Request) -> Response:
         current = source()
         head, body, content_type = page.render_parts(
-            current.snapshot, current.health, request.headers.get("accept"), clock()
+            current.snapshot, current.health, request.headers.get("accept"), clock(), per_request()
         )
         return PageResponse(head, body, content_type)
 

@@ -403,6 +403,13 @@ DERIVED_SERIES: Mapping[str, str] = MappingProxyType(
         "ctlplane_snapshot_timestamp_seconds": "Unix time at which the served snapshot was taken",
         "ctlplane_snapshot_age_seconds": "Age of the served snapshot when this page was rendered",
         "ctlplane_build_info": "ctlplane's version",
+        "ctlplane_history_write_errors_total": "History flushes that failed to write (a full or read-only disk); "
+        "their rows are kept for the next flush",
+        "ctlplane_history_rows_dropped_total": "History rows dropped because the buffer kept across failed "
+        "flushes was full (history.max_buffered_rows)",
+        "ctlplane_history_buffered_rows": "History rows waiting for the next flush",
+        "ctlplane_history_last_flush_timestamp_seconds": "Unix time of the last history flush that wrote every "
+        "buffered row",
     }
 )
 

@@ -218,6 +218,7 @@ class HistoryConfig(_Strict):
     flush_seconds: float = Field(default=60.0, gt=0, le=DAY_SECONDS)
     retention_days: float | None = Field(default=30.0, gt=0, le=100 * 366)
     max_bytes: int | None = Field(default=None, gt=0)
+    max_buffered_rows: int = Field(default=1_000_000, ge=1000, le=100_000_000)
 
 
 class DashboardConfig(_Strict):

@@ -243,6 +243,25 @@ def _derived_families(
     return families
 
 
+def history_families(
+    write_errors_total: int, rows_dropped_total: int, buffered_rows: int, last_success: float | None
+) -> list[Family]:
+    """The history writer's self-metrics (exporter/history.py WriterStats), made per request."""
+    families = []
+    for name, kind, value in (
+        ("ctlplane_history_write_errors_total", "counter", float(write_errors_total)),
+        ("ctlplane_history_rows_dropped_total", "counter", float(rows_dropped_total)),
+        ("ctlplane_history_buffered_rows", "gauge", float(buffered_rows)),
+        ("ctlplane_history_last_flush_timestamp_seconds", "gauge", last_success),
+    ):
+        if value is None:
+            continue  # no flush has written yet: no sample rather than a 0 that reads as 1970
+        family = Family(name, DERIVED_SERIES[name], kind)
+        family.add((), value)
+        families.append(family)
+    return families
+
+
 def snapshot_age_family(age_seconds: float) -> Family:
     family = _gauge("ctlplane_snapshot_age_seconds", ())
     family.add((), age_seconds)
@@ -410,10 +429,16 @@ class MetricsPage:
         return head + body, content_type
 
     def render_parts(
-        self, snapshot: FleetSnapshot, health: FleetHealth | None, accept: str | None, now: float
+        self,
+        snapshot: FleetSnapshot,
+        health: FleetHealth | None,
+        accept: str | None,
+        now: float,
+        per_request: Sequence[Family] = (),
     ) -> tuple[bytes, bytes, str]:
         """(the part made for this request, the cached page, content type): served one after the other,
-        without joining them into a copy of the page per request."""
+        without joining them into a copy of the page per request. `per_request` families (the history
+        writer's) go into the first part with the snapshot age."""
         encoder, content_type = choose_encoder(accept or "")
         key = (snapshot.sequence, snapshot.taken_at, content_type)
         with self._lock:
@@ -423,5 +448,5 @@ class MetricsPage:
                 # keep only the newest snapshot's pages (one per content type)
                 self._cache = {k: v for k, v in self._cache.items() if k[:2] == key[:2]}
                 self._cache[key] = body
-        age = encode([snapshot_age_family(max(0.0, now - snapshot.taken_at))], encoder)
+        age = encode([snapshot_age_family(max(0.0, now - snapshot.taken_at)), *per_request], encoder)
         return age.removesuffix(b"# EOF\n"), body, content_type

@@ -11,9 +11,9 @@ renamed, so a crash never leaves a half-written file visible. Pyarrow only: the 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
-import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -26,6 +26,7 @@ import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.compute as pc  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
+from exporter.families import Family, history_families
 from exporter.health import BrokerHealth, ClusterHealth
 from exporter.model import LabelPairs, NodeSnapshot
 from exporter.state import Observation
@@ -93,6 +94,29 @@ class RowBuffer:
         self.labels.append(labels)
         self.value.append(value)
         self.state.append(state)
+
+    def prepend(self, older: RowBuffer) -> None:
+        """Put `older` (rows a failed flush gave back) in front of these rows."""
+        for name in COLUMNS:
+            getattr(self, name)[:0] = getattr(older, name)
+
+    def without_partitions(self, partitions: set[tuple[date, str]]) -> RowBuffer:
+        """The rows whose (UTC day, cluster) is not in `partitions`."""
+        epoch = date(1970, 1, 1).toordinal()
+        keep = [
+            i
+            for i, (ts, cluster) in enumerate(zip(self.timestamp, self.cluster, strict=True))
+            if (date.fromordinal(epoch + ts // 86_400_000_000), cluster) not in partitions
+        ]
+        out = RowBuffer.empty()
+        for name in COLUMNS:
+            column = getattr(self, name)
+            getattr(out, name).extend(column[i] for i in keep)
+        return out
+
+    def drop_oldest(self, count: int) -> None:
+        for name in COLUMNS:
+            del getattr(self, name)[:count]
 
     def to_table(self) -> pa.Table:
         return pa.table(
@@ -197,76 +221,149 @@ def _partition_dir(root: Path, day: date, cluster: str) -> Path:
     return root / f"date={day.isoformat()}" / f"cluster={cluster}"
 
 
-def write_partitioned(root: Path, table: pa.Table, sequence: Callable[[], int], now: float | None = None) -> list[Path]:
+# The writer's files and an imported backfill's (pipeline/backfill.py) differ by prefix: retention deletes
+# only the writer's own, never history an operator imported on purpose.
+WRITER_PREFIX = "part"
+IMPORT_PREFIX = "import"
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make a new entry of `directory` (a file renamed in, a subdirectory made) survive a power cut:
+    the entry lives in the directory, and fsync of the file alone does not write it (ext4, XFS)."""
+    descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _make_directories(root: Path, directory: Path) -> None:
+    """mkdir -p `directory` under `root`, fsyncing the parent of each directory made."""
+    missing = []
+    current = directory
+    while not current.exists() and current != root.parent:
+        missing.append(current)
+        current = current.parent
+    for made in reversed(missing):
+        made.mkdir(exist_ok=True)
+        _fsync_directory(made.parent)
+
+
+class PartialWriteError(OSError):
+    """A write that failed after some partitions' files were written: `written` holds their
+    (UTC day, cluster), so a retry rewrites only the others."""
+
+    def __init__(self, cause: BaseException, written: set[tuple[date, str]]) -> None:
+        super().__init__(getattr(cause, "errno", None), str(cause))
+        self.written = written
+
+
+def write_partitioned(
+    root: Path,
+    table: pa.Table,
+    sequence: Callable[[], int],
+    now: float | None = None,
+    prefix: str = WRITER_PREFIX,
+) -> list[Path]:
     """Write `table` (HISTORY_SCHEMA) as one file per (date, cluster), each under a temporary name then renamed.
 
     Rows are sorted by (series, node, timestamp) so Parquet's per-column statistics let readers skip
-    row groups by series. Returns the files written.
+    row groups by series. A write that fails (a full disk) removes its temporary file and raises; files
+    of other partitions written before it stay (PartialWriteError names them). Returns the files written.
     """
     if table.num_rows == 0:
         return []
     table = table.select(list(COLUMNS)).cast(HISTORY_SCHEMA)
     stamp = round((time.time() if now is None else now) * 1000)
     days = pc.cast(table["timestamp"], pa.date32())
-    written = []
+    written: list[Path] = []
+    done: set[tuple[date, str]] = set()
     keys = pa.table({"day": days, "cluster": table["cluster"]}).group_by(["day", "cluster"]).aggregate([])
     for day, cluster in zip(keys["day"].to_pylist(), keys["cluster"].to_pylist(), strict=True):
         mask = pc.and_(pc.equal(days, pa.scalar(day, pa.date32())), pc.equal(table["cluster"], cluster))
         part = table.filter(mask).sort_by([("series", "ascending"), ("node", "ascending"), ("timestamp", "ascending")])
         directory = _partition_dir(root, day, cluster)
-        directory.mkdir(parents=True, exist_ok=True)
-        name = f"part-{stamp}-{sequence():06d}.parquet"
+        name = f"{prefix}-{stamp}-{sequence():06d}.parquet"
         temporary = directory / f".{name}.tmp"
         final = directory / name
-        with open(temporary, "wb") as handle:
-            pq.write_table(part, handle, compression="zstd")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, final)
+        try:
+            _make_directories(root, directory)
+            with open(temporary, "wb") as handle:
+                pq.write_table(part, handle, compression="zstd")
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, final)
+            _fsync_directory(directory)
+        except BaseException as exc:
+            with contextlib.suppress(OSError):  # ENOTDIR, EROFS: there is no temporary file to remove
+                temporary.unlink(missing_ok=True)
+            if done and isinstance(exc, Exception):
+                raise PartialWriteError(exc, done) from exc
+            raise
         written.append(final)
+        done.add((day, cluster))
     return written
 
 
 def archive_files(root: Path) -> Iterator[Path]:
-    """The visible archive files (temporary files excluded)."""
-    yield from (p for p in root.glob("date=*/cluster=*/part-*.parquet") if p.is_file())
+    """The visible archive files, the writer's and imported ones (temporary files excluded)."""
+    for prefix in (WRITER_PREFIX, IMPORT_PREFIX):
+        yield from (p for p in root.glob(f"date=*/cluster=*/{prefix}-*.parquet") if p.is_file())
 
 
-def enforce_retention(root: Path, retention_days: float | None, max_bytes: int | None, now: float) -> list[Path]:
-    """Delete whole days older than `retention_days`, then the oldest files until the total is within `max_bytes`.
+def _own_files(root: Path, prefix: str) -> list[Path]:
+    return [p for p in root.glob(f"date=*/cluster=*/{prefix}-*.parquet") if p.is_file()]
+
+
+def _remove_if_empty(root: Path, path: Path) -> None:
+    for directory in (path.parent, path.parent.parent):
+        if directory != root and directory.is_dir() and not any(directory.iterdir()):
+            directory.rmdir()
+
+
+def enforce_retention(
+    root: Path, retention_days: float | None, max_bytes: int | None, now: float, prefix: str = WRITER_PREFIX
+) -> list[Path]:
+    """Delete the writer's files (`prefix`) of days older than `retention_days`, then, while its files
+    total more than `max_bytes`, the oldest file of the cluster holding the most bytes, so one noisy
+    cluster's history is evicted before the others'. Imported files are never deleted, nor counted.
 
     Returns the deleted files. Days are UTC dates from the directory names; a day is kept while any of
     it is within the retention window.
     """
     deleted: list[Path] = []
+    files = _own_files(root, prefix)
     if retention_days is not None:
         cutoff = (datetime.fromtimestamp(now, UTC) - timedelta(days=retention_days)).date()
-        for day_dir in sorted(root.glob("date=*")):
+        for path in files:
             try:
-                day = date.fromisoformat(day_dir.name.removeprefix("date="))
+                day = date.fromisoformat(path.parent.parent.name.removeprefix("date="))
             except ValueError:
                 continue  # not ours
             if day < cutoff:
-                deleted.extend(archive_files_in(day_dir))
-                shutil.rmtree(day_dir, ignore_errors=True)
+                path.unlink(missing_ok=True)
+                deleted.append(path)
+                _remove_if_empty(root, path)
     if max_bytes is not None:
-        files = sorted(archive_files(root), key=lambda p: (p.parent.parent.name, p.name))
-        sizes = {p: p.stat().st_size for p in files}
-        total = sum(sizes.values())
+        by_cluster: dict[str, list[tuple[str, str, Path, int]]] = {}
         for path in files:
-            if total <= max_bytes:
-                break
+            if path in deleted or not path.exists():
+                continue
+            entry = (path.parent.parent.name, path.name, path, path.stat().st_size)
+            by_cluster.setdefault(path.parent.name, []).append(entry)
+        totals = {cluster: sum(e[3] for e in entries) for cluster, entries in by_cluster.items()}
+        for entries in by_cluster.values():
+            entries.sort(reverse=True)  # oldest last: pop() takes it
+        while sum(totals.values()) > max_bytes:
+            biggest = max(totals, key=lambda cluster: totals[cluster])
+            _, _, path, size = by_cluster[biggest].pop()
             path.unlink(missing_ok=True)
-            total -= sizes[path]
             deleted.append(path)
-            for directory in (path.parent, path.parent.parent):
-                if directory != root and not any(directory.iterdir()):
-                    directory.rmdir()
+            _remove_if_empty(root, path)
+            totals[biggest] -= size
+            if not by_cluster[biggest]:
+                del totals[biggest]
     return deleted
-
-
-def archive_files_in(directory: Path) -> list[Path]:
-    return [p for p in directory.glob("cluster=*/part-*.parquet") if p.is_file()]
 
 
 def remove_temporary_files(root: Path) -> list[Path]:
@@ -277,11 +374,30 @@ def remove_temporary_files(root: Path) -> list[Path]:
     return leftovers
 
 
+@dataclass(frozen=True)
+class WriterStats:
+    """What the writer did, for its self-metrics (`history_families`)."""
+
+    write_errors_total: int
+    rows_dropped_total: int
+    buffered_rows: int
+    last_success_timestamp: float | None  # unix seconds of the last flush that wrote everything
+
+
+# At ~22 rows per node per round, a million rows is ~11 minutes of a 1,000-node fleet at 15 s rounds:
+# the history of a disk that filled up and was cleared soon after is kept; a longer outage keeps the newest.
+DEFAULT_MAX_BUFFERED_ROWS = 1_000_000
+
+
 class HistoryWriter:
     """A snapshot listener that buffers rows and flushes them to the archive every `flush_seconds`.
 
     `observe` (the scrape thread) only appends to in-memory columns. `start()` runs a flusher thread;
     without it, call `flush()` yourself. `close()` stops the thread and flushes what is left.
+
+    A flush first applies retention (so a disk filled by the archive itself makes room), then writes. If
+    the write fails (a full disk), its rows go back to the front of the buffer for the next flush, up to
+    `max_buffered_rows` (the oldest beyond that are dropped and counted), and the error is counted.
     """
 
     def __init__(
@@ -291,16 +407,21 @@ class HistoryWriter:
         retention_days: float | None = 30.0,
         max_bytes: int | None = None,
         clock: Callable[[], float] = time.time,
+        max_buffered_rows: int = DEFAULT_MAX_BUFFERED_ROWS,
     ) -> None:
         self.root = root
         self.flush_seconds = flush_seconds
         self.retention_days = retention_days
         self.max_bytes = max_bytes
+        self.max_buffered_rows = max_buffered_rows
         self._clock = clock
         self._buffer = RowBuffer.empty()
-        self._lock = threading.Lock()  # guards _buffer only; Parquet writing happens outside it
+        self._lock = threading.Lock()  # guards _buffer and the counters; Parquet writing happens outside it
         self._flush_lock = threading.Lock()
         self._sequence = 0
+        self._write_errors = 0
+        self._rows_dropped = 0
+        self._last_success: float | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         root.mkdir(parents=True, exist_ok=True)
@@ -313,31 +434,69 @@ class HistoryWriter:
             buffer = self._buffer
             for name in COLUMNS:
                 getattr(buffer, name).extend(getattr(rows, name))
+            self._bound()
+
+    def _bound(self) -> None:
+        excess = len(self._buffer) - self.max_buffered_rows
+        if excess > 0:
+            self._buffer.drop_oldest(excess)
+            self._rows_dropped += excess
 
     def pending_rows(self) -> int:
         with self._lock:
             return len(self._buffer)
+
+    def stats(self) -> WriterStats:
+        with self._lock:
+            return WriterStats(self._write_errors, self._rows_dropped, len(self._buffer), self._last_success)
+
+    def families(self) -> list[Family]:
+        """The writer's self-metrics, for each /metrics request."""
+        stats = self.stats()
+        return history_families(
+            stats.write_errors_total, stats.rows_dropped_total, stats.buffered_rows, stats.last_success_timestamp
+        )
 
     def _next_sequence(self) -> int:
         self._sequence += 1
         return self._sequence
 
     def flush(self) -> list[Path]:
-        """Write the buffered rows, then apply retention. Returns the files written."""
+        """Apply retention, then write the buffered rows. Returns the files written; on a failed write
+        the rows are kept for the next flush and the error is raised."""
         with self._flush_lock:
+            now = self._clock()
+            try:
+                enforce_retention(self.root, self.retention_days, self.max_bytes, now)
+            except OSError as exc:  # retention is best effort; the write may still fit
+                log.warning("history retention failed: %s", exc)
             with self._lock:
                 rows, self._buffer = self._buffer, RowBuffer.empty()
-            now = self._clock()
-            written = write_partitioned(self.root, rows.to_table(), self._next_sequence, now)
-            enforce_retention(self.root, self.retention_days, self.max_bytes, now)
+            if len(rows) == 0:
+                return []
+            try:
+                table = rows.to_table()
+                written = write_partitioned(self.root, table, self._next_sequence, now)
+            except BaseException as exc:
+                if isinstance(exc, PartialWriteError):  # those partitions are on disk: not twice
+                    rows = rows.without_partitions(exc.written)
+                with self._lock:
+                    self._write_errors += 1
+                    self._buffer.prepend(rows)
+                    self._bound()
+                raise
+            with self._lock:
+                self._last_success = now
             return written
 
     def _run(self) -> None:
         while not self._stop.wait(self.flush_seconds):
             try:
                 self.flush()
-            except Exception:
-                log.exception("history flush failed; rows are dropped, the exporter keeps running")
+            except Exception as exc:
+                log.warning(
+                    "history flush failed, rows kept for the next try (%d buffered): %s", self.pending_rows(), exc
+                )
 
     def start(self) -> HistoryWriter:
         if self._thread is None:

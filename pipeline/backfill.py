@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 
 from exporter.catalog import all_series_names
-from exporter.history import LIFECYCLE_SERIES, RowBuffer, format_labels, write_partitioned
+from exporter.history import IMPORT_PREFIX, LIFECYCLE_SERIES, RowBuffer, format_labels, write_partitioned
 
 # Prometheus refuses range queries of more than 11,000 points per series.
 MAX_POINTS_PER_QUERY = 11_000
@@ -101,7 +101,7 @@ def import_range(
         if body.get("status") != "success":
             raise RuntimeError(f"Prometheus: {body.get('errorType')}: {body.get('error')}")
         rows = matrix_rows(body["data"]["result"])
-        write_partitioned(root, rows.to_table(), lambda: next(sequence), now=upper)
+        write_partitioned(root, rows.to_table(), lambda: next(sequence), now=upper, prefix=IMPORT_PREFIX)
         total += len(rows)
         progress(f"chunk {number}/{len(ranges)} ({math.floor(100 * number / len(ranges))}%): {len(rows)} rows")
     return total

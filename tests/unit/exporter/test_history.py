@@ -1,13 +1,17 @@
 from __future__ import annotations
 
 import os
+import subprocess
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type information
 import pyarrow.dataset as ds  # type: ignore[import-untyped]
 import pytest
+from fastapi.testclient import TestClient
 
+from exporter.app import create_app
 from exporter.health import Thresholds
 from exporter.history import (
     HISTORY_SCHEMA,
@@ -120,23 +124,32 @@ def test_flush_writes_one_file_per_day_and_cluster_readable_as_a_dataset(tmp_pat
     assert writer.flush() == []  # nothing buffered, nothing written
 
 
-def test_a_crash_before_the_rename_leaves_no_visible_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_rename_leaves_no_file_and_keeps_the_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     writer = HistoryWriter(tmp_path, clock=lambda: T)
     writer.observe(observe(T)[0])
 
-    def crash(src: object, dst: object) -> None:
-        raise OSError("killed between write and rename")
+    def fail(src: object, dst: object) -> None:
+        raise OSError("rename failed")
 
-    monkeypatch.setattr(os, "replace", crash)
+    monkeypatch.setattr(os, "replace", fail)
     with pytest.raises(OSError):
         writer.flush()
     monkeypatch.undo()
-    leftovers = list(tmp_path.rglob("*.tmp"))
-    assert len(leftovers) == 1 and leftovers[0].name.startswith(".part-")
+    assert list(tmp_path.rglob("*.tmp")) == [] and list(archive_files(tmp_path)) == []
+    assert writer.pending_rows() == 22
+    writer.flush()
+    assert ds.dataset(tmp_path, format="parquet", partitioning="hive").to_table().num_rows == 22
+
+
+def test_what_a_crash_between_write_and_rename_leaves_is_invisible_and_removed_at_restart(tmp_path: Path) -> None:
+    directory = tmp_path / "date=2024-05-01" / "cluster=c1"
+    directory.mkdir(parents=True)
+    leftover = directory / ".part-1714564800000-000001.parquet.tmp"  # what kill -9 mid-flush leaves
+    leftover.write_bytes(b"PAR1 half a file")
     assert list(archive_files(tmp_path)) == []
     assert ds.dataset(tmp_path, format="parquet", partitioning="hive").to_table().num_rows == 0
     HistoryWriter(tmp_path)  # a restart removes the leftover
-    assert list(tmp_path.rglob("*.tmp")) == []
+    assert not leftover.exists()
 
 
 def test_retention_by_age_then_by_size(tmp_path: Path) -> None:
@@ -158,3 +171,126 @@ def test_the_flusher_thread_writes_and_close_flushes_the_rest(tmp_path: Path) ->
     writer.observe(observe(T)[0])
     writer.close()
     assert ds.dataset(tmp_path, format="parquet", partitioning="hive").to_table().num_rows == 22
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real 1 MiB file system (tmpfs) that fills up: writes past it fail with ENOSPC, as on a full disk.
+    Mounting needs root, which `make test` has on this kind of machine (it installs apt packages)."""
+    mount_point = tmp_path / "disk"
+    mount_point.mkdir()
+    result = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount_point)], capture_output=True, text=True
+    )
+    assert result.returncode == 0, f"cannot mount a small tmpfs for the full-disk test: {result.stderr}"
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+def _fill(disk: Path, leave_bytes: int) -> Path:
+    """Fill `disk` with one file until only about `leave_bytes` are free."""
+    filler = disk / "filler"
+    free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
+    with open(filler, "wb") as handle:
+        handle.write(b"\0" * max(0, free - leave_bytes))
+    return filler
+
+
+def _archived_rows(root: Path) -> int:
+    return int(ds.dataset(root, format="parquet", partitioning="hive", exclude_invalid_files=True).count_rows())
+
+
+def test_a_full_disk_keeps_the_rows_for_the_next_flush_and_leaves_no_temporary_file(small_disk: Path) -> None:
+    root = small_disk / "history"
+    writer = HistoryWriter(root, retention_days=None, clock=lambda: T)
+    observations = observe(*[T + 15 * i for i in range(40)])
+    for observation in observations:
+        writer.observe(observation)
+    filler = _fill(small_disk, leave_bytes=2048)
+    with pytest.raises(OSError):
+        writer.flush()
+    assert list(root.rglob("*.tmp")) == [], "the temporary file of the failed write is removed"
+    assert writer.pending_rows() == 40 * 22, "the rows of the failed flush are kept"
+    assert writer.stats().write_errors_total == 1
+    page = TestClient(create_app(lambda: observations[-1], interval_seconds=15, per_request=writer.families))
+    served = page.get("/metrics").text
+    assert (
+        "ctlplane_history_write_errors_total 1.0" in served and f"ctlplane_history_buffered_rows {40 * 22}.0" in served
+    )
+    assert "ctlplane_history_last_flush_timestamp_seconds" not in served  # nothing written yet
+    filler.unlink()
+    writer.observe(observe(T + 15 * 40)[0])
+    writer.flush()
+    assert _archived_rows(root) == 41 * 22 and writer.pending_rows() == 0
+    assert writer.stats().rows_dropped_total == 0
+    assert "ctlplane_history_last_flush_timestamp_seconds 1.7145648e+09" in page.get("/metrics").text
+
+
+def test_retention_runs_before_the_write_so_a_full_disk_makes_room(small_disk: Path) -> None:
+    """The archive alone fills the disk: max_bytes frees the oldest files first, and the flush fits."""
+    root = small_disk / "history"
+    clock = [T]
+    writer = HistoryWriter(root, retention_days=None, max_bytes=64 * 1024, clock=lambda: clock[0])
+    for i in range(40):  # each flush writes a file of a few KiB
+        writer.observe(observe(T + 15 * i)[0])
+        writer.flush()
+    _fill(small_disk, leave_bytes=1024)  # the disk is full of the filler plus the archive
+    clock[0] = T + 3600
+    writer = HistoryWriter(
+        root,
+        retention_days=None,
+        max_bytes=sum(p.stat().st_size for p in archive_files(root)) // 2,
+        clock=lambda: clock[0],
+    )
+    writer.observe(observe(T + 3600)[0])
+    writer.flush()  # raised ENOSPC when retention ran after the write
+    assert writer.pending_rows() == 0
+
+
+def test_the_buffer_kept_across_failures_is_bounded_and_what_it_drops_is_counted(tmp_path: Path) -> None:
+    writer = HistoryWriter(tmp_path / "history", retention_days=None, clock=lambda: T, max_buffered_rows=50)
+    (tmp_path / "history").rmdir()
+    (tmp_path / "history").write_text("not a directory: every write fails")
+    for observation in observe(T, T + 15, T + 30):
+        writer.observe(observation)
+        with pytest.raises(OSError):
+            writer.flush()
+    assert writer.pending_rows() == 50 and writer.stats().rows_dropped_total == 3 * 22 - 50
+    assert writer.stats().write_errors_total == 3
+
+
+def test_retention_deletes_only_what_the_writer_wrote_and_evicts_the_biggest_cluster_first(tmp_path: Path) -> None:
+    def put(day: str, cluster: str, name: str, size: int) -> Path:
+        directory = tmp_path / f"date={day}" / f"cluster={cluster}"
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / name
+        path.write_bytes(b"x" * size)
+        return path
+
+    imported = put("2024-01-01", "c1", "import-1-000001.parquet", 100)  # a backfill, older than retention
+    for i in range(5):
+        put(f"2024-04-2{i}", "noisy", f"part-{i}-000001.parquet", 1000)
+    quiet = [put(f"2024-04-2{i}", "quiet", f"part-{i}-000002.parquet", 100) for i in range(5)]
+    now = datetime(2024, 5, 1, 12, 0, tzinfo=UTC).timestamp()
+    enforce_retention(tmp_path, retention_days=60, max_bytes=None, now=now)
+    assert imported.exists(), "an imported backfill is the operator's, not retention's"
+    deleted = enforce_retention(tmp_path, retention_days=None, max_bytes=2500, now=now)
+    assert all("cluster=noisy" in str(p) for p in deleted) and all(p.exists() for p in quiet)
+    assert imported.exists()
+
+
+def test_a_write_that_fails_after_some_partitions_gives_back_only_the_rest(tmp_path: Path) -> None:
+    writer = HistoryWriter(tmp_path, retention_days=None, clock=lambda: T + 86_400)
+    for observation in observe(T, T + 86_400):  # two days: two partitions
+        writer.observe(observation)
+    blocker = tmp_path / "date=2024-05-02"
+    blocker.write_text("a file where the second day's directory goes")
+    with pytest.raises(OSError):
+        writer.flush()
+    assert writer.pending_rows() == 22, "the first day is on disk; only the second's rows are kept"
+    blocker.unlink()
+    writer.flush()
+    back = ds.dataset(tmp_path, format="parquet", partitioning="hive").to_table()
+    assert back.num_rows == 2 * 22 and len(set(back.column("timestamp").to_pylist())) == 2

@@ -63,6 +63,6 @@ def test_import_queries_each_chunk_and_writes_the_archive_layout(tmp_path: Path)
     assert asked[0]["query"] == [series_selector()]
     assert total == 2 * 7
     assert lines == ["chunk 1/2 (50%): 7 rows", "chunk 2/2 (100%): 7 rows"]
-    files = sorted(p.relative_to(tmp_path).parent.as_posix() for p in tmp_path.rglob("part-*.parquet"))
+    files = sorted(p.relative_to(tmp_path).parent.as_posix() for p in tmp_path.rglob("import-*.parquet"))
     assert files == ["date=2024-05-01/cluster=c1", "date=2024-05-01/cluster=c1"]
     assert ds.dataset(tmp_path, format="parquet", partitioning="hive").to_table().num_rows == 14
