@@ -271,6 +271,16 @@ def _describe(error: ValidationError) -> list[Problem]:
 
 def _cluster_problems(settings: Settings) -> list[Problem]:
     problems = []
+    if settings.scrape.client == "jmxquery":
+        # jmxquery's jar takes credentials only as `-u USER -p PASSWORD` on java's command line, where
+        # every local user sees them in `ps`, and jmxquery logs that command at DEBUG; it has no SSL.
+        for cluster in settings.clusters:
+            auth = settings.jmx_for(cluster)
+            if auth.username is not None or auth.ssl:
+                problems.append(
+                    f"scrape.client: jmxquery cannot read cluster {cluster.name} safely: it puts the JMX password "
+                    "on java's command line (visible in ps) and has no SSL; use client: jpype"
+                )
     for index, cluster in enumerate(settings.clusters):
         # The in-process JVM reads one trust store (javax.net.ssl.trustStore, set when it starts), so a
         # cluster's own would be ignored: refuse it rather than connect with a store the operator did not name.

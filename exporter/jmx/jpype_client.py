@@ -36,6 +36,40 @@ RESOLVE_STARTUP_SECONDS = 120.0
 # stops starting RPCs after this many timeouts: with the CLI's timeout of a third of the scrape timeout,
 # that is two scrape timeouts, and a read holds its worker for at most about three (the last RPC's bound).
 READ_DEADLINE_TIMEOUTS = 6.0
+# A node is a server ctlplane reads, not one it trusts: a compromised or broken one must not exhaust the
+# exporter's memory nor run code in it. Beyond these caps a query's extra MBeans and an over-long string
+# value are left out (and logged): no catalogue pattern matches more than a few hundred MBeans on a real
+# node (per-request-type, per-broker), and every string ctlplane reads is a version or a state name.
+MAX_MBEANS_PER_QUERY = 10_000
+MAX_STRING_CHARS = 1024
+# What RMI may deserialise in this JVM (JEP 290, jdk.serialFilter; the JDK filters only the RMI registry
+# and DGC by default, not the values a JMX server returns): the JMX, RMI and open-type classes, the
+# java.lang/java.util values they carry, exceptions; nothing else, so a node cannot hand the exporter a
+# gadget chain (a java.net.URL in a HashMap, a commons-collections Transformer). Limits bound a hostile
+# stream's depth, references, array lengths and bytes (64 MiB: a whole read of a node is ~100 KiB).
+SERIAL_FILTER = ";".join(
+    [
+        "maxdepth=40",
+        "maxrefs=1000000",
+        "maxarray=1000000",
+        "maxbytes=67108864",
+        "java.lang.*",
+        "java.util.*",
+        "java.math.*",
+        "java.io.IOException",
+        "java.io.*Exception",
+        "java.net.*Exception",
+        "java.rmi.**",
+        "sun.rmi.**",
+        "javax.management.**",
+        "javax.rmi.ssl.*",
+        "javax.security.auth.Subject",
+        "javax.security.auth.Subject$*",
+        "jdk.proxy*",
+        "com.sun.proxy.*",
+        "!*",
+    ]
+)
 
 _jvm_lock = threading.Lock()
 log = logging.getLogger(__name__)
@@ -74,6 +108,7 @@ def start_jvm(
             f"-Dsun.rmi.transport.tcp.responseTimeout={timeout_ms}",
             f"-Dsun.rmi.transport.tcp.handshakeTimeout={timeout_ms}",
             f"-D{connect_timeouts.PROPERTY}={timeout_ms}",
+            f"-Djdk.serialFilter={SERIAL_FILTER}",
         ]
         if truststore:
             args.append(f"-Djavax.net.ssl.trustStore={truststore}")
@@ -109,6 +144,7 @@ class _Connection:
             from javax.rmi.ssl import SslRMIClientSocketFactory
 
             env.put("com.sun.jndi.rmi.factory.socket", SslRMIClientSocketFactory())
+        self.address = endpoint.address
         self.connector = JMXConnectorFactory.connect(JMXServiceURL(endpoint.service_url), env)
         self.server = self.connector.getMBeanServerConnection()
         self.connected_at = time.monotonic()
@@ -137,8 +173,18 @@ class _Connection:
         from javax.management import ObjectName
 
         _check(deadline)
-        names = []
-        for name in self.server.queryNames(ObjectName(query.pattern), None):
+        names: list[tuple[Any, str, dict[str, str]]] = []
+        found = self.server.queryNames(ObjectName(query.pattern), None)
+        for name in found:
+            if len(names) >= MAX_MBEANS_PER_QUERY:
+                log.warning(
+                    "%s: %s matches %d MBeans; reading the first %d",
+                    self.address,
+                    query.pattern,
+                    found.size(),
+                    MAX_MBEANS_PER_QUERY,
+                )
+                break
             keys = {str(k): str(v) for k, v in name.getKeyPropertyList().items()}
             if query.accepts(keys):
                 names.append((name, str(name.getCanonicalName()), keys))
@@ -148,6 +194,7 @@ class _Connection:
     def read(self, queries: Sequence[MBeanQuery], deadline: float) -> list[RawReading]:
         """Read every query; raise _DeadlineExceeded rather than start an RPC after `deadline` (monotonic)."""
         from java.lang import Number, String
+        from java.rmi import UnmarshalException
         from javax.management import InstanceNotFoundException
 
         now = time.monotonic()
@@ -164,6 +211,17 @@ class _Connection:
                     # Unregistered since we resolved it (a broker left): resolve again next time.
                     self.resolved.pop(query, None)
                     continue
+                except UnmarshalException as exc:
+                    if "REJECTED" not in str(exc.getCause() or ""):
+                        raise
+                    # SERIAL_FILTER refused a value's class: this MBean is left out, the node read goes on
+                    log.warning(
+                        "%s: %s: a value refused by the deserialisation filter: %s",
+                        self.address,
+                        canonical,
+                        exc.getCause(),
+                    )
+                    continue
                 values: dict[str, float | str] = {}
                 for attribute in result:  # the AttributeList itself: asList() is one more Java call per MBean
                     value = attribute.getValue()
@@ -175,7 +233,11 @@ class _Connection:
                     elif isinstance(value, Number):
                         values[str(attribute.getName())] = float(value.doubleValue())
                     elif value is not None:
-                        values[str(attribute.getName())] = str(value)
+                        text = str(value)  # toString() of a String is itself; other objects are their text
+                        if len(text) > MAX_STRING_CHARS:
+                            log.warning("%s: %s: a %d-character value left out", self.address, canonical, len(text))
+                            continue
+                        values[str(attribute.getName())] = text
                 readings.append(RawReading(query.pattern, canonical, keys, values))
         return readings
 

@@ -19,11 +19,12 @@ from typing import Any
 import pytest
 
 from ctlplane.blackhole import BlackHoles
-from ctlplane.localkafka import KafkaCluster, free_port
+from ctlplane.localkafka import KafkaCluster
 from exporter.jmx.base import Endpoint, JmxClient, JmxError
 from exporter.model import Failure, MBeanQuery, RawReading
 from exporter.readings import plan_queries
 from exporter.scraper import Scraper, Target
+from tests.integration.jmxserver import jmx_server
 from tests.integration.watch import shared_client, targets_of
 
 KERNEL_SYN_GIVE_UP_SECONDS = 127  # net.ipv4.tcp_syn_retries = 6: 1 + 2 + 4 + ... + 64 s
@@ -99,77 +100,15 @@ class SlowServer:
 @pytest.fixture
 def slow_server() -> Iterator[SlowServer]:
     """An in-process JMX connector server on loopback whose 10 MBeans each take 0.4 s to read."""
-    import jpype
     from jpype import JClass
 
     shared_client()
-    Long = JClass("java.lang.Long")
-    Attribute, AttributeList = JClass("javax.management.Attribute"), JClass("javax.management.AttributeList")
+    one = JClass("java.lang.Long")(1)
     calls: list[str] = []
-
-    @jpype.JImplements("javax.management.DynamicMBean")
-    class Slow:
-        def __init__(self, name: str) -> None:
-            attribute = JClass("javax.management.MBeanAttributeInfo")("Value", "java.lang.Long", "", True, False, False)
-            self.name = name
-            self.info = JClass("javax.management.MBeanInfo")("Slow", "", [attribute], None, None, None)
-
-        @jpype.JOverride
-        def getAttribute(self, attribute: Any) -> Any:
-            return Long(1)
-
-        @jpype.JOverride
-        def getAttributes(self, attributes: Any) -> Any:
-            time.sleep(0.4)  # answers, each time just under the RMI timeout
-            calls.append(self.name)
-            result = AttributeList()
-            for attribute in attributes:
-                result.add(Attribute(attribute, Long(1)))
-            return result
-
-        @jpype.JOverride
-        def setAttribute(self, attribute: Any) -> None:
-            raise JClass("javax.management.AttributeNotFoundException")(str(attribute.getName()))
-
-        @jpype.JOverride
-        def setAttributes(self, attributes: Any) -> Any:
-            return AttributeList()
-
-        @jpype.JOverride
-        def invoke(self, action: Any, params: Any, signature: Any) -> Any:
-            return None
-
-        @jpype.JOverride
-        def getMBeanInfo(self) -> Any:
-            return self.info
-
-    @jpype.JImplements("java.rmi.server.RMIServerSocketFactory")
-    class Loopback:
-        @jpype.JOverride
-        def createServerSocket(self, port: int) -> Any:
-            loopback = JClass("java.net.InetAddress").getByName("127.0.0.1")
-            return JClass("java.net.ServerSocket")(port, 50, loopback)
-
-    # the stubs this server hands out name this host; the test JVM exports nothing else
-    JClass("java.lang.System").setProperty("java.rmi.server.hostname", "127.0.0.1")
-    server = JClass("javax.management.MBeanServerFactory").newMBeanServer()
-    for i in range(10):
-        server.registerMBean(Slow(f"N{i}"), JClass("javax.management.ObjectName")(f"ctlplane.test:type=Slow,name=N{i}"))
-    port = free_port()
-    factory = Loopback()  # one instance for registry and connector: they share the port
-    registry = JClass("java.rmi.registry.LocateRegistry").createRegistry(port, None, factory)
-    env = JClass("java.util.HashMap")()
-    env.put("jmx.remote.rmi.server.socket.factory", factory)
-    url = JClass("javax.management.remote.JMXServiceURL")(
-        f"service:jmx:rmi://127.0.0.1:{port}/jndi/rmi://127.0.0.1:{port}/jmxrmi"
-    )
-    connector = JClass("javax.management.remote.JMXConnectorServerFactory").newJMXConnectorServer(url, env, server)
-    connector.start()
-    try:
+    mbeans = {f"ctlplane.test:type=Slow,name=N{i}": {"Value": lambda: one} for i in range(10)}
+    # each read answers just under the RMI timeout
+    with jmx_server(mbeans, delay_seconds=0.4, calls=calls) as port:
         yield SlowServer(port, calls)
-    finally:
-        connector.stop()
-        JClass("java.rmi.server.UnicastRemoteObject").unexportObject(registry, True)
 
 
 def test_a_node_that_answers_every_call_just_in_time_is_abandoned_at_the_read_deadline(

@@ -134,6 +134,7 @@ def _hostile_cases(tmp_path: Path) -> list[tuple[str, bytes, str]]:
         ("empty label", with_('"kafka-1.example:9999"', '"kafka..example:9999"'), "clusters.0.nodes.0.address"),
         ("bare IPv6", with_('"kafka-1.example:9999"', '"::1:9999"'), "clusters.0.nodes.0.address"),
         ("http host", with_("host: 0.0.0.0", "host: 'not a host'"), "http.host"),
+        ("password with jmxquery", with_("workers: 8}", "workers: 8, client: jmxquery}"), "scrape.client"),
     ]
 
 

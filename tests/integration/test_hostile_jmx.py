@@ -1,0 +1,58 @@
+"""A node is a server ctlplane reads, not one it trusts: what a broken or compromised JMX server answers
+must not exhaust the exporter's memory nor run code in its JVM (exporter/jmx/jpype_client.py caps and
+SERIAL_FILTER), and a hostile MBean costs only itself, never the rest of the node's read."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from exporter.jmx import jpype_client
+from exporter.jmx.base import Endpoint
+from exporter.jmx.jpype_client import MAX_STRING_CHARS, JPypeJmxClient
+from exporter.model import MBeanQuery
+from tests.integration.jmxserver import jmx_server
+from tests.integration.watch import shared_client
+
+
+def test_a_hostile_node_costs_only_its_hostile_values(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jpype import JClass
+
+    cap = 100  # the cap as a real node would meet it, scaled down: 10,000 RPCs would outlast the read deadline
+    monkeypatch.setattr(jpype_client, "MAX_MBEANS_PER_QUERY", cap)
+    shared_client()
+    Long, String = JClass("java.lang.Long"), JClass("java.lang.String")
+    HashMap, URL = JClass("java.util.HashMap"), JClass("java.net.URL")
+
+    def gadget() -> object:
+        # the shape of the JDK's URLDNS gadget: a java.net.URL inside a HashMap (deserialising it resolves
+        # the host); any class outside the filter's allow-list must be refused before it is built
+        payload = HashMap()
+        payload.put(URL("http://ctlplane-gadget.invalid/"), Long(1))
+        return payload
+
+    big = String("x" * (MAX_STRING_CHARS * 100))
+    mbeans = {f"ctlplane.test:type=Many,name=N{i}": {"Value": lambda: Long(1)} for i in range(cap + 50)}
+    mbeans["ctlplane.test:type=Big"] = {"Value": lambda: big, "Count": lambda: Long(7)}
+    mbeans["ctlplane.test:type=Gadget"] = {"Value": gadget}
+    mbeans["ctlplane.test:type=Fine"] = {"Value": lambda: String("RUNNING"), "Count": lambda: Long(3)}
+    queries = (
+        MBeanQuery("ctlplane.test:type=Many,name=*", ("Value",)),
+        MBeanQuery("ctlplane.test:type=Big", ("Value", "Count")),
+        MBeanQuery("ctlplane.test:type=Gadget", ("Value",)),
+        MBeanQuery("ctlplane.test:type=Fine", ("Value", "Count")),
+    )
+    client = JPypeJmxClient(timeout_seconds=2.0)
+    with jmx_server(mbeans) as port, caplog.at_level(logging.WARNING):
+        readings = client.read(Endpoint("127.0.0.1", port), queries)
+    by_pattern: dict[str, list[dict[str, float | str]]] = {}
+    for reading in readings:
+        by_pattern.setdefault(reading.pattern, []).append(dict(reading.values))
+    assert len(by_pattern["ctlplane.test:type=Many,name=*"]) == cap
+    assert by_pattern["ctlplane.test:type=Big"] == [{"Count": 7.0}]  # the long string left out, the rest kept
+    assert "ctlplane.test:type=Gadget" not in by_pattern  # refused, never built
+    assert by_pattern["ctlplane.test:type=Fine"] == [{"Value": "RUNNING", "Count": 3.0}]
+    assert any("refused by the deserialisation filter" in r.message and "REJECTED" in r.message for r in caplog.records)
