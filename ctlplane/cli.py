@@ -35,6 +35,12 @@ def build_targets(settings: Settings) -> list[Target]:
     for cluster in settings.clusters:
         auth = settings.jmx_for(cluster)
         password = auth.password()
+        if auth.username is not None and not auth.ssl:
+            log.warning(
+                "cluster %s: JMX authentication without SSL: the password crosses the network in clear "
+                "(set jmx.ssl: true and enable com.sun.management.jmxremote.ssl on the nodes)",
+                cluster.name,
+            )
         for node in cluster.nodes:
             endpoint = Endpoint(
                 node.host,
@@ -51,6 +57,13 @@ def build_client(settings: Settings, kind: str | None = None) -> JmxClient:
     scrape = settings.scrape
     if (kind or scrape.client) == "jmxquery":
         from exporter.jmx.jmxquery_client import JmxQueryClient
+
+        if any(settings.jmx_for(c).username is not None or settings.jmx_for(c).ssl for c in settings.clusters):
+            # the same refusal as the config's scrape.client check, for `probe --client jmxquery`
+            raise ConfigError(
+                "jmxquery cannot read clusters with JMX auth or SSL safely (the password would be "
+                "on java's command line, visible in ps): use the jpype client"
+            )
 
         return JmxQueryClient(timeout_seconds=scrape.timeout_seconds)
     from exporter.jmx.jpype_client import JPypeJmxClient

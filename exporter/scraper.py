@@ -301,6 +301,16 @@ class Scraper:
             duration=time.perf_counter() - started,
         )
         self._latest = snapshot
+        if log.isEnabledFor(logging.DEBUG):
+            down = [f"{n.cluster}/{n.node}: {n.error}" for n in nodes if not n.up]
+            log.debug(
+                "round %d: %d of %d nodes read in %.3f s%s",
+                sequence,
+                len(nodes) - len(down),
+                len(nodes),
+                snapshot.round_duration_seconds,
+                "; not read: " + "; ".join(down) if down else "",
+            )
         self._listeners.notify(snapshot)
         return snapshot
 

@@ -19,10 +19,14 @@ Values = Mapping[str, Callable[[], Any]]
 
 @contextlib.contextmanager
 def jmx_server(
-    mbeans: Mapping[str, Values], delay_seconds: float = 0.0, calls: list[str] | None = None
+    mbeans: Mapping[str, Values],
+    delay_seconds: float = 0.0,
+    calls: list[str] | None = None,
+    credentials: tuple[str, str] | None = None,
 ) -> Iterator[int]:
     """Serve `mbeans` (ObjectName -> its attributes) on a free loopback port; yield the port. Each
-    getAttributes waits `delay_seconds` and appends the MBean's name to `calls`."""
+    getAttributes waits `delay_seconds` and appends the MBean's name to `calls`. With `credentials`
+    (user, password) the server authenticates connections as a broker with jmxremote.authenticate does."""
     import jpype
     from jpype import JClass
 
@@ -78,6 +82,14 @@ def jmx_server(
             loopback = JClass("java.net.InetAddress").getByName("127.0.0.1")
             return JClass("java.net.ServerSocket")(port, 50, loopback)
 
+    @jpype.JImplements("javax.management.remote.JMXAuthenticator")
+    class Authenticator:
+        @jpype.JOverride
+        def authenticate(self, given: Any) -> Any:
+            if given is None or len(given) != 2 or (str(given[0]), str(given[1])) != credentials:
+                raise JClass("java.lang.SecurityException")("Authentication failed! Invalid username or password")
+            return JClass("javax.security.auth.Subject")()
+
     # the stubs this server hands out name this host; the test JVM exports nothing else
     JClass("java.lang.System").setProperty("java.rmi.server.hostname", "127.0.0.1")
     server = JClass("javax.management.MBeanServerFactory").newMBeanServer()
@@ -88,6 +100,8 @@ def jmx_server(
     registry = JClass("java.rmi.registry.LocateRegistry").createRegistry(port, None, factory)
     env = JClass("java.util.HashMap")()
     env.put("jmx.remote.rmi.server.socket.factory", factory)
+    if credentials is not None:
+        env.put("jmx.remote.authenticator", Authenticator())
     url = JClass("javax.management.remote.JMXServiceURL")(
         f"service:jmx:rmi://127.0.0.1:{port}/jndi/rmi://127.0.0.1:{port}/jmxrmi"
     )
