@@ -129,9 +129,7 @@ def _local_settings(stack: ExitStack, workdir: Path | None) -> Settings:
 
 def serve(settings: Settings) -> int:
     """Scrape the configured clusters and serve HTTP until interrupted."""
-    import uvicorn
-
-    from exporter.app import create_app, server_options
+    from exporter.app import create_app, http_server
 
     scraper = build_scraper(settings)
     state = build_state(settings, scraper)
@@ -180,14 +178,21 @@ def serve(settings: Settings) -> int:
             f"  health:    {base}/api/v1/health\n  home:      {base}/\n"
         )
         sys.stdout.flush()
-        uvicorn.run(
-            app,
-            host=http.host,
-            port=http.port,
-            **server_options(),
-            ssl_certfile=str(http.tls.cert_file) if http.tls else None,
-            ssl_keyfile=str(http.tls.key_file) if http.tls else None,
-        )
+        tls = http.tls
+        if tls is None:
+            server = http_server(app, http.host, http.port)
+        else:
+            server = http_server(
+                app,
+                http.host,
+                http.port,
+                cert_file=str(tls.cert_file),
+                key_file=str(tls.key_file),
+                min_version=tls.min_version,
+                client_ca_file=str(tls.client_ca_file) if tls.client_ca_file else None,
+                client_auth_type=tls.client_auth_type,
+            )
+        server.run()
     finally:
         scraper.stop()
         if writer is not None:

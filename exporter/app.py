@@ -6,10 +6,12 @@ No handler does JMX I/O: they read the latest snapshot, which the scraper thread
 from __future__ import annotations
 
 import html
+import ssl
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
@@ -29,6 +31,45 @@ KEEP_ALIVE_SECONDS = 120
 def server_options() -> dict[str, Any]:
     """uvicorn settings every ctlplane server uses (exporter, standalone dashboard, tests, benchmarks)."""
     return {"timeout_keep_alive": KEEP_ALIVE_SECONDS, "log_level": "warning"}
+
+
+# exporter-toolkit's client_auth_type -> what Python's ssl asks of a client's certificate
+CLIENT_VERIFY_MODES = {
+    "NoClientCert": ssl.CERT_NONE,
+    "VerifyClientCertIfGiven": ssl.CERT_OPTIONAL,
+    "RequireAndVerifyClientCert": ssl.CERT_REQUIRED,
+}
+TLS_VERSIONS = {"TLS12": ssl.TLSVersion.TLSv1_2, "TLS13": ssl.TLSVersion.TLSv1_3}
+
+
+def http_server(
+    app: Any,
+    host: str,
+    port: int,
+    *,
+    cert_file: str | None = None,
+    key_file: str | None = None,
+    min_version: str = "TLS12",
+    client_ca_file: str | None = None,
+    client_auth_type: str = "NoClientCert",
+) -> uvicorn.Server:
+    """The uvicorn server for `app`: plain HTTP, or HTTPS with a minimum TLS version and, optionally,
+    client certificates verified against `client_ca_file` (mTLS). uvicorn has no minimum-version option,
+    so its SSL context is made here (Config.load) and tightened before the server starts."""
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        **server_options(),
+        ssl_certfile=cert_file,
+        ssl_keyfile=key_file,
+        ssl_ca_certs=client_ca_file,
+        ssl_cert_reqs=CLIENT_VERIFY_MODES[client_auth_type],
+    )
+    config.load()
+    if config.ssl is not None:
+        config.ssl.minimum_version = TLS_VERSIONS[min_version]
+    return uvicorn.Server(config)
 
 
 class PageResponse(Response):

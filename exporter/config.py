@@ -160,9 +160,38 @@ class ScrapeConfig(_Strict):
         return self
 
 
+# Prometheus exporter-toolkit's client_auth_type values (Go's tls.ClientAuthType), the ones Python's ssl
+# can honour: it verifies a client certificate against client_ca_file or asks for none.
+# RequestClientCert and RequireAnyClientCert (accept any certificate, unverified) are refused by name.
+CLIENT_AUTH_TYPES = ("NoClientCert", "VerifyClientCertIfGiven", "RequireAndVerifyClientCert")
+
+
 class TlsConfig(_Strict):
+    """HTTPS for every endpoint; the keys of exporter-toolkit's `tls_server_config`."""
+
     cert_file: Path
     key_file: Path
+    min_version: Literal["TLS12", "TLS13"] = "TLS12"  # TLS 1.0 and 1.1 are refused (RFC 8996)
+    client_ca_file: Path | None = None
+    client_auth_type: str = "NoClientCert"
+
+    @field_validator("client_auth_type")
+    @classmethod
+    def _known_client_auth(cls, value: str) -> str:
+        if value not in CLIENT_AUTH_TYPES:
+            raise ValueError(
+                f"{value!r} is not supported: use one of {', '.join(CLIENT_AUTH_TYPES)} (ctlplane verifies every "
+                "client certificate it accepts against client_ca_file)"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _ca_for_verification(self) -> TlsConfig:
+        if self.client_auth_type != "NoClientCert" and self.client_ca_file is None:
+            raise ValueError(f"client_auth_type {self.client_auth_type} needs client_ca_file")
+        if self.client_auth_type == "NoClientCert" and self.client_ca_file is not None:
+            raise ValueError("client_ca_file is set but client_auth_type is NoClientCert: say which one you mean")
+        return self
 
 
 # bcrypt in the modular crypt format: $2a$/$2b$/$2y$, a two-digit cost of 4-31, then 22 characters of salt
@@ -177,6 +206,9 @@ class HttpConfig(_Strict):
     tls: TlsConfig | None = None
     # user -> bcrypt hash, the format of Prometheus' web config (`htpasswd -nBC 10 "" | tr -d ':\n'`)
     basic_auth_users: dict[str, str] = Field(default_factory=dict)
+    # A Prometheus exporter-toolkit web config (tls_server_config, basic_auth_users): the same file
+    # node_exporter or Prometheus itself uses, read in place of `tls` and `basic_auth_users`.
+    web_config_file: Path | None = None
 
     @field_validator("host")
     @classmethod
@@ -385,10 +417,15 @@ def _check_files(settings: Settings) -> list[Problem]:
             for name, file in (("cert_file", tls.cert_file), ("key_file", tls.key_file))
             if (problem := _readable_file(file)) is not None
         ]
+        if tls.client_ca_file is not None and (problem := _readable_file(tls.client_ca_file)) is not None:
+            file_problems.append(f"http.tls.client_ca_file: {problem}")
         problems += file_problems
         if not file_problems:
             try:
-                ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(tls.cert_file, tls.key_file)
+                context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+                context.load_cert_chain(tls.cert_file, tls.key_file)
+                if tls.client_ca_file is not None:
+                    context.load_verify_locations(cafile=tls.client_ca_file)
             except (ssl.SSLError, OSError) as exc:
                 problems.append(
                     f"http.tls: {tls.cert_file} and {tls.key_file} are not a certificate and its key: {exc}"
@@ -408,6 +445,45 @@ def _check_files(settings: Settings) -> list[Problem]:
     return problems
 
 
+WEB_CONFIG_KEYS = ("tls_server_config", "basic_auth_users")
+
+
+def _with_web_config(http: HttpConfig, config_path: Path) -> HttpConfig:
+    """`http` with the TLS and users of its exporter-toolkit web config. Relative paths in that file are
+    relative to it, as exporter-toolkit reads them; keys ctlplane cannot honour are refused by name."""
+    assert http.web_config_file is not None
+    web_path = http.web_config_file
+    where = f"{config_path}: http.web_config_file ({web_path})"
+    if http.tls is not None or http.basic_auth_users:
+        raise ConfigError(f"{where}: set tls and basic_auth_users in the web config or in http:, not both")
+    document = _read_yaml(web_path)
+    if document is None:
+        document = {}
+    if not isinstance(document, dict):
+        raise ConfigError(f"{where}: expected a mapping with {' and/or '.join(WEB_CONFIG_KEYS)}")
+    unknown = sorted(str(key) for key in document if key not in WEB_CONFIG_KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: {', '.join(unknown)} not supported (ctlplane reads {', '.join(WEB_CONFIG_KEYS)})")
+    tls = document.get("tls_server_config")
+    if isinstance(tls, dict):
+        tls = {
+            key: str(web_path.parent / value) if key.endswith("_file") and isinstance(value, str) else value
+            for key, value in tls.items()
+        }
+    fields = {**http.model_dump(exclude={"tls", "basic_auth_users", "web_config_file"}), "web_config_file": web_path}
+    try:
+        return HttpConfig.model_validate(
+            {**fields, "tls": tls, "basic_auth_users": document.get("basic_auth_users") or {}}
+        )
+    except ValidationError as exc:
+        names = {"tls": "tls_server_config"}
+        problems = [
+            ".".join(names.get(str(part), str(part)) for part in item["loc"]) + f": {item['msg']}"
+            for item in exc.errors()
+        ]
+        raise ConfigError(f"{where}: invalid\n  " + "\n  ".join(problems)) from None
+
+
 def load_settings(path: Path) -> Settings:
     """Read and validate a YAML config file: the one check `check-config` and `run` share. Raise
     ConfigError naming each offending field path; a config that loads has nothing left for `run` to
@@ -416,6 +492,8 @@ def load_settings(path: Path) -> Settings:
     if not isinstance(document, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level (with a `clusters:` list)")
     settings = parse_settings(document, str(path))
+    if settings.http.web_config_file is not None:
+        settings = settings.model_copy(update={"http": _with_web_config(settings.http, path)})
     problems = _check_files(settings)
     if problems:
         raise ConfigError(f"{path}: invalid configuration\n  " + "\n  ".join(problems))

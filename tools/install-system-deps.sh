@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Install the Debian packages ctlplane needs, only those missing. Usage: install-system-deps.sh run|test
 #   run:  a JDK (JPype's JVM and the local Kafka clusters) and Maven (fetches the Kafka jars)
-#   test: the above plus Prometheus, Alertmanager (promtool, amtool) and Chromium for the browser tests
+#   test: the above plus Prometheus, Alertmanager (promtool, amtool), Chromium for the browser tests and
+#         openssl for the TLS tests
 set -euo pipefail
 want=(java:openjdk-17-jdk-headless mvn:maven)
 if [ "${1:-run}" = test ]; then
   want+=(promtool:prometheus amtool:prometheus-alertmanager prometheus-alertmanager:prometheus-alertmanager
-         chromium:chromium)
+         chromium:chromium openssl:openssl)
 fi
 missing=()
 for pair in "${want[@]}"; do

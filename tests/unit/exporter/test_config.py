@@ -95,6 +95,8 @@ def _hostile_cases(tmp_path: Path) -> list[tuple[str, bytes, str]]:
         return GOOD.replace(old, new).encode()
 
     http_extra = "port: 18309}"
+    web = tmp_path / "web-config.yml"
+    web.write_text("http_server_config: {http2: false}\n")
     return [
         ("not UTF-8", good.replace(b"prod-a", b"prod-\xff"), "not UTF-8"),
         ("nested 10,000 deep", b"clusters: " + b"[" * 10_000 + b"]" * 10_000, "nested too deeply"),
@@ -134,6 +136,20 @@ def _hostile_cases(tmp_path: Path) -> list[tuple[str, bytes, str]]:
         ("empty label", with_('"kafka-1.example:9999"', '"kafka..example:9999"'), "clusters.0.nodes.0.address"),
         ("bare IPv6", with_('"kafka-1.example:9999"', '"::1:9999"'), "clusters.0.nodes.0.address"),
         ("http host", with_("host: 0.0.0.0", "host: 'not a host'"), "http.host"),
+        (
+            "unverified client certificates",
+            with_(
+                http_extra,
+                f"port: 18309, tls: {{cert_file: {garbage}, key_file: {garbage}, "
+                "client_auth_type: RequireAnyClientCert}}",
+            ),
+            "http.tls.client_auth_type",
+        ),
+        (
+            "web config with a key ctlplane cannot honour",
+            with_(http_extra, f"port: 18309, web_config_file: {web}}}"),
+            "http_server_config not supported",
+        ),
         ("password with jmxquery", with_("workers: 8}", "workers: 8, client: jmxquery}"), "scrape.client"),
     ]
 

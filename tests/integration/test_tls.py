@@ -1,0 +1,119 @@
+"""HTTPS as ctlplane serves it (exporter/app.py http_server, the function `ctlplane run` uses): a real
+uvicorn server on loopback with certificates made by openssl, and real TLS clients."""
+
+from __future__ import annotations
+
+import ssl
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from ctlplane.localkafka import free_port
+from exporter.app import create_app, http_server
+from exporter.config import load_settings
+from exporter.health import Thresholds
+from exporter.state import ExporterState
+from tests.unit.exporter.test_families import sample_fleet
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A CA; a server certificate for 127.0.0.1 and a client certificate signed by it; a rogue client
+    certificate signed by nobody."""
+    d = tmp_path_factory.mktemp("pki")
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    _openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=test-ca", cwd=d)
+    (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    for name in ("server", "client"):
+        _openssl("req", *ec, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}", cwd=d)
+        _openssl(
+            "x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-out", f"{name}.pem", "-days", "2", "-extfile", "san.ext", cwd=d,
+        )  # fmt: skip
+    _openssl(
+        "req", "-x509", *ec, "-keyout", "rogue.key", "-out", "rogue.pem", "-days", "2", "-subj", "/CN=rogue", cwd=d
+    )
+    return d
+
+
+@contextmanager
+def _serving(pki: Path, **tls: str | None) -> Iterator[str]:
+    state = ExporterState(sample_fleet(), Thresholds())
+    port = free_port()
+    server = http_server(
+        create_app(state.current, interval_seconds=15),
+        "127.0.0.1",
+        port,
+        cert_file=str(pki / "server.pem"),
+        key_file=str(pki / "server.key"),
+        **tls,  # type: ignore[arg-type]
+    )
+    thread = threading.Thread(target=server.run, name="https", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the HTTPS server did not start"
+        time.sleep(0.05)
+    try:
+        yield f"https://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def _get(base: str, pki: Path, *, max_version: ssl.TLSVersion | None = None, cert: str | None = None) -> int | str:
+    """The status of GET /healthz, or the kind of failure."""
+    context = ssl.create_default_context(cafile=str(pki / "ca.pem"))
+    if max_version is not None:
+        context.maximum_version = max_version
+    if cert is not None:
+        context.load_cert_chain(str(pki / f"{cert}.pem"), str(pki / f"{cert}.key"))
+    try:
+        return httpx.get(f"{base}/metrics", verify=context, timeout=10).status_code
+    except httpx.HTTPError as exc:
+        return type(exc).__name__
+
+
+def test_min_version_tls13_refuses_a_tls12_client(pki: Path) -> None:
+    with _serving(pki, min_version="TLS13") as base:
+        assert _get(base, pki) == 200
+        assert _get(base, pki, max_version=ssl.TLSVersion.TLSv1_2) != 200
+    with _serving(pki) as base:  # the default minimum is TLS 1.2
+        assert _get(base, pki, max_version=ssl.TLSVersion.TLSv1_2) == 200
+
+
+def test_required_client_certificates_are_verified_against_the_client_ca(pki: Path) -> None:
+    mtls = {"client_ca_file": str(pki / "ca.pem"), "client_auth_type": "RequireAndVerifyClientCert"}
+    with _serving(pki, **mtls) as base:
+        assert _get(base, pki, cert="client") == 200
+        assert _get(base, pki) != 200, "no client certificate"
+        assert _get(base, pki, cert="rogue") != 200, "a certificate the client CA did not sign"
+    optional = {"client_ca_file": str(pki / "ca.pem"), "client_auth_type": "VerifyClientCertIfGiven"}
+    with _serving(pki, **optional) as base:
+        assert _get(base, pki) == 200
+        assert _get(base, pki, cert="rogue") != 200
+
+
+def test_a_prometheus_web_config_file_is_read_with_paths_relative_to_it(pki: Path, tmp_path: Path) -> None:
+    web = pki / "web-config.yml"
+    web.write_text(
+        "tls_server_config:\n"
+        "  cert_file: server.pem\n  key_file: server.key\n"
+        "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.pem\n  min_version: TLS13\n"
+        "basic_auth_users:\n  prometheus: $2b$04$" + "a" * 53 + "\n"
+    )
+    config = tmp_path / "ctlplane.yaml"
+    config.write_text(f"clusters: [{{name: c, nodes: [{{address: 'h:1'}}]}}]\nhttp: {{web_config_file: {web}}}\n")
+    http = load_settings(config).http
+    assert http.tls is not None and http.tls.cert_file == pki / "server.pem" and http.tls.min_version == "TLS13"
+    assert http.tls.client_auth_type == "RequireAndVerifyClientCert" and list(http.basic_auth_users) == ["prometheus"]
