@@ -21,7 +21,8 @@ RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels \
     && useradd --system --uid 10001 --home-dir /nonexistent --shell /usr/sbin/nologin ctlplane
 USER 10001
 EXPOSE 18309
-HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
-    CMD ["python", "-c", "import urllib.request,sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:18309/healthz', timeout=4).status != 200)"]
+# Port, scheme and client certificate come from the config: auth, TLS or another port keep it working.
+HEALTHCHECK --interval=30s --timeout=10s --start-period=60s --retries=3 \
+    CMD ["ctlplane", "healthcheck", "--config", "/etc/ctlplane.yaml"]
 ENTRYPOINT ["ctlplane"]
 CMD ["run", "--config", "/etc/ctlplane.yaml"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -192,11 +193,24 @@ def serve(settings: Settings) -> int:
                 client_ca_file=str(tls.client_ca_file) if tls.client_ca_file else None,
                 client_auth_type=tls.client_auth_type,
             )
+        # uvicorn turns SIGTERM into a graceful stop, then raises it again once stopped so the signal's
+        # own handler runs; with the default one that kills the process before the `finally` below
+        # flushes the history. A handler that only notes it lets the shutdown finish.
+        signal.signal(signal.SIGTERM, lambda signum, frame: log.info("SIGTERM: stopping"))
         server.run()
     finally:
+        # `docker stop` kills 10 s after SIGTERM; joining the scraper can take a whole scrape timeout (a
+        # round waiting on a hung node). So: no new round, history flushed first, then the join, then
+        # one more flush for a round that finished meanwhile.
+        scraper.request_stop()
+        if writer is not None:
+            try:
+                writer.flush()
+            except Exception as exc:  # a full disk: close() below tries once more and says what is lost
+                log.warning("history flush at shutdown failed: %s", exc)
         scraper.stop()
         if writer is not None:
-            writer.close()  # after the scraper: the last round's rows are flushed
+            writer.close()
     return 0
 
 
@@ -267,6 +281,38 @@ def cmd_probe(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_healthcheck(args: argparse.Namespace) -> int:
+    """Exit 0 if the exporter of this config answers /healthz with 200 (rounds keep coming): the
+    container's HEALTHCHECK, with the config's port, scheme and client certificate, so auth, TLS or
+    another port never leave a healthy container marked unhealthy (/healthz needs no password)."""
+    import ssl
+
+    import httpx
+
+    http = load_settings(args.config).http
+    wildcard = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}
+    host = wildcard.get(http.host, http.host)
+    host = f"[{host}]" if ":" in host else host
+    verify: ssl.SSLContext | bool = False
+    if http.tls is not None:
+        # our own server on loopback: its certificate names the service, not this address
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        if http.tls.client_auth_type == "RequireAndVerifyClientCert":
+            # the server's own pair as the client's: accepted where the client CA also signed it
+            context.load_cert_chain(http.tls.cert_file, http.tls.key_file)
+        verify = context
+    url = f"{'https' if http.tls else 'http'}://{host}:{http.port}/healthz"
+    try:
+        response = httpx.get(url, verify=verify, timeout=4)
+    except httpx.HTTPError as exc:
+        sys.stdout.write(f"{url}: {type(exc).__name__}: {exc}\n")
+        return 1
+    sys.stdout.write(f"{url}: {response.status_code} {response.text.strip()}\n")
+    return 0 if response.status_code == 200 else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ctlplane", description="Kafka control-plane monitoring")
     parser.add_argument("--log-level", default="INFO")
@@ -288,6 +334,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pipeline.cli import add_subcommands as add_pipeline_subcommands
 
     add_pipeline_subcommands(sub)
+    healthcheck = sub.add_parser("healthcheck", help="exit 0 if the exporter of this config is healthy")
+    healthcheck.add_argument("--config", type=Path, required=True)
+    healthcheck.set_defaults(func=cmd_healthcheck)
     check = sub.add_parser("check-config", help="validate a config file")
     check.add_argument("config", type=Path)
     check.set_defaults(func=cmd_check_config)

@@ -30,7 +30,9 @@ KEEP_ALIVE_SECONDS = 120
 
 def server_options() -> dict[str, Any]:
     """uvicorn settings every ctlplane server uses (exporter, standalone dashboard, tests, benchmarks)."""
-    return {"timeout_keep_alive": KEEP_ALIVE_SECONDS, "log_level": "warning"}
+    # timeout_graceful_shutdown: on SIGTERM an in-flight request gets 3 s, not for ever (uvicorn's default):
+    # `docker stop` kills 10 s after SIGTERM, and the history must be flushed within that.
+    return {"timeout_keep_alive": KEEP_ALIVE_SECONDS, "log_level": "warning", "timeout_graceful_shutdown": 3}
 
 
 # exporter-toolkit's client_auth_type -> what Python's ssl asks of a client's certificate

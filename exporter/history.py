@@ -505,8 +505,13 @@ class HistoryWriter:
         return self
 
     def close(self) -> None:
+        """Stop the flusher thread and flush what is left; a last flush that fails is logged with the
+        number of rows lost (there is no next try), never raised into the shutdown."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
             self._thread = None
-        self.flush()
+        try:
+            self.flush()
+        except Exception as exc:
+            log.error("history: %d rows lost at shutdown, the last flush failed: %s", self.pending_rows(), exc)

@@ -406,6 +406,10 @@ class Scraper:
         self._thread = threading.Thread(target=self.run_forever, name="scraper", daemon=True)
         self._thread.start()
 
+    def request_stop(self) -> None:
+        """No round starts after this; a round under way finishes (or times out) on its own."""
+        self._stop.set()
+
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
