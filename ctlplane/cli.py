@@ -179,20 +179,7 @@ def serve(settings: Settings) -> int:
             f"  health:    {base}/api/v1/health\n  home:      {base}/\n"
         )
         sys.stdout.flush()
-        tls = http.tls
-        if tls is None:
-            server = http_server(app, http.host, http.port)
-        else:
-            server = http_server(
-                app,
-                http.host,
-                http.port,
-                cert_file=str(tls.cert_file),
-                key_file=str(tls.key_file),
-                min_version=tls.min_version,
-                client_ca_file=str(tls.client_ca_file) if tls.client_ca_file else None,
-                client_auth_type=tls.client_auth_type,
-            )
+        server = http_server(app, http.host, http.port, http.tls)
         # uvicorn turns SIGTERM into a graceful stop, then raises it again once stopped so the signal's
         # own handler runs; with the default one that kills the process before the `finally` below
         # flushes the history. A handler that only notes it lets the shutdown finish.

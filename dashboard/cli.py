@@ -7,12 +7,12 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dashboard.source import InProcessSource, RemoteSource
-from exporter.app import server_options
 
 if TYPE_CHECKING:
     from dash import Dash
@@ -59,13 +59,19 @@ def add_dashboard_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--history-dir", type=Path, help="the Spark pipeline's output directory for the History page")
     parser.add_argument("--exporter-user", help="basic-auth user for the exporter")
     parser.add_argument("--exporter-password-file", type=Path, help="file holding the exporter's basic-auth password")
+    parser.add_argument(
+        "--web-config-file",
+        type=Path,
+        help="a Prometheus web config (tls_server_config, basic_auth_users) for the dashboard's own HTTPS and auth",
+    )
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
-    import uvicorn
     from fastapi.responses import RedirectResponse
 
     from dashboard.app import create_dashboard
+    from exporter.app import http_server
+    from exporter.config import ConfigError, HttpConfig, tls_problems, with_web_config
     from exporter.httpguard import GuardedFastAPI
 
     auth = None
@@ -74,9 +80,17 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
             sys.stderr.write("error: --exporter-user needs --exporter-password-file\n")
             return 2
         auth = (args.exporter_user, args.exporter_password_file.read_text().strip())
+    # The same TLS and basic auth as the exporter's, from the same kind of file (ConfigError: exit 2).
+    http = HttpConfig(host=args.host, port=args.port, web_config_file=args.web_config_file)
+    if args.web_config_file is not None:
+        http = with_web_config(http, Path("--web-config-file"))
+        problems = tls_problems(http.tls) if http.tls is not None else []
+        if problems:
+            raise ConfigError(f"--web-config-file {args.web_config_file}:\n  " + "\n  ".join(problems))
     source = RemoteSource(args.exporter, window_seconds=args.window_seconds, auth=auth)
     source.start(args.refresh_seconds)
-    server = GuardedFastAPI(title="ctlplane dashboard")  # the body cap before Dash reads a body
+    # auth and the body cap before Dash reads a body
+    server = GuardedFastAPI(users=http.basic_auth_users, title="ctlplane dashboard")
 
     @server.get("/", include_in_schema=False)
     def home() -> RedirectResponse:
@@ -90,9 +104,11 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
             alerts_url=args.alerts_url,
             history_dir=args.history_dir,
         )
-        sys.stdout.write(f"ctlplane dashboard for {args.exporter}: http://{args.host}:{args.port}{PREFIX}\n")
+        scheme = "https" if http.tls else "http"
+        sys.stdout.write(f"ctlplane dashboard for {source.base_url}: {scheme}://{args.host}:{args.port}{PREFIX}\n")
         sys.stdout.flush()
-        uvicorn.run(server, host=args.host, port=args.port, **server_options())
+        signal.signal(signal.SIGTERM, lambda signum, frame: None)  # see ctlplane/cli.py serve: let `finally` run
+        http_server(server, args.host, args.port, http.tls).run()
     finally:
         source.close()
     return 0

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
 
@@ -93,6 +94,18 @@ class InProcessSource:
         return self._trail.cluster(cluster)
 
 
+def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
+    """(the URL without user:password, the basic-auth pair it carried or None). The dashboard shows and
+    logs only the first; httpx sends the second as basic auth, as it would have from the URL."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, None
+    host = parts.hostname or ""
+    netloc = (f"[{host}]" if ":" in host else host) + (f":{parts.port}" if parts.port is not None else "")
+    bare = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    return bare, (unquote(parts.username or ""), unquote(parts.password or ""))
+
+
 class RemoteSource:
     """A remote exporter's JSON API, polled by a background thread into a bounded `Trail`.
 
@@ -108,8 +121,9 @@ class RemoteSource:
         auth: tuple[str, str] | None = None,
         client: httpx.Client | None = None,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self._client = client or httpx.Client(timeout=timeout_seconds, auth=auth)
+        bare, in_url = split_credentials(base_url)
+        self.base_url = bare.rstrip("/")
+        self._client = client or httpx.Client(timeout=timeout_seconds, auth=auth or in_url)
         self._current = EMPTY_OBSERVATION
         self._trail = Trail(window_seconds)
         self._stop = threading.Event()
@@ -261,10 +275,11 @@ class AlertSource:
         client: httpx.Client | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.url = url.rstrip("/")
+        bare, auth = split_credentials(url)
+        self.url = bare.rstrip("/")  # shown on the Alerts page: never with its user:password
         self.min_interval_seconds = min_interval_seconds
         self.recent_seconds = recent_seconds
-        self._client = client or httpx.Client(timeout=timeout_seconds)
+        self._client = client or httpx.Client(timeout=timeout_seconds, auth=auth)
         self._clock = clock
         self._api: str | None = None
         self._result = AlertsResult(url=self.url)

@@ -15,6 +15,7 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
+from exporter.config import TlsConfig
 from exporter.families import Family, MetricsPage
 from exporter.httpguard import GuardedFastAPI
 from exporter.jsonapi import health_to_dict, snapshot_to_dict
@@ -44,33 +45,22 @@ CLIENT_VERIFY_MODES = {
 TLS_VERSIONS = {"TLS12": ssl.TLSVersion.TLSv1_2, "TLS13": ssl.TLSVersion.TLSv1_3}
 
 
-def http_server(
-    app: Any,
-    host: str,
-    port: int,
-    *,
-    cert_file: str | None = None,
-    key_file: str | None = None,
-    min_version: str = "TLS12",
-    client_ca_file: str | None = None,
-    client_auth_type: str = "NoClientCert",
-) -> uvicorn.Server:
+def http_server(app: Any, host: str, port: int, tls: TlsConfig | None = None) -> uvicorn.Server:
     """The uvicorn server for `app`: plain HTTP, or HTTPS with a minimum TLS version and, optionally,
-    client certificates verified against `client_ca_file` (mTLS). uvicorn has no minimum-version option,
+    client certificates verified against the client CA (mTLS). uvicorn has no minimum-version option,
     so its SSL context is made here (Config.load) and tightened before the server starts."""
-    config = uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        **server_options(),
-        ssl_certfile=cert_file,
-        ssl_keyfile=key_file,
-        ssl_ca_certs=client_ca_file,
-        ssl_cert_reqs=CLIENT_VERIFY_MODES[client_auth_type],
-    )
+    options: dict[str, Any] = {}
+    if tls is not None:
+        options = {
+            "ssl_certfile": str(tls.cert_file),
+            "ssl_keyfile": str(tls.key_file),
+            "ssl_ca_certs": str(tls.client_ca_file) if tls.client_ca_file else None,
+            "ssl_cert_reqs": CLIENT_VERIFY_MODES[tls.client_auth_type],
+        }
+    config = uvicorn.Config(app, host=host, port=port, **server_options(), **options)
     config.load()
-    if config.ssl is not None:
-        config.ssl.minimum_version = TLS_VERSIONS[min_version]
+    if config.ssl is not None and tls is not None:
+        config.ssl.minimum_version = TLS_VERSIONS[tls.min_version]
     return uvicorn.Server(config)
 
 

@@ -406,30 +406,35 @@ def _writable_directory(path: Path) -> str | None:
         return f"cannot write in {existing}: {exc.strerror}"
 
 
+def tls_problems(tls: TlsConfig) -> list[Problem]:
+    """Why the TLS files cannot serve: unreadable, or not a certificate, its key and a client CA that load."""
+    problems = [
+        f"http.tls.{name}: {problem}"
+        for name, file in (
+            ("cert_file", tls.cert_file),
+            ("key_file", tls.key_file),
+            ("client_ca_file", tls.client_ca_file),
+        )
+        if file is not None and (problem := _readable_file(file)) is not None
+    ]
+    if problems:
+        return problems
+    try:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(tls.cert_file, tls.key_file)
+        if tls.client_ca_file is not None:
+            context.load_verify_locations(cafile=tls.client_ca_file)
+    except (ssl.SSLError, OSError) as exc:
+        return [f"http.tls: {tls.cert_file}, {tls.key_file} (and client_ca_file) do not load: {exc}"]
+    return []
+
+
 def _check_files(settings: Settings) -> list[Problem]:
     """The checks that need the file system: files named must be readable (the TLS pair must load as
     one), the history directory writable, passwords present. What `run` would otherwise fail on later."""
     problems: list[Problem] = []
-    tls = settings.http.tls
-    if tls is not None:
-        file_problems = [
-            f"http.tls.{name}: {problem}"
-            for name, file in (("cert_file", tls.cert_file), ("key_file", tls.key_file))
-            if (problem := _readable_file(file)) is not None
-        ]
-        if tls.client_ca_file is not None and (problem := _readable_file(tls.client_ca_file)) is not None:
-            file_problems.append(f"http.tls.client_ca_file: {problem}")
-        problems += file_problems
-        if not file_problems:
-            try:
-                context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-                context.load_cert_chain(tls.cert_file, tls.key_file)
-                if tls.client_ca_file is not None:
-                    context.load_verify_locations(cafile=tls.client_ca_file)
-            except (ssl.SSLError, OSError) as exc:
-                problems.append(
-                    f"http.tls: {tls.cert_file} and {tls.key_file} are not a certificate and its key: {exc}"
-                )
+    if settings.http.tls is not None:
+        problems += tls_problems(settings.http.tls)
     for name in ("truststore", "truststore_password_file"):
         file = getattr(settings.jmx, name)
         if file is not None and (problem := _readable_file(file)) is not None:
@@ -448,7 +453,7 @@ def _check_files(settings: Settings) -> list[Problem]:
 WEB_CONFIG_KEYS = ("tls_server_config", "basic_auth_users")
 
 
-def _with_web_config(http: HttpConfig, config_path: Path) -> HttpConfig:
+def with_web_config(http: HttpConfig, config_path: Path) -> HttpConfig:
     """`http` with the TLS and users of its exporter-toolkit web config. Relative paths in that file are
     relative to it, as exporter-toolkit reads them; keys ctlplane cannot honour are refused by name."""
     assert http.web_config_file is not None
@@ -493,7 +498,7 @@ def load_settings(path: Path) -> Settings:
         raise ConfigError(f"{path}: expected a mapping at the top level (with a `clusters:` list)")
     settings = parse_settings(document, str(path))
     if settings.http.web_config_file is not None:
-        settings = settings.model_copy(update={"http": _with_web_config(settings.http, path)})
+        settings = settings.model_copy(update={"http": with_web_config(settings.http, path)})
     problems = _check_files(settings)
     if problems:
         raise ConfigError(f"{path}: invalid configuration\n  " + "\n  ".join(problems))

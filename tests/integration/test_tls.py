@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ssl
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -16,7 +17,7 @@ import pytest
 
 from ctlplane.localkafka import free_port
 from exporter.app import create_app, http_server
-from exporter.config import load_settings
+from exporter.config import TlsConfig, load_settings
 from exporter.health import Thresholds
 from exporter.state import ExporterState
 from tests.unit.exporter.test_families import sample_fleet
@@ -50,14 +51,8 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _serving(pki: Path, **tls: str | None) -> Iterator[str]:
     state = ExporterState(sample_fleet(), Thresholds())
     port = free_port()
-    server = http_server(
-        create_app(state.current, interval_seconds=15),
-        "127.0.0.1",
-        port,
-        cert_file=str(pki / "server.pem"),
-        key_file=str(pki / "server.key"),
-        **tls,  # type: ignore[arg-type]
-    )
+    config = TlsConfig.model_validate({"cert_file": pki / "server.pem", "key_file": pki / "server.key", **tls})
+    server = http_server(create_app(state.current, interval_seconds=15), "127.0.0.1", port, config)
     thread = threading.Thread(target=server.run, name="https", daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
@@ -117,3 +112,41 @@ def test_a_prometheus_web_config_file_is_read_with_paths_relative_to_it(pki: Pat
     http = load_settings(config).http
     assert http.tls is not None and http.tls.cert_file == pki / "server.pem" and http.tls.min_version == "TLS13"
     assert http.tls.client_auth_type == "RequireAndVerifyClientCert" and list(http.basic_auth_users) == ["prometheus"]
+
+
+def test_the_standalone_dashboard_serves_with_the_same_web_config(pki: Path, tmp_path: Path) -> None:
+    import bcrypt
+
+    hashed = bcrypt.hashpw(b"board-pw", bcrypt.gensalt(rounds=4)).decode()
+    web = tmp_path / "web-config.yml"
+    web.write_text(
+        f"tls_server_config: {{cert_file: {pki / 'server.pem'}, key_file: {pki / 'server.key'}}}\n"
+        f"basic_auth_users: {{sre: '{hashed}'}}\n"
+    )
+    port = free_port()
+    exporter = f"http://viewer:exporter-pw@127.0.0.1:{free_port()}"  # nothing there: the page still serves
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ctlplane.cli", "dashboard", "--exporter", exporter, "--port", str(port),
+         "--web-config-file", str(web)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        context = ssl.create_default_context(cafile=str(pki / "ca.pem"))
+        deadline = time.monotonic() + 30
+        while True:
+            assert process.poll() is None, process.stdout.read().decode()  # type: ignore[union-attr]
+            try:
+                anonymous = httpx.get(f"https://127.0.0.1:{port}/dashboard/", verify=context, timeout=5)
+                break
+            except httpx.ConnectError:
+                assert time.monotonic() < deadline, "the dashboard did not start"
+                time.sleep(0.3)
+        assert anonymous.status_code == 401
+        signed_in = httpx.get(
+            f"https://127.0.0.1:{port}/dashboard/", verify=context, auth=("sre", "board-pw"), timeout=5
+        )
+        assert signed_in.status_code == 200
+    finally:
+        process.terminate()
+        output = process.communicate(timeout=30)[0].decode()
+    assert "exporter-pw" not in output and "for http://127.0.0.1:" in output, output

@@ -3,7 +3,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,9 @@ from dashboard.source import (
     parse_alertmanager,
     parse_prometheus,
     read_history,
+    split_credentials,
 )
+from dashboard.views import alerts_view
 from exporter.app import create_app
 from exporter.catalog import Role
 from exporter.health import Thresholds
@@ -300,3 +302,46 @@ def test_read_history_reports_unreadable_files(tmp_path: Path) -> None:
     assert history.episodes is None
     [error] = history.errors
     assert error.startswith(f"{tmp_path / 'episodes' / 'broken.parquet'}: ")
+
+
+@pytest.fixture
+def guarded_alertmanager() -> Iterator[str]:
+    """A real HTTP server on loopback answering /api/v2/alerts (empty) only to basic auth am-user:am s3cret."""
+    import base64
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    expected = "Basic " + base64.b64encode(b"am-user:am s3cret").decode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            status, body = (200, b"[]") if self.headers.get("Authorization") == expected else (401, b"")
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+
+
+def test_credentials_in_an_alerts_url_are_used_and_never_shown(guarded_alertmanager: str) -> None:
+    source = AlertSource(f"http://am-user:am%20s3cret@{guarded_alertmanager}")
+    result = source.refresh()
+    source.close()
+    assert result.api == "alertmanager" and result.error is None, result
+    assert result.url == f"http://{guarded_alertmanager}"
+    shown = str(alerts_view(result, now=time.time()))
+    assert "s3cret" not in shown and "am-user" not in shown and guarded_alertmanager in shown
+
+
+def test_credentials_in_the_exporter_url_are_used_and_never_kept_in_it() -> None:
+    assert split_credentials("https://sre:p%40ss@[::1]:18309/x?y=1") == ("https://[::1]:18309/x?y=1", ("sre", "p@ss"))
+    assert split_credentials("http://exporter:18309") == ("http://exporter:18309", None)
+    assert RemoteSource("http://sre:pw@exporter:18309/").base_url == "http://exporter:18309"
