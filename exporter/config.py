@@ -36,6 +36,9 @@ class _Strict(BaseModel):
 
 
 DAY_SECONDS = 86400.0
+# A cluster name is a Prometheus label value and a directory of the history archive (cluster=<name>):
+# no "/" or anything else a path could be steered with.
+CLUSTER_NAME_PATTERN = r"^[A-Za-z0-9_.:-]+$"
 # RFC 1123 host name: dot-separated labels of letters, digits and inner hyphens, 63 characters at most
 # each, 253 in all (a trailing dot, the DNS root, is allowed).
 _HOST_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
@@ -132,7 +135,7 @@ class NodeConfig(_Strict):
 
 
 class ClusterConfig(_Strict):
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.:-]+$")
+    name: str = Field(min_length=1, pattern=CLUSTER_NAME_PATTERN)
     nodes: list[NodeConfig] = Field(min_length=1)
     jmx: JmxAuth | None = None
 

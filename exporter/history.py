@@ -283,6 +283,9 @@ def write_partitioned(
         mask = pc.and_(pc.equal(days, pa.scalar(day, pa.date32())), pc.equal(table["cluster"], cluster))
         part = table.filter(mask).sort_by([("series", "ascending"), ("node", "ascending"), ("timestamp", "ascending")])
         directory = _partition_dir(root, day, cluster)
+        if directory.resolve().parent.parent != root.resolve():
+            # a cluster label steering the path (an imported "x/../../y"): callers validate, this holds anyway
+            raise ValueError(f"cluster {cluster!r} is not a directory name under {root}")
         name = f"{prefix}-{stamp}-{sequence():06d}.parquet"
         temporary = directory / f".{name}.tmp"
         final = directory / name

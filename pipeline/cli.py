@@ -114,14 +114,29 @@ def _duration(text: str) -> float:
 def cmd_history_import(args: argparse.Namespace) -> int:
     import httpx
 
-    from pipeline.backfill import import_range
+    from pipeline.backfill import BackfillError, import_range
 
     def progress(line: str) -> None:
         sys.stderr.write(line + "\n")
         sys.stderr.flush()
 
-    with httpx.Client(base_url=args.prometheus, timeout=args.timeout) as client:
-        rows = import_range(client, args.start, args.end, args.step, args.out, progress)
+    try:
+        with httpx.Client(base_url=args.prometheus, timeout=args.timeout) as client:
+            rows = import_range(
+                client,
+                args.start,
+                args.end,
+                args.step,
+                args.out,
+                progress,
+                max_points=args.max_points,
+                deadline_seconds=args.deadline,
+            )
+    except (BackfillError, httpx.HTTPError, OSError, ValueError) as exc:
+        # one line, never a traceback; the chunks written before it stay in the archive
+        reason = str(exc) if isinstance(exc, BackfillError) else f"{type(exc).__name__}: {exc}"
+        sys.stderr.write(f"error: history import from {args.prometheus}: {reason}\n")
+        return 1
     sys.stdout.write(f"{rows} row(s) -> {args.out}\n")
     return 0
 
@@ -154,4 +169,10 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     backfill.add_argument("--out", type=Path, required=True, help="archive root")
     backfill.add_argument("--step", type=_duration, default=15.0, help="sample spacing (default 15s)")
     backfill.add_argument("--timeout", type=float, default=60.0, help="seconds per range query")
+    backfill.add_argument(
+        "--deadline", type=float, default=None, help="seconds for the whole import; chunks done by then are kept"
+    )
+    backfill.add_argument(
+        "--max-points", type=int, default=11_000, help="points per series per query (lower it for many series)"
+    )
     backfill.set_defaults(func=cmd_history_import)
