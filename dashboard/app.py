@@ -10,6 +10,7 @@ several apps cannot undo.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,10 +18,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from dash import ALL, Dash, Input, NoUpdate, Output, State, callback_context, dcc, html, no_update
+from dash._validate import validate_output_spec
 from dash.backends._fastapi import reset_current_request, set_current_request
 from dash.development.base_component import Component
+from dash.exceptions import CallbackException, PreventUpdate
 from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 
 from dashboard import views
 from dashboard.source import NO_ALERTS, AlertSource, AlertsResult, HistoryData, HistorySource, ObservationSource
@@ -178,6 +181,8 @@ def create_dashboard(
 
     @app.callback(Output("page", "children"), Input("url", "pathname"))
     async def show_page(pathname: str | None) -> Component:
+        if not isinstance(pathname, str | None):
+            raise PreventUpdate  # a crafted request: a browser sends the location's path
         return await asyncio.to_thread(build_page, pathname)
 
     def build_page(pathname: str | None) -> Component:
@@ -201,6 +206,12 @@ def create_dashboard(
         _: int | None, pathname: str | None
     ) -> tuple[list[Component | NoUpdate], list[views.Figure | NoUpdate]]:
         live_ids, graph_ids = callback_context.outputs_list
+        if not (
+            isinstance(pathname, str | None)
+            and all(_id_has(item, "path") for item in live_ids)
+            and all(_id_has(item, "key") for item in graph_ids)
+        ):
+            raise PreventUpdate  # a crafted request: a browser sends the ids of the components on the page
         return await asyncio.to_thread(refresh_page, pathname, live_ids, graph_ids)
 
     def refresh_page(
@@ -237,4 +248,94 @@ def create_dashboard(
         status = views.status_line(observation, clock(), refresh_ms, getattr(source, "last_error", None))
         return views.nav_links(observation.health, url_prefix), views.simulation_banner(observation.snapshot), status
 
+    fastapi_server.add_middleware(
+        CallbackShapeCheck, callback_map=app.callback_map, path=f"{url_prefix}_dash-update-component"
+    )
     return app
+
+
+def _id_has(item: object, key: str) -> bool:
+    return isinstance(item, dict) and isinstance(item.get("id"), dict) and isinstance(item["id"].get(key), str)
+
+
+def _is_reference(item: object) -> bool:
+    """A component property reference as Dash sends it: {"id": str or {...}, "property": str, ...}."""
+    return isinstance(item, dict) and isinstance(item.get("id"), str | dict) and isinstance(item.get("property"), str)
+
+
+def _references(items: object, count: int | None) -> bool:
+    """A list of references, or of lists of them (pattern-matching ALL), `count` long when given."""
+    if not isinstance(items, list) or (count is not None and len(items) != count):
+        return False
+    return all(_is_reference(i) or (isinstance(i, list) and all(_is_reference(j) for j in i)) for i in items)
+
+
+def callback_problem(body: object, callback_map: dict[str, Any]) -> str | None:
+    """Why `body` is not a callback request of this app, or None. Dash dispatches whatever it is given
+    and answers 500 when it breaks on it; a request that is not one of ours is the client's error."""
+    if not isinstance(body, dict):
+        return "not a JSON object"
+    output = body.get("output")
+    spec = callback_map.get(output) if isinstance(output, str) else None
+    if spec is None:
+        return "no such callback output"
+    if not _references(body.get("inputs"), len(spec.get("inputs", []))):
+        return f"inputs: expected {len(spec.get('inputs', []))} component references"
+    if not _references(body.get("state", []), len(spec.get("state", []))):
+        return f"state: expected {len(spec.get('state', []))} component references"
+    outputs, declared = body.get("outputs"), spec["output"]
+    single = not isinstance(declared, list | tuple) and not isinstance(declared.component_id, dict)
+    if not (_is_reference(outputs) or (not single and _references(outputs, None))):
+        return "outputs: not component references"  # a list only for several or pattern-matching outputs
+    try:
+        # Dash's own check of the outputs against the callback's, which it runs only after dispatching
+        # and answers with 500 (dash._validate: "for security and internal debugging")
+        validate_output_spec(declared, outputs, Output)  # type: ignore[no-untyped-call]  # unannotated in Dash
+    except (CallbackException, TypeError, ValueError, KeyError) as exc:
+        return f"outputs: {exc}"
+    changed = body.get("changedPropIds", [])
+    if not isinstance(changed, list) or not all(isinstance(c, str) for c in changed):
+        return "changedPropIds: not a list of strings"
+    return None
+
+
+class CallbackShapeCheck:
+    """ASGI middleware before Dash's own: a POST to the callback route whose body is not a callback request
+    of this app is answered 400, not dispatched (Dash would answer 500). The body is read here (the
+    request guard in front has authenticated the request and capped its size) and handed on unchanged."""
+
+    def __init__(self, app: Any, callback_map: dict[str, Any], path: str) -> None:
+        self.app = app
+        self.callback_map = callback_map
+        self.path = path
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["path"] != self.path or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        chunks = []
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        try:
+            problem = callback_problem(json.loads(body), self.callback_map)
+        except ValueError:
+            problem = "not JSON"
+        if problem is not None:
+            await JSONResponse({"error": "BadRequest", "message": problem}, status_code=400)(scope, receive, send)
+            return
+        sent = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return dict(await receive())
+
+        await self.app(scope, replay, send)
