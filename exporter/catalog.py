@@ -92,6 +92,12 @@ class MetricSpec:
     since: str
     until: str | None = None  # last release that has it
     scale: float = 1.0  # multiply to reach base units (ms -> s is 0.001)
+    # Values outside are clamped to them. Every `_ratio` is a 0-1 fraction, and Kafka's idle meters
+    # overshoot 1: KafkaRequestHandler.run marks a handler's idle time (idleTime / totalHandlerThreads on
+    # one Yammer Meter) only when its receiveRequest(300) returns, so up to 300 ms of waiting is credited
+    # at once to the tick it ends in, and the one-minute rate of a mostly idle pool reads above 1
+    # (1.023 seen on Kafka 4.3.1). Served raw, it is not a fraction and breaks `1 - ratio` busy maths.
+    bounds: tuple[float, float] | None = None
     labels: Mapping[str, str] = field(default_factory=_frozen)  # ObjectName key -> label name
     only: Mapping[str, frozenset[str]] = field(default_factory=lambda: MappingProxyType({}))
     # Present only when `control.plane.listener.name` is set; other brokers expose NaN/0 (KIP-291).
@@ -144,6 +150,7 @@ def _spec(
         since=since,
         until=until,
         scale=scale,
+        bounds=(0.0, 1.0) if series.endswith("_ratio") else None,
         labels=_frozen(labels),
         only=MappingProxyType(dict(only or {})),
         needs_control_plane_listener=needs_listener,

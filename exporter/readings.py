@@ -121,10 +121,21 @@ def samples_from_readings(readings: Iterable[RawReading]) -> tuple[Sample, ...]:
         # Without `control.plane.listener.name` Kafka still registers the SocketServer ControlPlane* gauges
         # (NaN idle, 0 expired) but no control-plane queue (KIP-291): those values describe nothing.
         totals = {key: value for key, value in totals.items() if key[0] not in LISTENER_SERIES}
-    samples = [Sample(series, labels, value) for (series, labels), value in totals.items()]
+    samples = [Sample(series, labels, _bounded(series, value)) for (series, labels), value in totals.items()]
     for (series, labels), parts in summaries.items():
         samples.append(Sample(series, labels, parts["count"], tuple(parts.items())))
     return tuple(sorted(samples, key=lambda s: (s.series, s.labels)))
+
+
+_BOUNDS = {spec.series: spec.bounds for spec in CATALOG if spec.bounds is not None}
+
+
+def _bounded(series: str, value: float) -> float:
+    """`value` within its series' bounds (MetricSpec.bounds); NaN, Kafka's "no sample", stays NaN."""
+    bounds = _BOUNDS.get(series)
+    if bounds is None or math.isnan(value):
+        return value
+    return min(max(value, bounds[0]), bounds[1])
 
 
 @dataclass(frozen=True, slots=True)

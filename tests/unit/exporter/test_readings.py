@@ -145,3 +145,21 @@ def test_a_nan_value_is_no_data_and_never_a_sample() -> None:
 def test_an_app_info_id_that_is_not_a_java_int_is_no_node_id(node_id: str) -> None:
     identity = identify([Sample("kafka_node_info", (("node_id", node_id), ("version", "3.9.2")), 1.0)])
     assert (identity.node_id, identity.version) == (None, "3.9.2")
+
+
+def test_an_idle_meter_over_one_is_served_as_one_and_nan_stays_no_sample() -> None:
+    """KafkaRequestHandler credits a handler's wait only when it ends, so the pool's one-minute idle rate
+    overshoots 1 (1.023 read from a real Kafka 4.3.1 broker): a `_ratio` is a fraction, clamped."""
+    handler = "kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent"
+    network = "kafka.network:type=SocketServer,name=NetworkProcessorAvgIdlePercent"
+    samples = samples_from_readings(
+        [
+            RawReading(handler, handler, parse_object_name(handler)[1], {"OneMinuteRate": 1.0229361004254562}),
+            RawReading(network, network, parse_object_name(network)[1], {"Value": -0.01}),
+        ]
+    )
+    assert {s.series: s.value for s in samples} == {
+        "kafka_request_handler_idle_ratio": 1.0,
+        "kafka_network_processor_idle_ratio": 0.0,
+    }
+    assert all(spec.bounds == (0.0, 1.0) for spec in CATALOG if spec.series.endswith("_ratio"))
