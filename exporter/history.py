@@ -3,7 +3,7 @@
 This is the one definition of the archive's row schema (`HISTORY_SCHEMA`); `pipeline/schema.py` derives
 the Spark schema from it, and the Prometheus backfill writes the same rows. Layout under the root:
 
-    <root>/date=YYYY-MM-DD/cluster=<name>/part-<unix ms>-<seq>.parquet
+    <root>/date=YYYY-MM-DD/cluster=<name>/part-<unix ms>-<seq>-<random token>.parquet
 
 A file is written as `.part-….parquet.tmp` (a dot name Spark, DuckDB and pyarrow skip), fsynced and then
 renamed, so a crash never leaves a half-written file visible. Pyarrow only: the exporter must not need Spark.
@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -275,6 +276,7 @@ def write_partitioned(
         return []
     table = table.select(list(COLUMNS)).cast(HISTORY_SCHEMA)
     stamp = round((time.time() if now is None else now) * 1000)
+    token = secrets.token_hex(4)
     days = pc.cast(table["timestamp"], pa.date32())
     written: list[Path] = []
     done: set[tuple[date, str]] = set()
@@ -286,7 +288,9 @@ def write_partitioned(
         if directory.resolve().parent.parent != root.resolve():
             # a cluster label steering the path (an imported "x/../../y"): callers validate, this holds anyway
             raise ValueError(f"cluster {cluster!r} is not a directory name under {root}")
-        name = f"{prefix}-{stamp}-{sequence():06d}.parquet"
+        # the token keeps two writers (an HA pair on shared storage, a restart within the same millisecond
+        # or after the clock stepped back) from replacing each other's files: os.replace overwrites
+        name = f"{prefix}-{stamp}-{sequence():06d}-{token}.parquet"
         temporary = directory / f".{name}.tmp"
         final = directory / name
         try:

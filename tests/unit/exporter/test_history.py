@@ -294,3 +294,15 @@ def test_a_write_that_fails_after_some_partitions_gives_back_only_the_rest(tmp_p
     writer.flush()
     back = ds.dataset(tmp_path, format="parquet", partitioning="hive").to_table()
     assert back.num_rows == 2 * 22 and len(set(back.column("timestamp").to_pylist())) == 2
+
+
+def test_two_writers_of_one_archive_never_replace_each_others_files(tmp_path: Path) -> None:
+    """A restart within the same millisecond, a clock stepped back, or two exporters on shared storage:
+    same stamp, same sequence number; the second file must not replace the first (os.replace would)."""
+    first, second = observe(T, T + 15)
+    for observation in (first, second):
+        writer = HistoryWriter(tmp_path, retention_days=None, clock=lambda: T)  # a new writer: sequence 1
+        writer.observe(observation)
+        writer.flush()
+    back = ds.dataset(tmp_path, format="parquet", partitioning="hive").to_table()
+    assert back.num_rows == 2 * 22 and len(set(back.column("timestamp").to_pylist())) == 2
