@@ -319,7 +319,7 @@ def _controlled_shutdown_evidence(
 def _zookeeper_deregistered(
     cluster: ClusterSnapshot, active: NodeSnapshot | None, brokers: list[BrokerHealth]
 ) -> list[BrokerHealth]:
-    """ZooKeeper mode: running brokers whose ZooKeeper session is gone and whom the controller dropped.
+    """ZooKeeper mode: brokers whose ZooKeeper session is gone and whom the controller dropped.
 
     A ZooKeeper-mode broker is alive for the cluster only while its ephemeral /brokers/ids/N exists, that is
     while it holds its ZooKeeper session (KIP-343). When ZooKeeper expires the session, the controller
@@ -335,6 +335,21 @@ def _zookeeper_deregistered(
     nodes = {n.node: n for n in cluster.nodes}
     result = []
     for b in brokers:
+        if (
+            not b.up
+            and b.state is Lifecycle.UNREACHABLE
+            and b.node_id is not None
+            and active.value(queue, broker=str(b.node_id)) is None
+        ):
+            # A crashed or hung broker: its session expired after zookeeper.session.timeout.ms, ZooKeeper
+            # deleted /brokers/ids/N and the controller dropped it, so it is out of the live set, not merely
+            # unreadable by ctlplane (whose own view of a healthy broker never removes the controller's queue).
+            evidence = (
+                f"the controller has no request queue for broker {b.node_id}: its ZooKeeper registration is gone "
+                f"(KIP-343); {b.evidence}"
+            )
+            result.append(replace(b, state=Lifecycle.FENCED, evidence=evidence))
+            continue
         session = _state_label(nodes[b.node], "kafka_zookeeper_session_state")
         if (
             b.up

@@ -534,13 +534,15 @@ def test_a_restart_held_in_start_up_is_initial_and_never_pages_as_fenced(
     kraft.until(_healthy(RESTARTED), 120, "healthy again")
 
 
-def test_zookeeper_mode_kill_just_after_a_round_is_unreachable_pages_and_restarts_quietly(
+def test_zookeeper_mode_kill_just_after_a_round_is_fenced_pages_and_restarts_quietly(
     zk: Watch, zk_cluster: KafkaCluster, tmp_path: Path
 ) -> None:
     """kill -9 of a ZooKeeper-mode broker (not the controller) holding a partition's only replica, 0.5 s
-    after a round: UNREACHABLE every round, never SHUTDOWN (it never asked the controller to shut down);
-    KafkaBrokerUnreachable pages after its 3 minutes, with KafkaOfflinePartitions; restarted, it is ACTIVE
-    and both resolve."""
+    after a round: its session expires after zookeeper.session.timeout.ms (6 s here), ZooKeeper deletes
+    /brokers/ids/N and the controller drops it (KafkaController.onBrokerFailure ->
+    ControllerChannelManager.removeBroker): FENCED by the controller's word from the first round it shows,
+    never SHUTDOWN (it never asked the controller to shut down); KafkaBrokerFenced pages with
+    KafkaOfflinePartitions; restarted, it is ACTIVE and both resolve."""
     start = zk.until(_healthy(ZK), 60, "healthy")
     controller = _health(start, ZK).controller.node
     victim = next(b for b in zk_cluster.brokers() if b.name != controller)
@@ -549,10 +551,13 @@ def test_zookeeper_mode_kill_just_after_a_round_is_unreachable_pages_and_restart
         timeline.round()
         timeline.sleep_into_round(0.5)
         victim.kill()
-        for _ in range(13):  # 195 s: UNREACHABLE from the first round, `for: 3m` fires in the 13th
+        for _ in range(7):  # 105 s: `for: 1m` has fired by then
             timeline.round()
         killed_until = len(timeline.observations) - 1
-        assert timeline.states(victim.name)[1:] == [Lifecycle.UNREACHABLE] * 13, timeline.evidence(victim.name)
+        crashed = timeline.states(victim.name)[1:]
+        assert crashed[0] in (Lifecycle.UNREACHABLE, Lifecycle.FENCED), timeline.evidence(victim.name)
+        assert set(crashed[1:]) == {Lifecycle.FENCED}, timeline.evidence(victim.name)
+        assert "no request queue for broker" in timeline.evidence(victim.name)[-1]
         victim.start()
         for _ in range(12):
             broker = timeline.round().broker(victim.name)
@@ -566,7 +571,7 @@ def test_zookeeper_mode_kill_just_after_a_round_is_unreachable_pages_and_restart
         restarted = timeline.states(victim.name)[killed_until + 1 :]
         assert restarted[-1] is Lifecycle.ACTIVE and Lifecycle.SHUTDOWN not in restarted, restarted
         last = len(timeline.observations) - 1
-        crash_pages = frozenset({("KafkaBrokerUnreachable", victim.name), ("KafkaOfflinePartitions", "")})
+        crash_pages = frozenset({("KafkaBrokerFenced", victim.name), ("KafkaOfflinePartitions", "")})
         replay(
             timeline,
             "kill-broker-after-round",
@@ -576,7 +581,7 @@ def test_zookeeper_mode_kill_just_after_a_round_is_unreachable_pages_and_restart
                 Expectation("critical", last, frozenset()),
             ],
             f"kill -9 of {victim.name} (only replica of a partition, not the controller) 0.5 s after a round, "
-            "restart after 195 s",
+            "restart after 105 s",
             tmp_path,
         )
 

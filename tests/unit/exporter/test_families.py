@@ -26,6 +26,8 @@ def sample_fleet() -> FleetSnapshot:
         "kafka_control_plane_request_handler_idle_ratio": 0.95,
         "kafka_request_queue_size": 0.0,
         ("kafka_controller_channel_queue_size", (("broker", "2"),)): 1.0,
+        # b3 is down for ctlplane only: the controller still has it registered (a dropped one is FENCED)
+        ("kafka_controller_channel_queue_size", (("broker", "3"),)): 0.0,
     }
     return fleet(
         node("b1", zk_values, cluster="zk", mode=Mode.ZOOKEEPER, node_id=1),

@@ -557,3 +557,33 @@ def test_a_zookeeper_mode_broker_whose_session_expired_and_whom_the_controller_d
     cluster, _ = _health(zk("b1", 1, "CONNECTED", 1, 3), zk("b2", 2, "CONNECTING"), zk("b3", 3, "CONNECTED"))
     b2 = cluster.broker("b2")
     assert b2 is not None and "ZooKeeper session CONNECTING" in b2.evidence
+
+
+def test_an_unreachable_zookeeper_mode_broker_that_the_controller_dropped_is_fenced() -> None:
+    """A crashed or hung ZooKeeper-mode broker: its session expires, the controller drops its request queue
+    (KafkaController.onBrokerFailure -> ControllerChannelManager.removeBroker): FENCED, the controller's
+    word, not merely UNREACHABLE. While the controller still has its queue, only ctlplane cannot read it."""
+    queue = "kafka_controller_channel_queue_size"
+
+    def controller(*queues: int) -> object:
+        values = {"kafka_broker_state": 3, "kafka_controller_active": 1}
+        values.update({(queue, (("broker", str(q)),)): 0 for q in queues})
+        return node("b1", values, mode=Mode.ZOOKEEPER, node_id=1)
+
+    def gone(timeout: bool = False) -> object:
+        return node(
+            "b2", mode=Mode.ZOOKEEPER, node_id=2, up=False, failure=Failure.TIMEOUT if timeout else Failure.GONE
+        )
+
+    for victim in (gone(), gone(timeout=True)):  # kill -9 (refused) or SIGSTOP (hangs)
+        cluster, _ = _health(controller(1), victim)
+        b2 = cluster.broker("b2")
+        assert b2 is not None and b2.state is Lifecycle.FENCED, b2
+        assert "no request queue for broker 2" in b2.evidence
+    cluster, _ = _health(controller(1, 2), gone())
+    assert cluster.broker("b2").state is Lifecycle.UNREACHABLE  # type: ignore[union-attr]
+    # a controller without any queue gauge read yet (just elected, names not resolved): no guess
+    cluster, _ = _health(
+        node("b1", {"kafka_broker_state": 3, "kafka_controller_active": 1}, mode=Mode.ZOOKEEPER, node_id=1), gone()
+    )
+    assert cluster.broker("b2").state is Lifecycle.UNREACHABLE  # type: ignore[union-attr]
