@@ -47,6 +47,7 @@ bench: $(INSTALLED) jars
 	$(BIN)/python -m bench.dashboard_memory
 	$(BIN)/python -m bench.scrapers
 	$(BIN)/python -m bench.hostile_values
+	$(BIN)/python -m bench.hostile_inputs
 	$(BIN)/python -m bench.pipeline
 
 clean:
