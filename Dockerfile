@@ -3,13 +3,14 @@
 
 FROM python:3.11-slim-bookworm AS build
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md requirements.lock ./
 COPY exporter exporter
 COPY ctlplane ctlplane
 COPY demo demo
 COPY dashboard dashboard
 COPY pipeline pipeline
-RUN pip wheel --no-cache-dir --wheel-dir /wheels ".[dashboard]"
+# requirements.lock (tools/lock.py): the versions the suite passed with, not whatever is newest today
+RUN pip wheel --no-cache-dir --wheel-dir /wheels --constraint requirements.lock ".[dashboard]"
 
 FROM python:3.11-slim-bookworm
 # JPype needs a JVM in-process for the persistent JMX connectors; a headless JRE is enough.
