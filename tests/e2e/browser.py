@@ -80,13 +80,13 @@ def artifacts_dir() -> Path:
 
 
 @contextmanager
-def serve(app: FastAPI) -> Iterator[str]:
-    """Serve `app` on a free loopback port in a thread; yields the base URL."""
+def running(server: uvicorn.Server, scheme: str = "http") -> Iterator[str]:
+    """Run `server` on a free loopback port in a thread (its own host and port are not used); yields the
+    base URL, and stops it after."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, **server_options()))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="uvicorn", daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
@@ -94,12 +94,19 @@ def serve(app: FastAPI) -> Iterator[str]:
         assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
         time.sleep(0.05)
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"{scheme}://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
         assert not thread.is_alive(), "uvicorn did not stop"
+
+
+@contextmanager
+def serve(app: FastAPI) -> Iterator[str]:
+    """Serve `app` on a free loopback port in a thread; yields the base URL."""
+    with running(uvicorn.Server(uvicorn.Config(app, **server_options()))) as url:
+        yield url
 
 
 def watch_errors(page: Page) -> list[str]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import ssl
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,6 +19,7 @@ from exporter.app import create_app, http_server
 from exporter.config import TlsConfig, load_settings
 from exporter.health import Thresholds
 from exporter.state import ExporterState
+from tests.e2e.browser import running
 from tests.unit.exporter.test_families import sample_fleet
 
 
@@ -50,20 +50,10 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @contextmanager
 def _serving(pki: Path, **tls: str | None) -> Iterator[str]:
     state = ExporterState(sample_fleet(), Thresholds())
-    port = free_port()
     config = TlsConfig.model_validate({"cert_file": pki / "server.pem", "key_file": pki / "server.key", **tls})
-    server = http_server(create_app(state.current, interval_seconds=15), "127.0.0.1", port, config)
-    thread = threading.Thread(target=server.run, name="https", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the HTTPS server did not start"
-        time.sleep(0.05)
-    try:
-        yield f"https://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
+    server = http_server(create_app(state.current, interval_seconds=15), "127.0.0.1", 0, config)
+    with running(server, "https") as base:
+        yield base
 
 
 def _get(base: str, pki: Path, *, max_version: ssl.TLSVersion | None = None, cert: str | None = None) -> int | str:
