@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -59,8 +58,8 @@ def build_client(settings: Settings, kind: str | None = None) -> JmxClient:
     if (kind or scrape.client) == "jmxquery":
         from exporter.jmx.jmxquery_client import JmxQueryClient
 
-        if any(settings.jmx_for(c).username is not None or settings.jmx_for(c).ssl for c in settings.clusters):
-            # the same refusal as the config's scrape.client check, for `probe --client jmxquery`
+        if settings.clusters_jmxquery_cannot_read():
+            # the config's scrape.client check, for `probe --client jmxquery`
             raise ConfigError(
                 "jmxquery cannot read clusters with JMX auth or SSL safely (the password would be "
                 "on java's command line, visible in ps): use the jpype client"
@@ -130,7 +129,7 @@ def _local_settings(stack: ExitStack, workdir: Path | None) -> Settings:
 
 def serve(settings: Settings) -> int:
     """Scrape the configured clusters and serve HTTP until interrupted."""
-    from exporter.app import create_app, http_server
+    from exporter.app import create_app, http_server, run_until_stopped
 
     scraper = build_scraper(settings)
     state = build_state(settings, scraper)
@@ -179,12 +178,7 @@ def serve(settings: Settings) -> int:
             f"  health:    {base}/api/v1/health\n  home:      {base}/\n"
         )
         sys.stdout.flush()
-        server = http_server(app, http.host, http.port, http.tls)
-        # uvicorn turns SIGTERM into a graceful stop, then raises it again once stopped so the signal's
-        # own handler runs; with the default one that kills the process before the `finally` below
-        # flushes the history. A handler that only notes it lets the shutdown finish.
-        signal.signal(signal.SIGTERM, lambda signum, frame: log.info("SIGTERM: stopping"))
-        server.run()
+        run_until_stopped(http_server(app, http.host, http.port, http.tls))
     finally:
         # `docker stop` kills 10 s after SIGTERM; joining the scraper can take a whole scrape timeout (a
         # round waiting on a hung node). So: no new round, history flushed first, then the join, then

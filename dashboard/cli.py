@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -70,7 +69,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     from fastapi.responses import RedirectResponse
 
     from dashboard.app import create_dashboard
-    from exporter.app import http_server
+    from exporter.app import http_server, run_until_stopped
     from exporter.config import ConfigError, HttpConfig, tls_problems, with_web_config
     from exporter.httpguard import GuardedFastAPI
 
@@ -107,8 +106,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         scheme = "https" if http.tls else "http"
         sys.stdout.write(f"ctlplane dashboard for {source.base_url}: {scheme}://{args.host}:{args.port}{PREFIX}\n")
         sys.stdout.flush()
-        signal.signal(signal.SIGTERM, lambda signum, frame: None)  # see ctlplane/cli.py serve: let `finally` run
-        http_server(server, args.host, args.port, http.tls).run()
+        run_until_stopped(http_server(server, args.host, args.port, http.tls))
     finally:
         source.close()
     return 0

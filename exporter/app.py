@@ -6,6 +6,8 @@ No handler does JMX I/O: they read the latest snapshot, which the scraper thread
 from __future__ import annotations
 
 import html
+import logging
+import signal
 import ssl
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -22,6 +24,7 @@ from exporter.jsonapi import health_to_dict, snapshot_to_dict
 from exporter.state import Observation
 
 ObservationSource = Callable[[], Observation]
+log = logging.getLogger(__name__)
 
 # Idle keep-alive connections are kept this long: longer than any usual scrape interval, so a scraper
 # reuses its connection instead of racing the server's close (uvicorn's default is 5 s, and a request sent
@@ -62,6 +65,15 @@ def http_server(app: Any, host: str, port: int, tls: TlsConfig | None = None) ->
     if config.ssl is not None and tls is not None:
         config.ssl.minimum_version = TLS_VERSIONS[tls.min_version]
     return uvicorn.Server(config)
+
+
+def run_until_stopped(server: uvicorn.Server) -> None:
+    """Serve until SIGINT or SIGTERM (call from the main thread), then return so the caller's cleanup
+    runs. uvicorn turns SIGTERM into a graceful stop, then raises it again once stopped so the signal's
+    own handler runs; the default one kills the process before the caller's `finally` (the exporter's
+    history flush, `docker stop`). A handler that only notes it lets the shutdown finish."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: log.info("SIGTERM: stopping"))
+    server.run()
 
 
 class PageResponse(Response):

@@ -288,6 +288,12 @@ class Settings(_Strict):
     def jmx_for(self, cluster: ClusterConfig) -> JmxAuth:
         return cluster.jmx or self.jmx
 
+    def clusters_jmxquery_cannot_read(self) -> list[str]:
+        """Clusters with JMX auth or SSL. jmxquery's jar takes credentials only as `-u USER -p PASSWORD` on
+        java's command line, where every local user sees them in `ps`, and jmxquery logs that command at
+        DEBUG; it has no SSL."""
+        return [c.name for c in self.clusters if self.jmx_for(c).username is not None or self.jmx_for(c).ssl]
+
 
 class ConfigError(Exception):
     """A config that cannot be used; the message names the file and the offending field path."""
@@ -307,15 +313,11 @@ def _describe(error: ValidationError) -> list[Problem]:
 def _cluster_problems(settings: Settings) -> list[Problem]:
     problems = []
     if settings.scrape.client == "jmxquery":
-        # jmxquery's jar takes credentials only as `-u USER -p PASSWORD` on java's command line, where
-        # every local user sees them in `ps`, and jmxquery logs that command at DEBUG; it has no SSL.
-        for cluster in settings.clusters:
-            auth = settings.jmx_for(cluster)
-            if auth.username is not None or auth.ssl:
-                problems.append(
-                    f"scrape.client: jmxquery cannot read cluster {cluster.name} safely: it puts the JMX password "
-                    "on java's command line (visible in ps) and has no SSL; use client: jpype"
-                )
+        problems += [
+            f"scrape.client: jmxquery cannot read cluster {name} safely: it puts the JMX password "
+            "on java's command line (visible in ps) and has no SSL; use client: jpype"
+            for name in settings.clusters_jmxquery_cannot_read()
+        ]
     for index, cluster in enumerate(settings.clusters):
         # The in-process JVM reads one trust store (javax.net.ssl.trustStore, set when it starts), so a
         # cluster's own would be ignored: refuse it rather than connect with a store the operator did not name.

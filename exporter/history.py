@@ -315,10 +315,11 @@ def write_partitioned(
 def archive_files(root: Path) -> Iterator[Path]:
     """The visible archive files, the writer's and imported ones (temporary files excluded)."""
     for prefix in (WRITER_PREFIX, IMPORT_PREFIX):
-        yield from (p for p in root.glob(f"date=*/cluster=*/{prefix}-*.parquet") if p.is_file())
+        yield from _files_of(root, prefix)
 
 
-def _own_files(root: Path, prefix: str) -> list[Path]:
+def _files_of(root: Path, prefix: str) -> list[Path]:
+    """The visible archive files named `<prefix>-*.parquet`."""
     return [p for p in root.glob(f"date=*/cluster=*/{prefix}-*.parquet") if p.is_file()]
 
 
@@ -339,7 +340,7 @@ def enforce_retention(
     it is within the retention window.
     """
     deleted: list[Path] = []
-    files = _own_files(root, prefix)
+    files = _files_of(root, prefix)
     if retention_days is not None:
         cutoff = (datetime.fromtimestamp(now, UTC) - timedelta(days=retention_days)).date()
         for path in files:
@@ -359,15 +360,17 @@ def enforce_retention(
             entry = (path.parent.parent.name, path.name, path, path.stat().st_size)
             by_cluster.setdefault(path.parent.name, []).append(entry)
         totals = {cluster: sum(e[3] for e in entries) for cluster, entries in by_cluster.items()}
+        total = sum(totals.values())
         for entries in by_cluster.values():
             entries.sort(reverse=True)  # oldest last: pop() takes it
-        while sum(totals.values()) > max_bytes:
+        while total > max_bytes:
             biggest = max(totals, key=lambda cluster: totals[cluster])
             _, _, path, size = by_cluster[biggest].pop()
             path.unlink(missing_ok=True)
             deleted.append(path)
             _remove_if_empty(root, path)
             totals[biggest] -= size
+            total -= size
             if not by_cluster[biggest]:
                 del totals[biggest]
     return deleted

@@ -411,7 +411,7 @@ class Scraper:
         self._stop.set()
 
     def stop(self) -> None:
-        self._stop.set()
+        self.request_stop()
         if self._thread is not None:
             self._thread.join(timeout=self.timeout_seconds + 5)
         for lane in self._lanes.values():

@@ -114,7 +114,7 @@ def _duration(text: str) -> float:
 def cmd_history_import(args: argparse.Namespace) -> int:
     import httpx
 
-    from pipeline.backfill import BackfillError, import_range
+    from pipeline.backfill import MAX_POINTS_PER_QUERY, BackfillError, import_range
 
     def progress(line: str) -> None:
         sys.stderr.write(line + "\n")
@@ -129,7 +129,7 @@ def cmd_history_import(args: argparse.Namespace) -> int:
                 args.step,
                 args.out,
                 progress,
-                max_points=args.max_points,
+                max_points=MAX_POINTS_PER_QUERY if args.max_points is None else args.max_points,
                 deadline_seconds=args.deadline,
             )
     except (BackfillError, httpx.HTTPError, OSError, ValueError) as exc:
@@ -173,6 +173,9 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         "--deadline", type=float, default=None, help="seconds for the whole import; chunks done by then are kept"
     )
     backfill.add_argument(
-        "--max-points", type=int, default=11_000, help="points per series per query (lower it for many series)"
+        "--max-points",
+        type=int,
+        default=None,  # backfill.MAX_POINTS_PER_QUERY, imported only when an import runs (it loads pyarrow)
+        help="points per series per query (default: Prometheus's limit of 11,000; lower it for many series)",
     )
     backfill.set_defaults(func=cmd_history_import)
