@@ -6,7 +6,8 @@ the Spark schema from it, and the Prometheus backfill writes the same rows. Layo
     <root>/date=YYYY-MM-DD/cluster=<name>/part-<unix ms>-<seq>-<random token>.parquet
 
 A file is written as `.part-….parquet.tmp` (a dot name Spark, DuckDB and pyarrow skip), fsynced and then
-renamed, so a crash never leaves a half-written file visible. Pyarrow only: the exporter must not need Spark.
+renamed, so a crash never leaves a half-written file visible; a crash's leftover is removed later.
+Pyarrow only: the exporter must not need Spark.
 """
 
 from __future__ import annotations
@@ -376,12 +377,23 @@ def enforce_retention(
     return deleted
 
 
-def remove_temporary_files(root: Path) -> list[Path]:
-    """Leftovers of a crash between write and rename; never visible to readers, removed at start."""
-    leftovers = list(root.glob("date=*/cluster=*/.part-*.parquet.tmp"))
-    for path in leftovers:
-        path.unlink(missing_ok=True)
-    return leftovers
+# One file is written in seconds; a temporary file untouched this long was left by a crash. Younger ones
+# may be in flight: a `history import` running beside the exporter, the other writer of an HA pair.
+STALE_TEMPORARY_SECONDS = 15 * 60
+
+
+def remove_temporary_files(root: Path, now: float | None = None) -> list[Path]:
+    """Leftovers of a crash between write and rename (the writer's and an import's); never visible to
+    readers. Removed when untouched for STALE_TEMPORARY_SECONDS, at start and at every flush."""
+    cutoff = (time.time() if now is None else now) - STALE_TEMPORARY_SECONDS
+    removed = []
+    for prefix in (WRITER_PREFIX, IMPORT_PREFIX):
+        for path in root.glob(f"date=*/cluster=*/.{prefix}-*.parquet.tmp"):
+            with contextlib.suppress(FileNotFoundError):  # its writer renamed it, or another cleaner was first
+                if path.stat().st_mtime < cutoff:
+                    path.unlink()
+                    removed.append(path)
+    return removed
 
 
 @dataclass(frozen=True)
@@ -436,7 +448,7 @@ class HistoryWriter:
         self._thread: threading.Thread | None = None
         root.mkdir(parents=True, exist_ok=True)
         for path in remove_temporary_files(root):
-            log.warning("removed %s, left by an interrupted flush", path)
+            log.warning("removed %s, left by an interrupted write", path)
 
     def observe(self, observation: Observation) -> None:
         rows = observation_rows(observation)
@@ -477,6 +489,8 @@ class HistoryWriter:
         with self._flush_lock:
             now = self._clock()
             try:
+                for path in remove_temporary_files(self.root):  # file times are wall clock, not self._clock
+                    log.warning("removed %s, left by an interrupted write", path)
                 enforce_retention(self.root, self.retention_days, self.max_bytes, now)
             except OSError as exc:  # retention is best effort; the write may still fit
                 log.warning("history retention failed: %s", exc)

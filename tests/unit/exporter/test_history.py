@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -141,14 +142,41 @@ def test_a_failed_rename_leaves_no_file_and_keeps_the_rows(tmp_path: Path, monke
     assert ds.dataset(tmp_path, format="parquet", partitioning="hive").to_table().num_rows == 22
 
 
-def test_what_a_crash_between_write_and_rename_leaves_is_invisible_and_removed_at_restart(tmp_path: Path) -> None:
+@pytest.mark.parametrize("prefix", ["part", "import"])  # the writer's and a `history import`'s
+def test_what_a_crash_between_write_and_rename_leaves_is_invisible_and_removed_at_restart(
+    tmp_path: Path, prefix: str
+) -> None:
     directory = tmp_path / "date=2024-05-01" / "cluster=c1"
     directory.mkdir(parents=True)
-    leftover = directory / ".part-1714564800000-000001.parquet.tmp"  # what kill -9 mid-flush leaves
+    leftover = directory / f".{prefix}-1714564800000-000001-0a1b2c3d.parquet.tmp"  # what kill -9 mid-write leaves
     leftover.write_bytes(b"PAR1 half a file")
+    an_hour_ago = time.time() - 3600
+    os.utime(leftover, (an_hour_ago, an_hour_ago))
     assert list(archive_files(tmp_path)) == []
     assert ds.dataset(tmp_path, format="parquet", partitioning="hive").to_table().num_rows == 0
     HistoryWriter(tmp_path)  # a restart removes the leftover
+    assert not leftover.exists()
+
+
+def test_a_temporary_file_still_being_written_is_left_alone(tmp_path: Path) -> None:
+    # a `history import` (or the other writer of an HA pair on shared storage) writing right now
+    directory = tmp_path / "date=2024-05-01" / "cluster=c1"
+    directory.mkdir(parents=True)
+    in_flight = directory / ".import-1714564800000-000001-0a1b2c3d.parquet.tmp"
+    in_flight.write_bytes(b"PAR1 being written")
+    HistoryWriter(tmp_path)
+    assert in_flight.exists()
+
+
+def test_a_writer_that_runs_for_days_removes_leftovers_at_its_flushes(tmp_path: Path) -> None:
+    writer = HistoryWriter(tmp_path)
+    directory = tmp_path / "date=2024-05-01" / "cluster=c1"
+    directory.mkdir(parents=True)
+    leftover = directory / ".import-1714564800000-000001-0a1b2c3d.parquet.tmp"  # an import killed later
+    leftover.write_bytes(b"PAR1 half a file")
+    an_hour_ago = time.time() - 3600
+    os.utime(leftover, (an_hour_ago, an_hour_ago))
+    writer.flush()
     assert not leftover.exists()
 
 
