@@ -1,0 +1,64 @@
+"""Topics with an explicit replica assignment, through Kafka's own Admin client."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Sequence
+
+from ctlplane.localkafka.clusters import KafkaCluster
+from ctlplane.localkafka.errors import LocalKafkaError
+from ctlplane.localkafka.jars import cache_dir, ensure_jars, read_text_or_none, tail_text
+from ctlplane.localkafka.process import java_executable
+
+# every release's jars; kafka-tools is not). Run with Java's single-file source launcher: nothing prebuilt.
+_CREATE_TOPIC_SOURCE = """\
+import java.util.*;
+import org.apache.kafka.clients.admin.*;
+
+public class CreateTopic {
+    public static void main(String[] args) throws Exception {
+        Properties props = new Properties();
+        props.put("bootstrap.servers", args[0]);
+        Map<Integer, List<Integer>> assignment = new HashMap<>();
+        String[] partitions = args[2].equals("delete") ? new String[0] : args[2].split(";");
+        for (int i = 0; i < partitions.length; i++) {
+            List<Integer> replicas = new ArrayList<>();
+            for (String id : partitions[i].split(",")) replicas.add(Integer.parseInt(id));
+            assignment.put(i, replicas);
+        }
+        try (Admin admin = Admin.create(props)) {
+            if (args[2].equals("delete")) {
+                admin.deleteTopics(List.of(args[1])).all().get();
+            } else {
+                admin.createTopics(List.of(new NewTopic(args[1], assignment))).all().get();
+            }
+        }
+    }
+}
+"""
+
+
+def _admin(cluster: KafkaCluster, topic: str, what: str, timeout: float) -> None:
+    source = cache_dir() / "java" / "CreateTopic.java"
+    source.parent.mkdir(parents=True, exist_ok=True)
+    if read_text_or_none(source) != _CREATE_TOPIC_SOURCE:
+        source.write_text(_CREATE_TOPIC_SOURCE)
+    jars = ensure_jars(cluster.version)
+    result = subprocess.run(
+        [java_executable(), "-Xmx128m", "-cp", f"{jars}/*", str(source), cluster.bootstrap, topic, what],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise LocalKafkaError(f"topic {topic} in {cluster.name} ({what}) failed: {tail_text(result.stderr, 20)}")
+
+
+def create_topic(cluster: KafkaCluster, topic: str, replicas: Sequence[Sequence[int]], timeout: float = 120) -> None:
+    """Create ``topic`` with one partition per entry of ``replicas`` (broker ids, preferred leader first)."""
+    _admin(cluster, topic, ";".join(",".join(str(r) for r in partition) for partition in replicas), timeout)
+
+
+def delete_topic(cluster: KafkaCluster, topic: str, timeout: float = 120) -> None:
+    _admin(cluster, topic, "delete", timeout)
