@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from demo.shapes import ClusterSpec, NodeSpec, release_within
+from demo.shapes import ClusterSpec, NodeSpec
 from exporter.catalog import CATALOG, Kind, MetricSpec, Mode, Role
 from exporter.readings import parse_object_name
 
@@ -66,7 +66,7 @@ def node_rpcs(node: NodeSpec) -> tuple[str, ...]:
 def applies(spec: MetricSpec, node: NodeSpec) -> bool:
     if node.mode not in spec.modes or node.role not in spec.roles:
         return False
-    if not release_within(node.version, spec.since, spec.until):
+    if not spec.registered_in(node.mode, node.version):
         return False
     if spec.needs_control_plane_listener and not node.control_plane_listener:
         return False

@@ -81,15 +81,3 @@ def fleet_shape(clusters: int, nodes_per_cluster: int) -> tuple[ClusterSpec, ...
         else:
             shape.append(zk_cluster(f"zk-{index:04d}", nodes_per_cluster))
     return tuple(shape)
-
-
-def version_tuple(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split(".") if part.isdigit())
-
-
-def release_within(version: str, since: str, until: str | None) -> bool:
-    """Whether `version` is in the catalogue's [since, until] range; `until` names a release line (3.9)."""
-    current = version_tuple(version)
-    if current[: len(version_tuple(since))] < version_tuple(since):
-        return False
-    return until is None or current[: len(version_tuple(until))] <= version_tuple(until)

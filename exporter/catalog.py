@@ -77,6 +77,11 @@ def _frozen(mapping: Mapping[str, str] | None = None) -> Mapping[str, str]:
     return MappingProxyType(dict(mapping or {}))
 
 
+def release_tuple(version: str) -> tuple[int, ...]:
+    """(3, 6, 2) of "3.6.2"; (3, 6) of a line "3.6"."""
+    return tuple(int(part) for part in version.split(".") if part.isdigit())
+
+
 @dataclass(frozen=True)
 class MetricSpec:
     """One series and the MBean attribute it is read from."""
@@ -91,6 +96,9 @@ class MetricSpec:
     roles: frozenset[Role]
     since: str
     until: str | None = None  # last release that has it
+    # First release whose KRaft nodes register it, where later than `since` (a ZooKeeper-mode MBean that
+    # KRaft controllers took up later: UncleanLeaderElectionsPerSec, ControllerMetadataMetrics in 3.9).
+    kraft_since: str | None = None
     scale: float = 1.0  # multiply to reach base units (ms -> s is 0.001)
     # Values outside are clamped to them. Every `_ratio` is a 0-1 fraction, and Kafka's idle meters
     # overshoot 1: KafkaRequestHandler.run marks a handler's idle time (idleTime / totalHandlerThreads on
@@ -102,6 +110,15 @@ class MetricSpec:
     only: Mapping[str, frozenset[str]] = field(default_factory=lambda: MappingProxyType({}))
     # Present only when `control.plane.listener.name` is set; other brokers expose NaN/0 (KIP-291).
     needs_control_plane_listener: bool = False
+
+    def registered_in(self, mode: Mode, version: str) -> bool:
+        """Whether a node of `mode` on Kafka `version` ("3.6.2", or a line "3.6") registers the MBean, by the
+        row's release range; `until` names a release line (3.9 covers 3.9.x)."""
+        since = self.kraft_since if self.kraft_since and mode is not Mode.ZOOKEEPER else self.since
+        current = release_tuple(version)
+        if current[: len(release_tuple(since))] < release_tuple(since):
+            return False
+        return self.until is None or current[: len(release_tuple(self.until))] <= release_tuple(self.until)
 
     @property
     def attributes(self) -> tuple[str, ...]:
@@ -133,6 +150,7 @@ def _spec(
     roles: frozenset[Role],
     since: str,
     until: str | None = None,
+    kraft_since: str | None = None,
     scale: float = 1.0,
     labels: Mapping[str, str] | None = None,
     only: Mapping[str, frozenset[str]] | None = None,
@@ -149,6 +167,7 @@ def _spec(
         roles=roles,
         since=since,
         until=until,
+        kraft_since=kraft_since,
         scale=scale,
         bounds=(0.0, 1.0) if series.endswith("_ratio") else None,
         labels=_frozen(labels),
@@ -266,7 +285,7 @@ CATALOG: tuple[MetricSpec, ...] = (
     _spec("kafka_controller_unclean_leader_elections_total",
           "kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec", "Count", M, COUNTER,
           "Leaders elected from out-of-sync replicas (data loss); KRaft controllers from 3.9",
-          modes=ALL_MODES, roles=CONTROLLER | BROKER, since="0.10"),
+          modes=ALL_MODES, roles=CONTROLLER | BROKER, since="0.10", kraft_since="3.9"),
     _spec("kafka_controller_event_manager_idle_ratio",
           "kafka.controller:type=ControllerEventManager,name=AvgIdleRatio", "Value", G, GAUGE,
           "Fraction of time the KRaft controller's event-queue thread is idle (KAFKA-19467)",

@@ -393,6 +393,9 @@ def _registration(active: NodeSnapshot | None, cluster: ClusterSnapshot, node: N
     return best.value(series, broker=broker)
 
 
+CANNOT_NAME_SHUTDOWN = " (this controller cannot name a controlled shutdown: a clean stop reads the same, Kafka < 4.1)"
+
+
 def _infer_fenced(
     cluster: ClusterSnapshot,
     active: NodeSnapshot | None,
@@ -419,8 +422,12 @@ def _infer_fenced(
     suspects = [b for b in unknown if b.state is Lifecycle.UNREACHABLE or (b.state is Lifecycle.ACTIVE and b.stale)]
     if not suspects or len(suspects) != int(fenced) - known_fenced:
         return brokers
+    said = f"controller FencedBrokerCount={fenced:g}"
+    # Before Kafka 4.1 (KAFKA-18666) no controller MBean names a controlled shutdown: a broker that stopped
+    # cleanly is gone and fenced exactly like one that crashed, and a crash must page.
+    unnamed = "" if active.has("kafka_controller_controlled_shutdown_brokers") else CANNOT_NAME_SHUTDOWN
     return [
-        replace(b, state=Lifecycle.FENCED, evidence=f"controller FencedBrokerCount={fenced:g}; {b.evidence}")
+        replace(b, state=Lifecycle.FENCED, evidence=f"{said}{'' if b.up else unnamed}; {b.evidence}")
         if b in suspects
         else b
         for b in brokers

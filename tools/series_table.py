@@ -12,6 +12,7 @@ def main() -> None:
     for spec in CATALOG:
         modes = ", ".join(sorted(mode.value for mode in spec.modes))
         until = f"-{spec.until}" if spec.until else "+"
+        until += f" (KRaft {spec.kraft_since}+)" if spec.kraft_since else ""
         attribute = "histogram" if not spec.attribute else spec.attribute
         out.append(
             f"| `{spec.series}` | {spec.type.value} | `{spec.mbean}` | {attribute} | {modes} | {spec.since}{until} |"

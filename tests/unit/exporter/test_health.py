@@ -141,6 +141,25 @@ def test_without_per_broker_registration_a_fenced_count_matching_the_stale_broke
     assert {b.node: b.state for b in cluster.brokers} == {"b1": Lifecycle.ACTIVE, "b2": Lifecycle.FENCED}
 
 
+@pytest.mark.parametrize("names_shutdowns", [False, True], ids=["kafka-4.0", "kafka-4.1"])
+def test_a_gone_broker_fenced_by_count_says_when_the_controller_cannot_name_a_controlled_shutdown(
+    names_shutdowns: bool,
+) -> None:
+    # Kafka < 4.1: no ControlledShutdownBrokerCount, so a clean stop and a crash read the same (FENCED)
+    controller = kraft_controller("c1", 1, active=True, committed=5000, fenced=1)
+    if names_shutdowns:
+        controller = node(
+            "c1",
+            {**{s.series: s.value for s in controller.samples}, "kafka_controller_controlled_shutdown_brokers": 0},
+            role=Role.CONTROLLER,
+            node_id=1,
+        )
+    cluster, _ = _health(controller, kraft_broker("b1", 101, applied=5000), kraft_broker("b2", 102, up=False))
+    gone = cluster.broker("b2")
+    assert gone is not None and gone.state is Lifecycle.FENCED
+    assert ("cannot name a controlled shutdown" in gone.evidence) is not names_shutdowns, gone.evidence
+
+
 def test_broker_state_mapping_without_controller_evidence() -> None:
     cluster, _ = _health(*(kraft_broker(f"b{s}", 100 + s, broker_state=s) for s in (0, 1, 2, 3, 6, 7)))
     assert [b.state for b in cluster.brokers] == [
