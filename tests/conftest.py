@@ -15,6 +15,14 @@ import pytest
 
 from ctlplane import localkafka
 from ctlplane.localkafka import KafkaCluster, ZooKeeperServer
+from tests.kafka_versions import (
+    KRAFT_NAME,
+    KRAFT_UNDER_TEST,
+    ZK_LISTENER,
+    ZK_NAME,
+    ZK_NOLISTENER_NAME,
+    ZK_UNDER_TEST,
+)
 
 STARTUP_SECONDS: dict[str, float] = {}
 
@@ -43,7 +51,7 @@ def kafka_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def zookeeper(kafka_workdir: Path) -> Iterator[ZooKeeperServer]:
     """One ZooKeeper shared by both ZooKeeper-mode clusters (each in its own chroot)."""
     started = time.monotonic()
-    zk = localkafka.start_zookeeper(kafka_workdir, name="zookeeper", version=localkafka.ZK_VERSION)
+    zk = localkafka.start_zookeeper(kafka_workdir, name="zookeeper", version=ZK_UNDER_TEST)
     STARTUP_SECONDS["zookeeper"] = time.monotonic() - started
     pid = zk.pid
     yield zk
@@ -57,12 +65,18 @@ def _timed(name: str, start: float) -> None:
 
 @pytest.fixture(scope="session")
 def zk_cluster(kafka_workdir: Path, zookeeper: ZooKeeperServer) -> Iterator[KafkaCluster]:
-    """Kafka 3.9.2, ZooKeeper mode, 3 brokers, control-plane listener CONTROLLER (KIP-291)."""
+    """ZooKeeper mode (3.9.2 unless the matrix says otherwise), 3 brokers, control-plane listener CONTROLLER
+    (KIP-291) unless CTLPLANE_TEST_ZK_LISTENER=0."""
     started = time.monotonic()
     cluster = localkafka.start_zk_cluster(
-        "zk-3.9", kafka_workdir, brokers=3, control_plane_listener=True, zookeeper=zookeeper
+        ZK_NAME,
+        kafka_workdir,
+        brokers=3,
+        control_plane_listener=ZK_LISTENER,
+        version=ZK_UNDER_TEST,
+        zookeeper=zookeeper,
     )
-    _timed("zk-3.9 (3 brokers, listener)", started)
+    _timed(f"{ZK_NAME} (3 brokers{', listener' if ZK_LISTENER else ''})", started)
     yield cluster
     pids = _pids(cluster)
     cluster.stop()
@@ -71,17 +85,18 @@ def zk_cluster(kafka_workdir: Path, zookeeper: ZooKeeperServer) -> Iterator[Kafk
 
 @pytest.fixture(scope="session")
 def zk_cluster_no_listener(kafka_workdir: Path, zookeeper: ZooKeeperServer) -> Iterator[KafkaCluster]:
-    """Kafka 3.9.2, ZooKeeper mode, 1 broker, no control-plane listener, same ZooKeeper (own chroot)."""
+    """ZooKeeper mode, 1 broker, no control-plane listener, same ZooKeeper (own chroot)."""
     started = time.monotonic()
     cluster = localkafka.start_zk_cluster(
-        "zk-3.9-nolistener",
+        ZK_NOLISTENER_NAME,
         kafka_workdir,
         brokers=1,
         control_plane_listener=False,
+        version=ZK_UNDER_TEST,
         zookeeper=zookeeper,
-        chroot="/zk-3.9-nolistener",
+        chroot=f"/{ZK_NOLISTENER_NAME}",
     )
-    _timed("zk-3.9-nolistener (1 broker)", started)
+    _timed(f"{ZK_NOLISTENER_NAME} (1 broker)", started)
     yield cluster
     pids = _pids(cluster)
     cluster.stop()
@@ -90,10 +105,13 @@ def zk_cluster_no_listener(kafka_workdir: Path, zookeeper: ZooKeeperServer) -> I
 
 @pytest.fixture(scope="session")
 def kraft_cluster(kafka_workdir: Path) -> Iterator[KafkaCluster]:
-    """Kafka 4.3.1, KRaft, 3 controller-only + 2 broker-only nodes, broker session timeout 6 s."""
+    """KRaft (4.3.1 unless the matrix says otherwise), 3 controller-only + 2 broker-only nodes, broker
+    session timeout 6 s."""
     started = time.monotonic()
-    cluster = localkafka.start_kraft_cluster("kraft-4.3", kafka_workdir, controllers=3, brokers=2)
-    _timed("kraft-4.3 (3 controllers + 2 brokers, incl. storage format)", started)
+    cluster = localkafka.start_kraft_cluster(
+        KRAFT_NAME, kafka_workdir, controllers=3, brokers=2, version=KRAFT_UNDER_TEST
+    )
+    _timed(f"{KRAFT_NAME} (3 controllers + 2 brokers, incl. storage format)", started)
     yield cluster
     pids = _pids(cluster)
     cluster.stop()

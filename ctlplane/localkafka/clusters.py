@@ -297,12 +297,14 @@ def start_kraft_cluster(
     broker_overrides: Mapping[str, str] | None = None,
     node_overrides: Mapping[str, Mapping[str, str]] | None = None,
     controller_ports: Mapping[int, int] | None = None,
+    combined: bool = False,
     wait: bool = True,
     timeout: float = 180,
 ) -> KafkaCluster:
     """Start a KRaft cluster in ``<workdir>/<name>``: controller-only nodes
     ``controller-1..`` (node ids 101..) with static ``controller.quorum.voters``
-    and broker-only nodes ``broker-1..`` (node ids 1..).
+    and broker-only nodes ``broker-1..`` (node ids 1..). With ``combined`` the voters are
+    ``combined-1..`` instead, each running both roles (``process.roles=broker,controller``).
 
     ``broker.heartbeat.interval.ms`` is min(1000, session timeout / 3); ``broker_overrides`` are
     added to every broker's properties last, then ``node_overrides[node name]`` to that node's.
@@ -343,6 +345,18 @@ def start_kraft_cluster(
         workdir=base,
         cluster_id=cluster_id,
     )
+    serving = brokers + (controllers if combined else 0)  # nodes that hold partitions
+
+    def broker_props(port: int) -> dict[str, str]:
+        return {
+            "advertised.listeners": f"PLAINTEXT://{LOOPBACK}:{port}",
+            "inter.broker.listener.name": "PLAINTEXT",
+            **_common_broker_props(serving),
+            "share.coordinator.state.topic.replication.factor": str(min(3, serving)),
+            "share.coordinator.state.topic.min.isr": "1",
+            **(broker_overrides or {}),
+        }
+
     specs: list[tuple[str, int, tuple[str, ...], int, dict[str, int], dict[str, str]]] = []
     for i in range(1, controllers + 1):
         nid = 100 + i
@@ -354,20 +368,25 @@ def start_kraft_cluster(
             **shared,
             **_topic_defaults(),
         }
-        specs.append((f"controller-{i}", nid, ("controller",), port, {"CONTROLLER": port}, props))
+        if not combined:
+            specs.append((f"controller-{i}", nid, ("controller",), port, {"CONTROLLER": port}, props))
+            continue
+        client = free_port()
+        props |= {
+            "process.roles": "broker,controller",
+            "listeners": f"PLAINTEXT://{LOOPBACK}:{client},CONTROLLER://{LOOPBACK}:{port}",
+            **broker_props(client),
+        }
+        listeners = {"PLAINTEXT": client, "CONTROLLER": port}
+        specs.append((f"combined-{i}", nid, ("broker", "controller"), client, listeners, props))
     for i in range(1, brokers + 1):
         port = free_port()
         props = {
             "process.roles": "broker",
             "node.id": str(i),
             "listeners": f"PLAINTEXT://{LOOPBACK}:{port}",
-            "advertised.listeners": f"PLAINTEXT://{LOOPBACK}:{port}",
-            "inter.broker.listener.name": "PLAINTEXT",
             **shared,
-            **_common_broker_props(brokers),
-            "share.coordinator.state.topic.replication.factor": str(min(3, brokers)),
-            "share.coordinator.state.topic.min.isr": "1",
-            **(broker_overrides or {}),
+            **broker_props(port),
         }
         specs.append((f"broker-{i}", i, ("broker",), port, {"PLAINTEXT": port}, props))
     _check_node_overrides(node_overrides, [spec[0] for spec in specs])

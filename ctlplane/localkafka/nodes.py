@@ -187,7 +187,7 @@ def kafka_node(
     """Write the node's server.properties and describe the JVM that runs it (not started yet)."""
     cfg = node_dir / "server.properties"
     write_properties(cfg, props)
-    heap = CONTROLLER_HEAP_MB if "controller" in roles else BROKER_HEAP_MB
+    heap = BROKER_HEAP_MB if "broker" in roles else CONTROLLER_HEAP_MB  # a combined node holds partitions too
     return KafkaNode(
         name=name,
         node_id=node_id,

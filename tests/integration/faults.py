@@ -14,13 +14,13 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
-from ctlplane.localkafka import KafkaCluster
+from ctlplane.localkafka import KafkaCluster, cluster_label
 from exporter.families import render_families
 from exporter.health import BrokerHealth, ClusterHealth, Lifecycle
 from exporter.state import Observation
@@ -33,6 +33,29 @@ RECORDED_DIR = ALERTS_DIR / "tests" / "recorded"
 # Prometheus adds these to every series it scrapes from ctlplane.
 TARGET_LABELS = {"job": "ctlplane", "instance": "ctlplane:18309"}
 RULE_SERIES = frozenset(name for rule in ALL_ALERTS for name in metric_names(str(rule["expr"])))
+
+
+def cluster_health(o: Observation, name: str) -> ClusterHealth:
+    health = o.health.cluster(name)
+    assert health is not None
+    return health
+
+
+def healthy(name: str) -> Callable[[Observation], bool]:
+    """Every node read, every broker ACTIVE, exactly one active controller and its identity known."""
+
+    def check(o: Observation) -> bool:
+        cluster = o.snapshot.cluster(name)
+        health = cluster_health(o, name)
+        return (
+            cluster is not None
+            and all(n.up for n in cluster.nodes)
+            and all(b.state is Lifecycle.ACTIVE for b in health.brokers)
+            and health.active_controllers == 1
+            and health.controller.node is not None
+        )
+
+    return check
 
 
 @dataclass
@@ -54,15 +77,18 @@ class Timeline:
 
     @property
     def label(self) -> str:
-        """Mode and major.minor version, the recorded file's prefix: "kraft-4.3", "zk-3.9"."""
-        mode = "kraft" if self.kafka_cluster.mode == "kraft" else "zk"
-        return f"{mode}-{'.'.join(self.kafka_cluster.version.split('.')[:2])}"
+        """Mode, major.minor version and (ZooKeeper mode) the KIP-291 listener, the recorded file's prefix:
+        "kraft-4.3", "zk-3.9", "zk-2.8-nolistener"."""
+        cluster = self.kafka_cluster
+        return cluster_label(cluster.mode, cluster.version, cluster.control_plane_listener or cluster.mode == "kraft")
 
     @property
     def kafka(self) -> str:
         """ "Kafka 4.3.1 KRaft", "Kafka 3.9.2 ZooKeeper mode": the run's version, for the recorded header."""
-        mode = "KRaft" if self.kafka_cluster.mode == "kraft" else "ZooKeeper mode"
-        return f"Kafka {self.kafka_cluster.version} {mode}"
+        cluster = self.kafka_cluster
+        mode = "KRaft" if cluster.mode == "kraft" else "ZooKeeper mode"
+        listener = "" if cluster.mode == "kraft" or cluster.control_plane_listener else " without the KIP-291 listener"
+        return f"Kafka {cluster.version} {mode}{listener}"
 
     @property
     def next_round_at(self) -> float:

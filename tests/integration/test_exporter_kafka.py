@@ -17,7 +17,9 @@ from ctlplane.localkafka import KafkaCluster, clusters_config, free_port
 from exporter.catalog import CATALOG, Mode, Role, SeriesType
 from exporter.health import Lifecycle
 from exporter.model import ClusterSnapshot
+from exporter.releases import catalogue_series
 from tests.integration.watch import Watch
+from tests.kafka_versions import KRAFT_NAME, KRAFT_UNDER_TEST, ZK_LISTENER, ZK_NAME, ZK_NOLISTENER_NAME, ZK_UNDER_TEST
 
 # per-broker queues of the active controller and their queue-time timers (ControllerChannelManager)
 ZK_ONLY_ON_ACTIVE_CONTROLLER = {"kafka_controller_channel_queue_size", "kafka_controller_channel_queue_time_seconds"}
@@ -25,23 +27,8 @@ ZK_ONLY_ON_ACTIVE_CONTROLLER = {"kafka_controller_channel_queue_size", "kafka_co
 TRAFFIC_DEPENDENT = {"kafka_requests_total"}
 
 
-def _release(version: str) -> tuple[int, int]:
-    major, minor = version.split(".")[:2]
-    return int(major), int(minor)
-
-
 def expected_series(mode: Mode, version: str, *, listener: bool) -> set[str]:
-    release = _release(version)
-    names = set()
-    for spec in CATALOG:
-        if mode not in spec.modes or spec.series == "ctlplane_simulated_info":
-            continue
-        if _release(spec.since) > release or (spec.until and _release(spec.until) < release):
-            continue
-        if spec.needs_control_plane_listener and not listener:
-            continue
-        names.add(spec.series)
-    return names - TRAFFIC_DEPENDENT
+    return set(catalogue_series(mode, version, listener=listener)) - TRAFFIC_DEPENDENT
 
 
 def present(cluster: ClusterSnapshot) -> set[str]:
@@ -67,50 +54,53 @@ def zk_watch(zk_cluster: KafkaCluster, zk_cluster_no_listener: KafkaCluster) -> 
     return watch
 
 
-def test_zookeeper_cluster_with_listener_serves_every_series_its_mode_defines(zk_watch: Watch) -> None:
+@pytest.mark.zookeeper
+def test_zookeeper_cluster_serves_every_series_its_mode_and_release_define(zk_watch: Watch) -> None:
     observation = zk_watch.until(
-        lambda o: o.health.cluster("zk-3.9").active_controllers == 1,  # type: ignore[union-attr]
+        lambda o: o.health.cluster(ZK_NAME).active_controllers == 1,  # type: ignore[union-attr]
         60,
         "one active controller",
     )
-    snapshot, health = zk_watch.cluster("zk-3.9")
+    snapshot, health = zk_watch.cluster(ZK_NAME)
     assert snapshot.mode is Mode.ZOOKEEPER
     assert {n.role for n in snapshot.nodes} == {Role.BROKER}
-    assert {n.version for n in snapshot.nodes} == {"3.9.2"} and {n.node_id for n in snapshot.nodes} == {1, 2, 3}
-    missing = expected_series(Mode.ZOOKEEPER, "3.9.2", listener=True) - present(snapshot)
+    assert {n.version for n in snapshot.nodes} == {ZK_UNDER_TEST} and {n.node_id for n in snapshot.nodes} == {1, 2, 3}
+    missing = expected_series(Mode.ZOOKEEPER, ZK_UNDER_TEST, listener=ZK_LISTENER) - present(snapshot)
     assert not missing, f"series the mode defines but the cluster does not serve: {sorted(missing)}"
     for node in snapshot.nodes:
-        per_node = expected_series(Mode.ZOOKEEPER, "3.9.2", listener=True) - ZK_ONLY_ON_ACTIVE_CONTROLLER
+        per_node = expected_series(Mode.ZOOKEEPER, ZK_UNDER_TEST, listener=ZK_LISTENER) - ZK_ONLY_ON_ACTIVE_CONTROLLER
         lacking = per_node - {s.series for s in node.samples}
         assert not lacking, f"{node.node} lacks {sorted(lacking)}"
     assert_sane(snapshot)
     assert health.active_controllers == 1 and health.controller.node is not None
     assert [b.state for b in health.brokers] == [Lifecycle.ACTIVE] * 3
-    assert all(b.control_plane_listener for b in health.brokers)
+    assert all(b.control_plane_listener is ZK_LISTENER for b in health.brokers)
     assert observation.snapshot.sequence >= 1
 
 
+@pytest.mark.zookeeper
 def test_zookeeper_cluster_without_listener_reports_it_not_configured(zk_watch: Watch) -> None:
     zk_watch.scrape()
-    snapshot, health = zk_watch.cluster("zk-3.9-nolistener")
+    snapshot, health = zk_watch.cluster(ZK_NOLISTENER_NAME)
     assert not {s for s in present(snapshot) if s.startswith("kafka_control_plane_")}
     assert [b.control_plane_listener for b in health.brokers] == [False]
-    missing = expected_series(Mode.ZOOKEEPER, "3.9.2", listener=False) - present(snapshot)
+    missing = expected_series(Mode.ZOOKEEPER, ZK_UNDER_TEST, listener=False) - present(snapshot)
     assert not missing, sorted(missing)
 
 
-def test_kraft_cluster_serves_every_series_its_mode_defines(kraft_cluster: KafkaCluster) -> None:
+@pytest.mark.kraft
+def test_kraft_cluster_serves_every_series_its_mode_and_release_define(kraft_cluster: KafkaCluster) -> None:
     watch = Watch(kraft_cluster)
     watch.until(
         lambda o: all(n.up for n in o.snapshot.nodes()) and o.health.clusters[0].active_controllers == 1,
         90,
         "KRaft nodes read, one active controller",
     )
-    snapshot, health = watch.cluster("kraft-4.3")
+    snapshot, health = watch.cluster(KRAFT_NAME)
     assert snapshot.mode is Mode.KRAFT
     roles = {n.node: n.role for n in snapshot.nodes}
     assert roles == {node.name: Role(node.roles[0]) for node in kraft_cluster.nodes}
-    missing = expected_series(Mode.KRAFT, "4.3.1", listener=False) - present(snapshot)
+    missing = expected_series(Mode.KRAFT, KRAFT_UNDER_TEST, listener=False) - present(snapshot)
     assert not missing, sorted(missing)
     assert not {s for s in present(snapshot) if s.startswith("kafka_control_plane_")}
     assert_sane(snapshot)
@@ -163,7 +153,7 @@ def test_ctlplane_run_serves_both_real_clusters_on_metrics(
         stderr=subprocess.STDOUT,
     )
     try:
-        wanted = [f'kafka_cluster_active_controllers{{cluster="{c}"}} 1.0' for c in ("zk-3.9", "kraft-4.3")]
+        wanted = [f'kafka_cluster_active_controllers{{cluster="{c}"}} 1.0' for c in (ZK_NAME, KRAFT_NAME)]
         deadline = time.monotonic() + 90
         text = ""
         while not all(line in text for line in wanted):
@@ -178,8 +168,8 @@ def test_ctlplane_run_serves_both_real_clusters_on_metrics(
         assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200
         check = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True, check=False)
         assert check.returncode == 0, check.stdout.decode() + check.stderr.decode()
-        assert 'kafka_control_plane_request_queue_size{cluster="zk-3.9"' in text
-        assert 'kafka_broker_last_applied_record_offset{cluster="kraft-4.3"' in text
+        assert "kafka_control_plane_request_queue_size{cluster=ZK_NAME" in text
+        assert "kafka_broker_last_applied_record_offset{cluster=KRAFT_NAME" in text
     finally:
         process.terminate()
         process.wait(timeout=20)

@@ -9,6 +9,7 @@ import pytest
 
 from exporter.catalog import CATALOG, DERIVED_SERIES, HEALTH_SERIES, Kind, SeriesType, all_series_names
 from exporter.readings import parse_object_name
+from tools.support_table import BEGIN, END, table
 
 README = Path(__file__).parents[3] / "README.md"
 NAME = re.compile(r"^(kafka|ctlplane)_[a-z0-9]+(_[a-z0-9]+)*$")
@@ -77,3 +78,10 @@ def test_readme_lists_every_series_with_its_mbean() -> None:
     for name in (*DERIVED_SERIES, *HEALTH_SERIES):
         assert name in rows, f"README row for {name}"
     assert set(rows) <= all_series_names(), f"README lists unknown series: {set(rows) - all_series_names()}"
+
+
+def test_readme_support_table_is_the_one_the_release_table_gives() -> None:
+    text = README.read_text()
+    assert BEGIN in text and END in text, "README has no generated support table"
+    shown = text[text.index(BEGIN) : text.index(END) + len(END)] + "\n"
+    assert shown == table(), "README's support table is stale: python -m tools.support_table"
