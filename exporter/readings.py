@@ -165,9 +165,17 @@ def identify(samples: Sequence[Sample]) -> Identity:
             version = labels.get("version")
             if _NODE_ID.fullmatch(labels.get("node_id", "")):
                 node_id = int(labels["node_id"])
+    migration = next((s.value for s in samples if s.series == "kafka_controller_zk_migration_state"), None)
+    zookeeper_client = any(name.startswith("kafka_zookeeper_") for name in series)
+    if kraft and (migration == 4.0 or (has_broker and zookeeper_client)):
+        # A ZooKeeper broker with zookeeper.metadata.migration.enable (KIP-866) also runs a raft observer
+        # (KafkaServer starts a RaftManager): still a ZooKeeper-mode broker, never a KRaft node. Its
+        # KafkaController says ZkMigrationState 4 (ZK) on every 3.6+ ZooKeeper broker; its ZooKeeper session
+        # (SessionExpireListener) says so too, and only migrating KRaft controllers share that, without
+        # BrokerState.
+        return Identity(Mode.ZOOKEEPER, Role.BROKER, node_id, version)
     if kraft:
         mode = Mode.KRAFT
-        migration = next((s.value for s in samples if s.series == "kafka_controller_zk_migration_state"), None)
         if migration in (1.0, 2.0):  # MIGRATION, PRE_MIGRATION (ZkMigrationState.java)
             mode = Mode.MIGRATION
         if has_broker and has_controller:

@@ -414,7 +414,7 @@ def start_kraft_cluster(
                 )
             )
         cluster.bootstrap = ",".join(n.address for n in cluster.brokers())
-        _format_storage(cluster, log_config)
+        format_storage(cluster, log_config)
         for node in cluster.controllers():
             node.start()
         if (major, minor) >= (4, 1):
@@ -475,15 +475,15 @@ def wait_for_nodes(
         time.sleep(POLL_INTERVAL_SECONDS)
 
 
-def _format_storage(cluster: KafkaCluster, log_config: Path) -> None:
-    """Run ``kafka.tools.StorageTool format`` for every node (concurrently).
+def format_storage(cluster: KafkaCluster, log_config: Path, nodes: Sequence[KafkaNode] | None = None) -> None:
+    """Run ``kafka.tools.StorageTool format`` for every node of ``nodes`` (default: all; concurrently).
 
     Static ``controller.quorum.voters`` + a fixed cluster id: no ``--standalone``
     or ``--initial-controllers`` needed (those are for dynamic quorums).
     """
     assert cluster.cluster_id is not None
     procs: list[tuple[KafkaNode, subprocess.Popen[str]]] = []
-    for n in cluster.nodes:
+    for n in cluster.nodes if nodes is None else nodes:
         assert n.config_path is not None
         cmd = jvm_command(
             cluster.version,

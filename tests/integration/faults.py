@@ -205,20 +205,17 @@ def replay(timeline: Timeline, fault: str, expectations: Sequence[Expectation], 
     """Write the recorded timeline as a promtool test named `<label>-<fault>` and run it against the
     shipped rules; `description` says what was done, the timeline adds the Kafka version and mode.
 
-    With CTLPLANE_RECORD_FIXTURES=1 the file goes to alerts/tests/recorded/ (committed, replayed by
-    `make lint`); otherwise to a temporary directory laid out the same way.
+    The test runs in a temporary directory laid out like alerts/; with CTLPLANE_RECORD_FIXTURES=1 a file
+    that passed is then copied to alerts/tests/recorded/ (committed, replayed by `make lint`), so a run
+    that failed never leaves a recording that `make lint` would fail on.
     """
     name = f"{timeline.label}-{fault}"
     description = f"{timeline.kafka}, {description}"
     content = timeline.promtool_test(name, expectations, description)
-    if os.environ.get("CTLPLANE_RECORD_FIXTURES") == "1":
-        target = RECORDED_DIR / f"{name}.test.yml"
-    else:
-        (tmp / "alerts" / "tests" / "recorded").mkdir(parents=True, exist_ok=True)
-        for rules in ALERTS_DIR.glob("*.rules.yml"):
-            shutil.copy(rules, tmp / "alerts" / rules.name)
-        target = tmp / "alerts" / "tests" / "recorded" / f"{name}.test.yml"
-    target.parent.mkdir(parents=True, exist_ok=True)
+    (tmp / "alerts" / "tests" / "recorded").mkdir(parents=True, exist_ok=True)
+    for rules in ALERTS_DIR.glob("*.rules.yml"):
+        shutil.copy(rules, tmp / "alerts" / rules.name)
+    target = tmp / "alerts" / "tests" / "recorded" / f"{name}.test.yml"
     header = (
         f"# Recorded by tests/integration/test_fault_table.py from a real run: {description}.\n"
         "# Every round of ctlplane's /metrics (15 s apart) replayed through the shipped rules.\n"
@@ -228,4 +225,8 @@ def replay(timeline: Timeline, fault: str, expectations: Sequence[Expectation], 
     assert promtool is not None, "promtool (Debian package prometheus) is needed"
     result = subprocess.run([promtool, "test", "rules", str(target)], capture_output=True, text=True, check=False)
     assert result.returncode == 0, f"{target}:\n{result.stdout}\n{result.stderr}"
+    if os.environ.get("CTLPLANE_RECORD_FIXTURES") == "1":
+        recorded = RECORDED_DIR / target.name
+        shutil.copy(target, recorded)
+        return recorded
     return target

@@ -100,6 +100,36 @@ def _samples(*series: str, **values: float) -> list[Sample]:
             Mode.KRAFT,
             Role.CONTROLLER,
         ),
+        # a ZooKeeper broker with zookeeper.metadata.migration.enable runs a raft observer (KafkaServer ->
+        # RaftManager) beside its ZooKeeper session and its KafkaController, whose ZkMigrationState is 4 (ZK)
+        (
+            _samples(
+                "kafka_broker_state",
+                "kafka_controller_active",
+                "kafka_raft_current_leader",
+                kafka_zookeeper_expires_total=0.0,
+                kafka_controller_zk_migration_state=4.0,
+            ),
+            Mode.ZOOKEEPER,
+            Role.BROKER,
+        ),
+        # the same read before its KafkaController's gauges: its ZooKeeper session alone says so
+        (
+            _samples("kafka_broker_state", "kafka_raft_current_leader", kafka_zookeeper_expires_total=0.0),
+            Mode.ZOOKEEPER,
+            Role.BROKER,
+        ),
+        # a migrating KRaft controller holds a ZooKeeper session too, but no BrokerState
+        (
+            _samples(
+                "kafka_controller_active",
+                "kafka_raft_current_leader",
+                kafka_zookeeper_expires_total=0.0,
+                kafka_controller_zk_migration_state=1.0,
+            ),
+            Mode.MIGRATION,
+            Role.CONTROLLER,
+        ),
         (_samples(), None, Role.UNKNOWN),
     ],
 )
