@@ -28,6 +28,9 @@ class MBeanQuery:
     pattern: str
     attributes: tuple[str, ...]
     only: tuple[tuple[str, frozenset[str]], ...] = ()  # keep MBeans whose key has one of these values
+    # Registered by whichever broker wins a ZooKeeper-mode controller election, the moment it wins: a
+    # client must not keep "no such MBean here" for long (MetricSpec.follows_controller).
+    follows_controller: bool = False
 
     def accepts(self, keys: Mapping[str, str]) -> bool:
         return all(keys.get(key) in values for key, values in self.only)

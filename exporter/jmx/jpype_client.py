@@ -164,7 +164,7 @@ class _Connection:
                 # an exact ObjectName cannot gain MBeans, and losing its one raises InstanceNotFoundException
                 # in read(), which drops it from the cache: only wildcard patterns need re-resolving
                 ttl = RESOLVE_TTL_SECONDS if _is_pattern(query.pattern) else math.inf
-            elif now - self.connected_at < RESOLVE_STARTUP_SECONDS:
+            elif now - self.connected_at < RESOLVE_STARTUP_SECONDS or query.follows_controller:
                 ttl = RESOLVE_EMPTY_TTL_SECONDS
             else:
                 ttl = RESOLVE_TTL_SECONDS

@@ -17,13 +17,26 @@ from tests.integration.watch import shared_client
 Values = Mapping[str, Callable[[], Any]]
 
 
+class ServedPort(int):
+    """The server's port; `register(name, values)` adds an MBean while it runs (a broker that just became the
+    controller registering its per-broker queues)."""
+
+    def __new__(cls, port: int, register: Callable[[str, Values], object]) -> ServedPort:
+        served = super().__new__(cls, port)
+        served.register = register  # type: ignore[attr-defined]
+        return served
+
+    def register(self, name: str, values: Values) -> object:  # replaced per instance
+        raise NotImplementedError
+
+
 @contextlib.contextmanager
 def jmx_server(
     mbeans: Mapping[str, Values],
     delay_seconds: float = 0.0,
     calls: list[str] | None = None,
     credentials: tuple[str, str] | None = None,
-) -> Iterator[int]:
+) -> Iterator[ServedPort]:
     """Serve `mbeans` (ObjectName -> its attributes) on a free loopback port; yield the port. Each
     getAttributes waits `delay_seconds` and appends the MBean's name to `calls`. With `credentials`
     (user, password) the server authenticates connections as a broker with jmxremote.authenticate does."""
@@ -108,7 +121,8 @@ def jmx_server(
     connector = JClass("javax.management.remote.JMXConnectorServerFactory").newJMXConnectorServer(url, env, server)
     connector.start()
     try:
-        yield port
+        ObjectName = JClass("javax.management.ObjectName")
+        yield ServedPort(port, lambda name, values: server.registerMBean(Served(name, values), ObjectName(name)))
     finally:
         connector.stop()
         JClass("java.rmi.server.UnicastRemoteObject").unexportObject(registry, True)

@@ -5,6 +5,7 @@ SERIAL_FILTER), and a hostile MBean costs only itself, never the rest of the nod
 from __future__ import annotations
 
 import logging
+import time
 
 import pytest
 
@@ -56,3 +57,33 @@ def test_a_hostile_node_costs_only_its_hostile_values(
     assert "ctlplane.test:type=Gadget" not in by_pattern  # refused, never built
     assert by_pattern["ctlplane.test:type=Fine"] == [{"Value": "RUNNING", "Count": 3.0}]
     assert any("refused by the deserialisation filter" in r.message and "REJECTED" in r.message for r in caplog.records)
+
+
+@pytest.mark.parametrize("follows_controller", [True, False], ids=["controller-queues", "other-mode-mbeans"])
+def test_queues_a_broker_registers_on_becoming_controller_are_read_within_a_round(
+    monkeypatch: pytest.MonkeyPatch, follows_controller: bool
+) -> None:
+    """A ZooKeeper-mode broker registers ControllerChannelManager's per-broker queues when it wins an election.
+    On an old connection an empty pattern was trusted for a minute (RESOLVE_TTL_SECONDS), so after a
+    failover the new controller's queues, and with them ZooKeeper-mode lag and crash evidence, were missing
+    for up to four rounds (seen on Kafka 2.8.2). Queries that follow the controller are asked again after
+    RESOLVE_EMPTY_TTL_SECONDS; other empty patterns (the other mode's MBeans) still wait the full TTL."""
+    from jpype import JClass
+
+    monkeypatch.setattr(jpype_client, "RESOLVE_STARTUP_SECONDS", 0.0)  # an old connection
+    monkeypatch.setattr(jpype_client, "RESOLVE_EMPTY_TTL_SECONDS", 0.2)
+    shared_client()
+    Integer = JClass("java.lang.Integer")
+    pattern = "ctlplane.test:type=ControllerChannelManager,name=QueueSize,broker-id=*"
+    query = MBeanQuery(pattern, ("Value",), follows_controller=follows_controller)
+    with jmx_server({"ctlplane.test:type=Other": {"Value": lambda: Integer(1)}}) as port:
+        client = JPypeJmxClient(timeout_seconds=2.0)
+        endpoint = Endpoint("127.0.0.1", port)
+        assert client.read(endpoint, [query]) == []  # not the controller yet
+        port.register(
+            "ctlplane.test:type=ControllerChannelManager,name=QueueSize,broker-id=2", {"Value": lambda: Integer(3)}
+        )
+        time.sleep(0.5)  # the next round
+        read = client.read(endpoint, [query])
+        client.close()
+    assert [r.values["Value"] for r in read] == ([3] if follows_controller else [])
