@@ -239,7 +239,8 @@ def format_probe(observation: Observation) -> str:
         lines.append("")
         lines.append(
             f"{cluster.name}: mode {cluster.mode.value if cluster.mode else 'unknown'}, "
-            f"{cluster.active_controllers} active controller(s)"
+            + (f"migration phase {cluster.migration_phase}, " if cluster.migration_phase else "")
+            + f"{cluster.active_controllers} active controller(s)"
             + (f", active {controller.node} (id {controller.node_id})" if controller.node else "")
             + (f", epoch {controller.epoch:g}" if controller.epoch is not None else "")
         )

@@ -306,6 +306,7 @@ def controller_card(cluster: ClusterHealth, events: Sequence[Event], now: float)
     )
     facts = [
         ("mode", MODE_NAMES[cluster.mode] if cluster.mode else "unknown"),
+        *((("migration phase", cluster.migration_phase),) if cluster.migration_phase else ()),
         ("epoch", format_number(controller.epoch) if controller.epoch is not None else "not exposed"),
         ("claimants", ", ".join(controller.claimants) or "none"),
         ("reachable controllers", str(controller.reachable_controllers)),

@@ -110,6 +110,10 @@ class MetricSpec:
     only: Mapping[str, frozenset[str]] = field(default_factory=lambda: MappingProxyType({}))
     # Present only when `control.plane.listener.name` is set; other brokers expose NaN/0 (KIP-291).
     needs_control_plane_listener: bool = False
+    # Registered only on the ZooKeeper-mode active controller, by whichever broker wins an election, when it
+    # wins (ControllerChannelManager.addNewBroker on onControllerFailover): the JMX client re-asks for it
+    # within a round instead of trusting a minute-old "not here" (seen on 2.8.2 after a failover).
+    follows_controller: bool = False
 
     def registered_in(self, mode: Mode, version: str) -> bool:
         """Whether a node of `mode` on Kafka `version` ("3.6.2", or a line "3.6") registers the MBean, by the
@@ -155,6 +159,7 @@ def _spec(
     labels: Mapping[str, str] | None = None,
     only: Mapping[str, frozenset[str]] | None = None,
     needs_listener: bool = False,
+    follows_controller: bool = False,
 ) -> MetricSpec:
     return MetricSpec(
         series=series,
@@ -173,6 +178,7 @@ def _spec(
         labels=_frozen(labels),
         only=MappingProxyType(dict(only or {})),
         needs_control_plane_listener=needs_listener,
+        follows_controller=follows_controller,
     )
 
 
@@ -276,12 +282,14 @@ CATALOG: tuple[MetricSpec, ...] = (
     _spec("kafka_controller_channel_queue_size",
           "kafka.controller:type=ControllerChannelManager,name=QueueSize,broker-id=*", "Value", G, GAUGE,
           "Requests queued by the ZooKeeper controller for one broker",
-          modes=ZK, roles=BROKER, since="0.11", until="3.9", labels={"broker-id": "broker"}),
+          modes=ZK, roles=BROKER, since="0.11", until="3.9", labels={"broker-id": "broker"},
+          follows_controller=True),
     _spec("kafka_controller_channel_queue_time_seconds",
           "kafka.controller:type=ControllerChannelManager,name=RequestRateAndQueueTimeMs,broker-id=*", "", H,
           SUMMARY, "Time requests (LeaderAndIsr, UpdateMetadata, StopReplica) wait in the ZooKeeper "
           "controller's queue for one broker (KIP-237)",
-          modes=ZK, roles=BROKER, since="2.0", until="3.9", scale=MS, labels={"broker-id": "broker"}),
+          modes=ZK, roles=BROKER, since="2.0", until="3.9", scale=MS, labels={"broker-id": "broker"},
+          follows_controller=True),
     _spec("kafka_controller_unclean_leader_elections_total",
           "kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec", "Count", M, COUNTER,
           "Leaders elected from out-of-sync replicas (data loss); KRaft controllers from 3.9",
@@ -453,6 +461,8 @@ DERIVED_SERIES: Mapping[str, str] = MappingProxyType(
 HEALTH_SERIES: Mapping[str, str] = MappingProxyType(
     {
         "kafka_cluster_mode_info": "The cluster's mode: zookeeper, kraft or migration (ZkMigrationState)",
+        "kafka_cluster_migration_phase": "1 for the ZooKeeper -> KRaft migration phase the KRaft controllers "
+        "report (PRE_MIGRATION, MIGRATION, POST_MIGRATION; ZkMigrationState, KIP-866), 0 for the others",
         "kafka_cluster_active_controllers": "Nodes claiming to be the active controller (ActiveControllerCount=1); "
         "healthy is exactly 1",
         "kafka_cluster_reachable_controllers": "Controller-capable nodes ctlplane could read this round",

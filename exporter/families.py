@@ -28,7 +28,7 @@ from prometheus_client.utils import floatToGoString
 from prometheus_client.validation import _is_valid_legacy_labelname, _is_valid_legacy_metric_name
 
 from exporter.catalog import CATALOG, DERIVED_SERIES, HEALTH_SERIES, MetricSpec, Mode, SeriesType
-from exporter.health import FleetHealth, Lifecycle
+from exporter.health import MIGRATION_PHASES, FleetHealth, Lifecycle
 from exporter.model import FleetSnapshot, NodeSnapshot
 from exporter.readings import LISTENER_EVIDENCE
 
@@ -158,6 +158,7 @@ def health_families(health: FleetHealth) -> list[Family]:
         return Family(name, HEALTH_SERIES[name], "gauge", labels)
 
     cluster_mode = gauge("kafka_cluster_mode_info", ["cluster", "mode"])
+    migration = gauge("kafka_cluster_migration_phase", ["cluster", "phase"])
     active = gauge("kafka_cluster_active_controllers", ["cluster"])
     reachable = gauge("kafka_cluster_reachable_controllers", ["cluster"])
     info = gauge("kafka_controller_info", ["cluster", "node", "node_id"])
@@ -175,6 +176,9 @@ def health_families(health: FleetHealth) -> list[Family]:
         controller = cluster.controller
         if cluster.mode is not None:
             cluster_mode.add((cluster.name, cluster.mode.value), 1.0)
+        if cluster.migration_phase is not None:
+            for phase in MIGRATION_PHASES.values():
+                migration.add((cluster.name, phase), 1.0 if phase == cluster.migration_phase else 0.0)
         active.add((cluster.name,), float(cluster.active_controllers))
         reachable.add((cluster.name,), float(controller.reachable_controllers))
         if controller.node is not None:
@@ -198,6 +202,7 @@ def health_families(health: FleetHealth) -> list[Family]:
                 saturated.add(labels, 1.0 if broker.control_plane_saturated else 0.0)
     families = [
         cluster_mode,
+        migration,
         active,
         reachable,
         info,

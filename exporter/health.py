@@ -94,6 +94,9 @@ class ClusterHealth:
     brokers: tuple[BrokerHealth, ...]  # every node with the broker role (and unreachable ones)
     evaluated_at: float
     error: str | None = None  # set when this cluster's health could not be evaluated this round
+    # ZooKeeper -> KRaft migration (KIP-866) as the KRaft controllers say: PRE_MIGRATION, MIGRATION,
+    # POST_MIGRATION; None for a cluster born KRaft (NONE) or in ZooKeeper mode
+    migration_phase: str | None = None
 
     @property
     def active_controllers(self) -> int:
@@ -145,7 +148,30 @@ def _controllers(cluster: ClusterSnapshot) -> list[NodeSnapshot]:
 
 
 def _claimants(cluster: ClusterSnapshot) -> list[NodeSnapshot]:
-    return [n for n in _controllers(cluster) if n.value("kafka_controller_active") == 1.0]
+    claimants = [n for n in _controllers(cluster) if n.value("kafka_controller_active") == 1.0]
+    if cluster.mode is Mode.MIGRATION:
+        # Before the KRaft controller takes over /controller (PRE_MIGRATION) the ZooKeeper brokers' own
+        # controller still claims too (seen on 3.9.2): it leads the other quorum, not a second controller of
+        # this one. From MIGRATION on every ZooKeeper broker says 0 (KafkaController.activeControllerId is
+        # the KRaft controller's id, read from /controller).
+        claimants = [n for n in claimants if n.mode is not Mode.ZOOKEEPER]
+    return claimants
+
+
+# ZkMigrationState (metadata/.../migration/ZkMigrationState.java); 4 (ZK) is every ZooKeeper broker's constant
+# and 0 (NONE) a cluster born KRaft: neither is a migration phase.
+MIGRATION_PHASES: Mapping[float, str] = MappingProxyType(
+    {2.0: "PRE_MIGRATION", 1.0: "MIGRATION", 3.0: "POST_MIGRATION"}
+)
+
+
+def _migration_phase(cluster: ClusterSnapshot, active: NodeSnapshot | None) -> str | None:
+    """The phase the KRaft controllers report: the active one's, else any KRaft controller's."""
+    series = "kafka_controller_zk_migration_state"
+    kraft = [n for n in _controllers(cluster) if n.mode is not Mode.ZOOKEEPER and n.has(series)]
+    source = active if active is not None and active in kraft else next(iter(kraft), None)
+    value = source.value(series) if source is not None else None
+    return MIGRATION_PHASES.get(value) if value is not None else None
 
 
 def find_active_controller(cluster: ClusterSnapshot, epoch_floor: float | None = None) -> NodeSnapshot | None:
@@ -330,11 +356,14 @@ def _zookeeper_deregistered(
     timeout is still registered and the controller still has its queue, so both signs are required.
     """
     queue = "kafka_controller_channel_queue_size"
-    if cluster.mode is not Mode.ZOOKEEPER or active is None or not active.has(queue):
+    if cluster.mode not in (Mode.ZOOKEEPER, Mode.MIGRATION) or active is None or not active.has(queue):
         return brokers
     nodes = {n.node: n for n in cluster.nodes}
     result = []
     for b in brokers:
+        if nodes[b.node].mode is not Mode.ZOOKEEPER:  # a KRaft broker of a migrating cluster
+            result.append(b)
+            continue
         if (
             not b.up
             and b.state is Lifecycle.UNREACHABLE
@@ -542,7 +571,9 @@ def evaluate_cluster(
     brokers = []
     registered = set()
     for node in cluster.nodes:
-        lag_records, lag_seconds, applied, committed = _metadata_lag(node, active, mode, waits, now)
+        # a migrating cluster has ZooKeeper-mode and KRaft brokers side by side: each is read by its own kind
+        node_mode = node.mode if node.mode is not None else mode
+        lag_records, lag_seconds, applied, committed = _metadata_lag(node, active, node_mode, waits, now)
         if applied is not None and committed is not None:
             offsets[node.node] = (
                 *offsets.get(node.node, ())[-thresholds.metadata_frozen_scrapes :],
@@ -551,7 +582,7 @@ def evaluate_cluster(
         frozen = _frozen(offsets.get(node.node, ()), thresholds.metadata_frozen_scrapes) if node.up else False
         if not _is_broker(node):
             continue
-        if mode is Mode.ZOOKEEPER:
+        if node_mode is Mode.ZOOKEEPER:
             stale = (lag_records is not None and lag_records >= thresholds.zk_controller_queue_stale) or (
                 lag_seconds is not None and lag_seconds >= thresholds.metadata_stale_seconds
             )
@@ -618,7 +649,8 @@ def evaluate_cluster(
         states=MappingProxyType({b.node: b.state for b in final}),
         broker_state_read=frozenset(n.node for n in cluster.nodes if n.up and n.has("kafka_broker_state")),
     )
-    health = ClusterHealth(cluster.name, mode, controller, final, now)
+    phase = _migration_phase(cluster, active)
+    health = ClusterHealth(cluster.name, mode, controller, final, now, migration_phase=phase)
     return health, memory
 
 

@@ -119,6 +119,7 @@ def health_to_dict(health: FleetHealth, snapshot: FleetSnapshot) -> dict[str, An
                 "name": cluster.name,
                 "mode": cluster.mode.value if cluster.mode else None,
                 "error": cluster.error,
+                "migration_phase": cluster.migration_phase,
                 "active_controllers": cluster.active_controllers,
                 "controller": {
                     "claimants": list(cluster.controller.claimants),
@@ -192,6 +193,7 @@ def health_from_dict(document: Mapping[str, Any]) -> FleetHealth:
                 ),
                 evaluated_at=document["taken_at"],
                 error=cluster.get("error"),
+                migration_phase=cluster.get("migration_phase"),
             )
         )
     return FleetHealth(tuple(clusters))

@@ -17,11 +17,17 @@ from exporter.model import LabelPairs, MBeanQuery, RawReading, Sample
 def plan_queries() -> tuple[MBeanQuery, ...]:
     """One query per distinct MBean pattern of the catalogue, with the union of its attributes."""
     attributes: dict[tuple[str, tuple[tuple[str, frozenset[str]], ...]], list[str]] = {}
+    following: set[str] = set()
     for spec in CATALOG:
         key = (spec.mbean, tuple(sorted(spec.only.items())))
         wanted = attributes.setdefault(key, [])
         wanted.extend(attr for attr in spec.attributes if attr not in wanted)
-    return tuple(MBeanQuery(pattern, tuple(attrs), only) for (pattern, only), attrs in attributes.items())
+        if spec.follows_controller:
+            following.add(spec.mbean)
+    return tuple(
+        MBeanQuery(pattern, tuple(attrs), only, follows_controller=pattern in following)
+        for (pattern, only), attrs in attributes.items()
+    )
 
 
 def parse_object_name(name: str) -> tuple[str, dict[str, str]]:

@@ -31,6 +31,7 @@ TEST_FILES = (
     "tests/integration/test_health_kafka.py",
     "tests/integration/test_exporter_kafka.py",
     "tests/integration/test_combined_mode.py",
+    "tests/integration/test_migration.py",
 )
 
 

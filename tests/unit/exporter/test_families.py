@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.exposition import generate_latest
 
-from exporter.catalog import Mode
+from exporter.catalog import Mode, Role
 from exporter.families import MetricsPage, render_families
 from exporter.health import HealthMemory, Thresholds, evaluate
 from exporter.model import FleetSnapshot
@@ -102,3 +102,22 @@ def test_page_is_rendered_once_per_snapshot_and_content_type_with_a_fresh_age() 
     openmetrics, om_type = page.render(snapshot, None, "application/openmetrics-text; version=1.0.0", now=1010.0)
     assert om_type.startswith("application/openmetrics-text")
     assert openmetrics.endswith(b"# EOF\n") and openmetrics.count(b"# EOF") == 1
+
+
+def test_the_migration_phase_is_one_series_per_phase_with_the_current_one_at_1() -> None:
+    controller = node(
+        "controller-1",
+        {"kafka_controller_active": 1.0, "kafka_raft_current_epoch": 3, "kafka_controller_zk_migration_state": 2},
+        role=Role.CONTROLLER,
+        node_id=3001,
+        mode=Mode.MIGRATION,
+    )
+    snapshot = fleet(controller)
+    health, _ = evaluate(snapshot, HealthMemory(), Thresholds())
+    phases = {
+        s.labels["phase"]: s.value
+        for metric in render_families(snapshot, health)
+        for s in metric.samples
+        if s.name == "kafka_cluster_migration_phase"
+    }
+    assert phases == {"PRE_MIGRATION": 1.0, "MIGRATION": 0.0, "POST_MIGRATION": 0.0}

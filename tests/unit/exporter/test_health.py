@@ -606,3 +606,64 @@ def test_an_unreachable_zookeeper_mode_broker_that_the_controller_dropped_is_fen
         node("b1", {"kafka_broker_state": 3, "kafka_controller_active": 1}, mode=Mode.ZOOKEEPER, node_id=1), gone()
     )
     assert cluster.broker("b2").state is Lifecycle.UNREACHABLE  # type: ignore[union-attr]
+
+
+def _zk_broker(name: str, node_id: int, *, active: bool = False, migrating: bool = True) -> NodeSnapshot:
+    """A ZooKeeper-mode broker; with `migrating` (KIP-866) it also runs a raft observer."""
+    values: dict[str | tuple[str, tuple[tuple[str, str], ...]], float] = {
+        "kafka_broker_state": 3,
+        "kafka_controller_active": 1.0 if active else 0.0,
+        "kafka_controller_zk_migration_state": 4,
+    }
+    if migrating:
+        values["kafka_raft_current_epoch"] = 5
+    return node(name, values, node_id=node_id, mode=Mode.ZOOKEEPER)
+
+
+def _migrating_controller(phase: float, queues: dict[int, float] | None = None) -> NodeSnapshot:
+    values: dict[str | tuple[str, tuple[tuple[str, str], ...]], float] = {
+        "kafka_controller_active": 1.0,
+        "kafka_raft_current_epoch": 5,
+        "kafka_controller_zk_migration_state": phase,
+        "kafka_controller_last_committed_record_offset": 100,
+    }
+    for broker, size in (queues or {}).items():
+        values[("kafka_controller_channel_queue_size", (("broker", str(broker)),))] = size
+    return node("controller-1", values, role=Role.CONTROLLER, node_id=3001, mode=Mode.MIGRATION)
+
+
+def test_pre_migration_the_zookeeper_controller_is_not_a_second_active_controller() -> None:
+    # seen on real 3.9.2: before the brokers are rolled, the ZooKeeper controller broker and the KRaft leader
+    # both say ActiveControllerCount=1; they lead different quorums, the KRaft one drives the migration
+    cluster, _ = _health(_migrating_controller(2), _zk_broker("broker-1", 1, active=True), _zk_broker("broker-2", 2))
+    assert cluster.mode is Mode.MIGRATION
+    assert cluster.active_controllers == 1 and cluster.controller.node == "controller-1"
+    assert cluster.migration_phase == "PRE_MIGRATION"
+
+
+def test_in_dual_write_a_zookeeper_brokers_lag_is_the_kraft_controllers_queue_for_it() -> None:
+    # MigrationPropagator: the active KRaft controller sends the ZooKeeper brokers their LeaderAndIsr and
+    # UpdateMetadata through a ControllerChannelManager of its own (QueueSize,broker-id=N)
+    cluster, _ = _health(_migrating_controller(1, {1: 0, 2: 25}), _zk_broker("broker-1", 1), _zk_broker("broker-2", 2))
+    assert cluster.migration_phase == "MIGRATION"
+    lags = {b.node: (b.metadata_lag_records, b.stale) for b in cluster.brokers}
+    assert lags == {"broker-1": (0.0, False), "broker-2": (25.0, True)}
+
+
+def test_in_dual_write_a_gone_zookeeper_broker_the_kraft_controller_dropped_is_fenced() -> None:
+    gone = node("broker-2", None, node_id=2, mode=Mode.ZOOKEEPER, up=False)  # its last read said ZooKeeper
+    cluster, _ = _health(_migrating_controller(1, {1: 0}), _zk_broker("broker-1", 1), gone)
+    assert cluster.broker("broker-2").state is Lifecycle.FENCED  # type: ignore[union-attr]
+
+
+def test_a_finished_migration_says_post_migration_and_a_cluster_born_kraft_has_no_phase() -> None:
+    post = node(
+        "controller-1",
+        {"kafka_controller_active": 1.0, "kafka_raft_current_epoch": 5, "kafka_controller_zk_migration_state": 3},
+        role=Role.CONTROLLER,
+        node_id=3001,
+    )
+    cluster, _ = _health(post, kraft_broker("broker-1", 1))
+    assert cluster.mode is Mode.KRAFT and cluster.migration_phase == "POST_MIGRATION"
+    cluster, _ = _health(kraft_controller("c1", 1, active=True), kraft_broker("b1", 101))
+    assert cluster.migration_phase is None

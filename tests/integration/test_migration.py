@@ -1,0 +1,121 @@
+"""A real ZooKeeper -> KRaft migration (KIP-866), phase by phase, read by ctlplane.
+
+ZooKeeper brokers and a KRaft controller with the migration flag (PRE_MIGRATION), the brokers rolled with
+the flag (MIGRATION: the KRaft leader takes over /controller and drives the ZooKeeper brokers through its
+own ControllerChannelManager), one and then every broker rolled as a KRaft broker (still MIGRATION: dual
+write), and the controller rolled without the flag (POST_MIGRATION). At each phase: ZooKeeper brokers are
+ZooKeeper-mode brokers (a migrating one runs a raft observer, which once made ctlplane call it a KRaft
+combined node), the KRaft leader is the one active controller, the phase is named, and every broker is
+ACTIVE with a metadata lag from the right source. About 45 s on 3.9.2 (`make test`); `make test-matrix` runs
+it on every ZooKeeper release from 3.6 (metadata transactions, which a migration needs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from ctlplane.localkafka import KafkaCluster, ZooKeeperServer, major_minor
+from ctlplane.localkafka.migration import (
+    enable_migration_on_brokers,
+    finalize_migration,
+    roll_brokers_to_kraft,
+    start_migrating_cluster,
+)
+from exporter.catalog import Mode, Role
+from exporter.health import ClusterHealth, Lifecycle
+from exporter.state import Observation
+from tests.integration.faults import cluster_health
+from tests.integration.watch import Watch
+from tests.kafka_versions import ZK_LISTENER, ZK_NAME, ZK_UNDER_TEST
+
+MIGRATING = f"{ZK_NAME}-migration"
+
+pytestmark = [
+    pytest.mark.zookeeper,
+    pytest.mark.skipif(
+        major_minor(ZK_UNDER_TEST) < (3, 6) or not ZK_LISTENER,
+        reason="a migration needs 3.6+; run once per release (the entry with the listener)",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def migrating(kafka_workdir: Path, zookeeper: ZooKeeperServer) -> Iterator[tuple[KafkaCluster, Watch]]:
+    cluster = start_migrating_cluster(MIGRATING, kafka_workdir, brokers=3, version=ZK_UNDER_TEST, zookeeper=zookeeper)
+    watch = Watch(cluster, timeout=2.0)
+    try:
+        yield cluster, watch
+    finally:
+        watch.close()
+        cluster.stop()
+
+
+def _phase(name: str | None, modes: dict[str, Mode]) -> Callable[[Observation], bool]:
+    """The cluster says migration phase `name`, its brokers have `modes`, every broker is ACTIVE with one
+    active controller, and every broker's metadata lag is known."""
+
+    def check(o: Observation) -> bool:
+        snapshot, health = o.snapshot.cluster(MIGRATING), cluster_health(o, MIGRATING)
+        if snapshot is None or not all(n.up for n in snapshot.nodes):
+            return False
+        return (
+            health.migration_phase == name
+            and {n.node: n.mode for n in snapshot.nodes if n.role is not Role.CONTROLLER} == modes
+            and all(b.state is Lifecycle.ACTIVE and b.metadata_lag_records is not None for b in health.brokers)
+            and health.active_controllers == 1
+        )
+
+    return check
+
+
+def _controller_is_the_kraft_leader(health: ClusterHealth) -> None:
+    assert health.controller.node == "controller-1", health.controller
+    assert health.controller.claimants == ("controller-1",), health.controller
+
+
+def test_every_phase_of_a_migration_reads_right(migrating: tuple[KafkaCluster, Watch]) -> None:
+    cluster, watch = migrating
+    zookeeper_brokers = {b.name: Mode.ZOOKEEPER for b in cluster.brokers()}
+
+    # PRE_MIGRATION: the ZooKeeper brokers' own controller still claims too; it is not a second controller
+    o = watch.until(lambda o: cluster_health(o, MIGRATING).migration_phase == "PRE_MIGRATION", 60, "PRE_MIGRATION")
+    health, snapshot = cluster_health(o, MIGRATING), o.snapshot.cluster(MIGRATING)
+    assert health.mode is Mode.MIGRATION
+    assert snapshot is not None and {n.node: (n.mode, n.role) for n in snapshot.nodes} == {
+        **dict.fromkeys(zookeeper_brokers, (Mode.ZOOKEEPER, Role.BROKER)),
+        "controller-1": (Mode.MIGRATION, Role.CONTROLLER),
+    }
+    _controller_is_the_kraft_leader(health)
+
+    # MIGRATION: brokers rolled with the flag run a raft observer and stay ZooKeeper-mode brokers; the KRaft
+    # leader is their controller, so their metadata lag is its queue for each (MigrationPropagator)
+    enable_migration_on_brokers(cluster)
+    o = watch.until(_phase("MIGRATION", zookeeper_brokers), 120, "MIGRATION, ZooKeeper brokers ACTIVE")
+    snapshot = o.snapshot.cluster(MIGRATING)
+    assert snapshot is not None
+    for broker in cluster.brokers():
+        node = next(n for n in snapshot.nodes if n.node == broker.name)
+        assert node.role is Role.BROKER and node.has("kafka_raft_current_leader"), node  # the raft observer
+    kraft_leader = next(n for n in snapshot.nodes if n.node == "controller-1")
+    queues = {dict(s.labels)["broker"] for s in kraft_leader.series_samples("kafka_controller_channel_queue_size")}
+    assert queues == {str(b.node_id) for b in cluster.brokers()}, queues
+    _controller_is_the_kraft_leader(cluster_health(o, MIGRATING))
+
+    # hybrid: one KRaft broker beside two ZooKeeper ones, then all KRaft; dual write keeps MIGRATION
+    first = cluster.brokers()[0].name
+    roll_brokers_to_kraft(cluster, count=1)
+    watch.until(_phase("MIGRATION", {**zookeeper_brokers, first: Mode.KRAFT}), 120, "hybrid cluster")
+    roll_brokers_to_kraft(cluster)
+    kraft_brokers = dict.fromkeys(zookeeper_brokers, Mode.KRAFT)
+    o = watch.until(_phase("MIGRATION", kraft_brokers), 120, "every broker KRaft, dual write")
+    assert cluster_health(o, MIGRATING).mode is Mode.MIGRATION
+
+    # finalized: the controller without the flag writes POST_MIGRATION; the cluster is KRaft
+    finalize_migration(cluster)
+    o = watch.until(_phase("POST_MIGRATION", kraft_brokers), 120, "POST_MIGRATION")
+    health = cluster_health(o, MIGRATING)
+    assert health.mode is Mode.KRAFT
+    _controller_is_the_kraft_leader(health)
