@@ -168,8 +168,8 @@ def test_ctlplane_run_serves_both_real_clusters_on_metrics(
         assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200
         check = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True, check=False)
         assert check.returncode == 0, check.stdout.decode() + check.stderr.decode()
-        assert "kafka_control_plane_request_queue_size{cluster=ZK_NAME" in text
-        assert "kafka_broker_last_applied_record_offset{cluster=KRAFT_NAME" in text
+        assert f'kafka_control_plane_request_queue_size{{cluster="{ZK_NAME}"' in text
+        assert f'kafka_broker_last_applied_record_offset{{cluster="{KRAFT_NAME}"' in text
     finally:
         process.terminate()
         process.wait(timeout=20)
