@@ -39,6 +39,9 @@ class Lifecycle(StrEnum):
 REGISTRATION_STATES: Mapping[float, Lifecycle] = MappingProxyType(
     {-1.0: Lifecycle.INITIAL, 10.0: Lifecycle.FENCED, 20.0: Lifecycle.SHUTDOWN, 30.0: Lifecycle.ACTIVE}
 )
+# BrokerState's numbers are the same on every release ctlplane claims: org.apache.kafka.metadata.BrokerState
+# (2.8+) and KafkaServer.scala's BrokerStates before it (RunningAsBroker=3, RecoveringFromUncleanShutdown=2,
+# PendingControlledShutdown=6, BrokerShuttingDown=7); ctlplane names them with the 2.8+ names everywhere.
 BROKER_STATE_NAMES: Mapping[float, str] = MappingProxyType(
     {0.0: "NOT_RUNNING", 1.0: "STARTING", 2.0: "RECOVERY", 3.0: "RUNNING", 6.0: "PENDING_CONTROLLED_SHUTDOWN",
      7.0: "SHUTTING_DOWN", 127.0: "UNKNOWN"}

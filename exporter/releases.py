@@ -2,8 +2,8 @@
 
 A row says which modes the line runs, which patch release the version matrix (`make test-matrix`,
 tools/matrix.py) starts from Maven Central, and what differs in what the line exposes beyond the
-catalogue's per-MBean `since`/`until` (exporter/catalog.py): BrokerState and raft-state names, and
-whether the controller names each broker's registration. A newly released Kafka is a row here.
+catalogue's per-MBean `since`/`until` (exporter/catalog.py): the raft-state names. A newly released Kafka
+is a row here. BrokerState has the same numbers on every release (health.BROKER_STATE_NAMES).
 README's support table is printed from this table and the catalogue (tools/support_table.py).
 
 The health model never branches on a version: it decides from which series a node serves (a controller
@@ -17,19 +17,6 @@ from dataclasses import dataclass
 
 from exporter.catalog import CATALOG, Mode, release_tuple
 
-# BrokerState's names (org.apache.kafka.metadata.BrokerState, 2.8+, seen in the 2.8.2 jar; KafkaServer.scala's
-# BrokerStates before 2.8,
-# same numbers: RunningAsBroker=3, RecoveringFromUncleanShutdown=2, PendingControlledShutdown=6,
-# BrokerShuttingDown=7). ctlplane names the values with the 2.8+ names on every release.
-BROKER_STATES_2_8 = ("NOT_RUNNING", "STARTING", "RECOVERY", "RUNNING", "PENDING_CONTROLLED_SHUTDOWN", "SHUTTING_DOWN")
-BROKER_STATES_PRE_2_8 = (
-    "NotRunning",
-    "Starting",
-    "RecoveringFromUncleanShutdown",
-    "RunningAsBroker",
-    "PendingControlledShutdown",
-    "BrokerShuttingDown",
-)
 # raft-metrics current-state: the strings KafkaRaftMetrics sets (read from the shipped kafka-raft jars with
 # javap: 3.6.2 and 3.9.2 have the first tuple; 4.0.1 and 4.4.0 the second, where KIP-996's pre-vote split
 # "voted" into "prospective-voted" and "unattached-voted" and added "prospective").
@@ -54,9 +41,14 @@ class Release:
     matrix_version: str | None  # the patch release the matrix runs; None: claimed, not run
     zookeeper: bool  # runs ZooKeeper mode
     kraft: bool  # runs KRaft (production from 3.3, KIP-833)
-    broker_states: tuple[str, ...]
     raft_states: tuple[str, ...] = ()
     note: str = ""
+
+    @property
+    def migrates(self) -> bool:
+        """ZooKeeper -> KRaft migration (KIP-866) runs here: production-ready from 3.6 (metadata
+        transactions, KIP-868), and there is no ZooKeeper mode to migrate from in 4.x."""
+        return self.zookeeper and release_key(self.line) >= (3, 6)
 
 
 @dataclass(frozen=True)
@@ -69,21 +61,24 @@ class MatrixEntry:
 
 
 RELEASES: tuple[Release, ...] = (
-    Release("2.2", None, zookeeper=True, kraft=False, broker_states=BROKER_STATES_PRE_2_8,
-            note="KIP-291's control-plane listener appears"),
-    Release("2.8", "2.8.2", zookeeper=True, kraft=False, broker_states=BROKER_STATES_2_8,
-            note="KRaft preview only (not claimed); the oldest line the matrix runs"),
-    Release("3.6", "3.6.2", zookeeper=True, kraft=True, broker_states=BROKER_STATES_2_8, raft_states=RAFT_STATES_3,
+    Release("2.2", None, zookeeper=True, kraft=False,
+            note="KIP-291's control-plane listener appears; not run here: Maven Central has no Scala 2.13 "
+                 "build (kafka_2.13) before 2.4.0"),
+    Release("2.4", "2.4.1", zookeeper=True, kraft=False,
+            note="the oldest line the matrix runs (the first kafka_2.13 build; starts on Java 17)"),
+    Release("2.8", "2.8.2", zookeeper=True, kraft=False,
+            note="KRaft preview only (not claimed)"),
+    Release("3.6", "3.6.2", zookeeper=True, kraft=True, raft_states=RAFT_STATES_3,
             note="KRaft without per-broker registration gauges: fenced by FencedBrokerCount"),
-    Release("3.9", "3.9.2", zookeeper=True, kraft=True, broker_states=BROKER_STATES_2_8, raft_states=RAFT_STATES_3,
+    Release("3.9", "3.9.2", zookeeper=True, kraft=True, raft_states=RAFT_STATES_3,
             note="the last ZooKeeper-mode line; pinned in make test"),
-    Release("4.0", "4.0.1", zookeeper=False, kraft=True, broker_states=BROKER_STATES_2_8, raft_states=RAFT_STATES_4,
+    Release("4.0", "4.0.1", zookeeper=False, kraft=True, raft_states=RAFT_STATES_4,
             note="ZooKeeper mode and KIP-291 removed; KIP-996 raft states"),
-    Release("4.1", "4.1.1", zookeeper=False, kraft=True, broker_states=BROKER_STATES_2_8, raft_states=RAFT_STATES_4,
+    Release("4.1", "4.1.1", zookeeper=False, kraft=True, raft_states=RAFT_STATES_4,
             note="per-broker BrokerRegistrationState on controllers (KAFKA-18666)"),
-    Release("4.3", "4.3.1", zookeeper=False, kraft=True, broker_states=BROKER_STATES_2_8, raft_states=RAFT_STATES_4,
+    Release("4.3", "4.3.1", zookeeper=False, kraft=True, raft_states=RAFT_STATES_4,
             note="pinned in make test"),
-    Release("4.4", "4.4.0", zookeeper=False, kraft=True, broker_states=BROKER_STATES_2_8, raft_states=RAFT_STATES_4,
+    Release("4.4", "4.4.0", zookeeper=False, kraft=True, raft_states=RAFT_STATES_4,
             note="the newest release on Maven Central"),
 )  # fmt: skip
 

@@ -3,7 +3,7 @@ prints it, `--write` replaces it in README.md. A unit test keeps README in step 
 
 Per release line: the modes it runs, the release `make test-matrix` starts, which fault-table rows a real
 run of that release recorded (alerts/tests/recorded/, replayed by `make lint`), and the series the
-catalogue reads elsewhere that Kafka does not expose on that line.
+catalogue reads elsewhere that Kafka does not expose on that line, and the raft states its KRaft nodes name.
 """
 
 from __future__ import annotations
@@ -21,21 +21,17 @@ END = "<!-- /support-table -->"
 
 
 def _label(mode: Mode, line: str, listener: bool = True) -> str:
-    if mode is Mode.KRAFT:
-        return f"kraft-{line}"
+    if mode in (Mode.KRAFT, Mode.MIGRATION):
+        return f"{mode.value}-{line}"
     return f"zk-{line}" + ("" if listener else "-nolistener")
 
 
 def _recorded() -> dict[str, set[str]]:
     """Label -> faults recorded for it; a file belongs to the longest label it starts with, so
     "zk-3.9-nolistener-kill-….test.yml" is not also zk-3.9's."""
-    labels = [
-        _label(mode, release.line, listener)
-        for release in RELEASES
-        for mode in Mode
-        for listener in (True, False)
-        if mode is not Mode.MIGRATION
-    ]
+    labels = {
+        _label(mode, release.line, listener) for release in RELEASES for mode in Mode for listener in (True, False)
+    }
     found: dict[str, set[str]] = {}
     for path in RECORDED.glob("*.test.yml"):
         stem = path.name.removesuffix(".test.yml")
@@ -50,6 +46,7 @@ def _proven(release: Release) -> str:
     cells = []
     runs = [(Mode.ZOOKEEPER, True), (Mode.ZOOKEEPER, False)] if release.zookeeper else []
     runs += [(Mode.KRAFT, True)] if release.kraft else []
+    runs += [(Mode.MIGRATION, True)] if release.migrates else []
     for mode, listener in runs:
         # every fault recorded for the mode on any release: the rows a fully proven release has
         wanted = set().union(*(recorded.get(_label(mode, r.line, listener), set()) for r in RELEASES))
@@ -75,15 +72,15 @@ def _absent(release: Release) -> str:
 def table() -> str:
     rows = [
         "| Kafka | ZooKeeper mode | KRaft | matrix runs | fault rows recorded from a real run "
-        "| not exposed by Kafka there | note |",
-        "|---|---|---|---|---|---|---|",
+        "| not exposed by Kafka there | raft `current-state` names | note |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     matrix = {entry.version for entry in MATRIX}
     for release in sorted(RELEASES, key=lambda r: release_key(r.line)):
         version = release.matrix_version if release.matrix_version in matrix else "-"
         rows.append(
             f"| {release.line} | {'yes' if release.zookeeper else '-'} | {'yes' if release.kraft else '-'} | {version} "
-            f"| {_proven(release)} | {_absent(release)} | {release.note} |"
+            f"| {_proven(release)} | {_absent(release)} | {', '.join(release.raft_states) or '-'} | {release.note} |"
         )
     return "\n".join([BEGIN, *rows, END]) + "\n"
 

@@ -45,6 +45,7 @@ class KafkaCluster:
     zookeeper: ZooKeeperServer | None = None  # managed ZooKeeper (None for KRaft/external)
     zookeeper_connect: str | None = None  # full connect string incl. chroot (ZK mode)
     control_plane_listener: bool = False
+    migrating: bool = False  # ZooKeeper brokers beside a KRaft quorum with the migration flag (migration.py)
 
     def node(self, name: str) -> KafkaNode:
         for n in self.nodes:

@@ -96,6 +96,7 @@ def start_migrating_cluster(
         timeout=timeout,
     )
     try:
+        cluster.migrating = True
         cluster.cluster_id = _cluster_id(cluster.brokers()[0])
         assert cluster.workdir is not None
         log_config = write_log_config(cluster.workdir, version)

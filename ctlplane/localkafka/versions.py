@@ -22,8 +22,9 @@ def logging_flavour(version: str) -> str:
 
 def cluster_label(mode: str, version: str, control_plane_listener: bool = True) -> str:
     """A cluster's name from its mode and release: "kraft-4.3", "zk-3.9", "zk-3.9-nolistener" (a
-    ZooKeeper-mode cluster without KIP-291's control.plane.listener.name)."""
+    ZooKeeper-mode cluster without KIP-291's control.plane.listener.name), "migration-3.9" (a ZooKeeper
+    cluster migrating to KRaft, KIP-866)."""
     major, minor = major_minor(version)
-    if mode == "kraft":
-        return f"kraft-{major}.{minor}"
+    if mode in ("kraft", "migration"):
+        return f"{mode}-{major}.{minor}"
     return f"zk-{major}.{minor}" + ("" if control_plane_listener else "-nolistener")

@@ -78,14 +78,18 @@ class Timeline:
     @property
     def label(self) -> str:
         """Mode, major.minor version and (ZooKeeper mode) the KIP-291 listener, the recorded file's prefix:
-        "kraft-4.3", "zk-3.9", "zk-2.8-nolistener"."""
+        "kraft-4.3", "zk-3.9", "zk-2.8-nolistener", "migration-3.9"."""
         cluster = self.kafka_cluster
+        if cluster.migrating:
+            return cluster_label("migration", cluster.version)
         return cluster_label(cluster.mode, cluster.version, cluster.control_plane_listener or cluster.mode == "kraft")
 
     @property
     def kafka(self) -> str:
         """ "Kafka 4.3.1 KRaft", "Kafka 3.9.2 ZooKeeper mode": the run's version, for the recorded header."""
         cluster = self.kafka_cluster
+        if cluster.migrating:
+            return f"Kafka {cluster.version} ZooKeeper brokers migrating to a KRaft quorum"
         mode = "KRaft" if cluster.mode == "kraft" else "ZooKeeper mode"
         listener = "" if cluster.mode == "kraft" or cluster.control_plane_listener else " without the KIP-291 listener"
         return f"Kafka {cluster.version} {mode}{listener}"
@@ -201,6 +205,18 @@ class Expectation:
         }
 
 
+def pages_then_resolves(
+    paging_at: int, last: int, pages: frozenset[tuple[str, str]], node: str | None = None
+) -> list[Expectation]:
+    """The critical half of a fault that pages and heals: `pages` fire by round `paging_at`, nothing else
+    critical fires up to round `last`, and nothing critical is firing at `last` (resolved)."""
+    return [
+        Expectation("critical", paging_at, pages, node=node),
+        Expectation("critical", last, pages, ever=True),
+        Expectation("critical", last, frozenset()),
+    ]
+
+
 def replay(timeline: Timeline, fault: str, expectations: Sequence[Expectation], description: str, tmp: Path) -> Path:
     """Write the recorded timeline as a promtool test named `<label>-<fault>` and run it against the
     shipped rules; `description` says what was done, the timeline adds the Kafka version and mode.
@@ -216,8 +232,9 @@ def replay(timeline: Timeline, fault: str, expectations: Sequence[Expectation], 
     for rules in ALERTS_DIR.glob("*.rules.yml"):
         shutil.copy(rules, tmp / "alerts" / rules.name)
     target = tmp / "alerts" / "tests" / "recorded" / f"{name}.test.yml"
+    test = os.environ.get("PYTEST_CURRENT_TEST", "tests/integration/test_fault_table.py").split(" ")[0]
     header = (
-        f"# Recorded by tests/integration/test_fault_table.py from a real run: {description}.\n"
+        f"# Recorded by {test} from a real run: {description}.\n"
         "# Every round of ctlplane's /metrics (15 s apart) replayed through the shipped rules.\n"
     )
     target.write_text(header + yaml.safe_dump(content, sort_keys=False, width=200))

@@ -31,7 +31,7 @@ from exporter.catalog import Mode
 from exporter.health import Lifecycle
 from exporter.releases import catalogue_series
 from exporter.state import Observation
-from tests.integration.faults import Expectation, Timeline, cluster_health, healthy, replay
+from tests.integration.faults import Expectation, Timeline, cluster_health, healthy, pages_then_resolves, replay
 from tests.integration.watch import Watch
 from tests.kafka_versions import KRAFT_NAME, KRAFT_UNDER_TEST, ZK_LISTENER, ZK_NAME, ZK_UNDER_TEST
 
@@ -139,9 +139,7 @@ def test_kill_just_after_a_round_is_fenced_and_pages_never_shutdown_then_restart
             timeline,
             "kill-broker-after-round",
             [
-                Expectation("critical", killed_until, crash_pages),
-                Expectation("critical", last, crash_pages, ever=True),
-                Expectation("critical", last, frozenset()),  # resolved after the restart
+                *pages_then_resolves(killed_until, last, crash_pages),
                 # 4.1+ (UNCLEAN_WARNING) counts the crashed last replica's return as an unclean election
                 # (PartitionChangeBuilder sets RECOVERING; TopicDelta counts it): unflushed records may be
                 # lost, so the warning is right.
@@ -347,11 +345,7 @@ def test_a_broker_cut_off_from_the_controllers_while_its_jmx_answers_is_fenced_a
     replay(
         timeline,
         "broker-cut-off-from-controllers",
-        [
-            Expectation("critical", cut_until, pages, node=victim.name),
-            Expectation("critical", last, pages, ever=True),
-            Expectation("critical", last, frozenset()),
-        ],
+        pages_then_resolves(cut_until, last, pages, node=victim.name),
         f"{victim.name}'s links to every controller cut 0.5 s after a round for 90 s (JMX answering), then healed",
         tmp_path,
     )
@@ -607,9 +601,7 @@ def test_zookeeper_mode_kill_just_after_a_round_is_fenced_pages_and_restarts_qui
             timeline,
             "kill-broker-after-round",
             [
-                Expectation("critical", killed_until, crash_pages),
-                Expectation("critical", last, crash_pages, ever=True),
-                Expectation("critical", last, frozenset()),
+                *pages_then_resolves(killed_until, last, crash_pages),
             ],
             f"kill -9 of {victim.name} (only replica of a partition, not the controller) 0.5 s after a round, "
             "restart after 105 s",

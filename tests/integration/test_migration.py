@@ -27,11 +27,12 @@ from ctlplane.localkafka.migration import (
 from exporter.catalog import Mode, Role
 from exporter.health import ClusterHealth, Lifecycle
 from exporter.state import Observation
-from tests.integration.faults import cluster_health
+from tests.integration.faults import Expectation, Timeline, cluster_health, pages_then_resolves, replay
 from tests.integration.watch import Watch
 from tests.kafka_versions import ZK_LISTENER, ZK_NAME, ZK_UNDER_TEST
 
 MIGRATING = f"{ZK_NAME}-migration"
+DUAL_WRITE = f"{ZK_NAME}-dual-write"
 
 pytestmark = [
     pytest.mark.zookeeper,
@@ -42,7 +43,7 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture  # one test, and its cluster gone before the next test starts its own
 def migrating(kafka_workdir: Path, zookeeper: ZooKeeperServer) -> Iterator[tuple[KafkaCluster, Watch]]:
     cluster = start_migrating_cluster(MIGRATING, kafka_workdir, brokers=3, version=ZK_UNDER_TEST, zookeeper=zookeeper)
     watch = Watch(cluster, timeout=2.0)
@@ -53,12 +54,12 @@ def migrating(kafka_workdir: Path, zookeeper: ZooKeeperServer) -> Iterator[tuple
         cluster.stop()
 
 
-def _phase(name: str | None, modes: dict[str, Mode]) -> Callable[[Observation], bool]:
-    """The cluster says migration phase `name`, its brokers have `modes`, every broker is ACTIVE with one
+def _phase(name: str | None, modes: dict[str, Mode], cluster: str = MIGRATING) -> Callable[[Observation], bool]:
+    """`cluster` says migration phase `name`, its brokers have `modes`, every broker is ACTIVE with one
     active controller, and every broker's metadata lag is known."""
 
     def check(o: Observation) -> bool:
-        snapshot, health = o.snapshot.cluster(MIGRATING), cluster_health(o, MIGRATING)
+        snapshot, health = o.snapshot.cluster(cluster), cluster_health(o, cluster)
         if snapshot is None or not all(n.up for n in snapshot.nodes):
             return False
         return (
@@ -119,3 +120,65 @@ def test_every_phase_of_a_migration_reads_right(migrating: tuple[KafkaCluster, W
     health = cluster_health(o, MIGRATING)
     assert health.mode is Mode.KRAFT
     _controller_is_the_kraft_leader(health)
+
+
+@pytest.fixture
+def dual_writing(kafka_workdir: Path, zookeeper: ZooKeeperServer) -> Iterator[tuple[KafkaCluster, Watch]]:
+    """A cluster of its own in the MIGRATION phase: ZooKeeper brokers rolled with the flag, the KRaft leader
+    their controller, writing every metadata change to ZooKeeper too (dual write)."""
+    cluster = start_migrating_cluster(DUAL_WRITE, kafka_workdir, brokers=3, version=ZK_UNDER_TEST, zookeeper=zookeeper)
+    watch = Watch(cluster, timeout=2.0)
+    try:
+        enable_migration_on_brokers(cluster)
+        yield cluster, watch
+    finally:
+        watch.close()
+        cluster.stop()
+
+
+@pytest.mark.matrix
+def test_a_zookeeper_broker_killed_during_dual_write_is_fenced_pages_and_restarts_quietly(
+    dual_writing: tuple[KafkaCluster, Watch], tmp_path: Path
+) -> None:
+    """kill -9 of a ZooKeeper broker 0.5 s after a round while the KRaft leader drives the migration: a
+    migrating ZooKeeper broker registers with the KRaft controller and heartbeats to it (KafkaServer.scala:
+    with the migration flag it starts a BrokerLifecycleManager with isZkBroker = true; the registration
+    carries isMigratingZkBroker, ClusterControlManager), so the controller fences it after the session
+    timeout as it would a KRaft broker. A crash: FENCED, never SHUTDOWN, KafkaBrokerFenced pages; restarted with the
+    flag it comes back ACTIVE and the page resolves. Matrix only (about 4 min)."""
+    cluster, watch = dual_writing
+    zookeeper_brokers = {b.name: Mode.ZOOKEEPER for b in cluster.brokers()}
+    watch.until(_phase("MIGRATION", zookeeper_brokers, DUAL_WRITE), 120, "MIGRATION, ZooKeeper brokers ACTIVE")
+    victim = cluster.brokers()[1]
+    timeline = Timeline(watch, cluster)
+    timeline.round()
+    timeline.round()
+    timeline.sleep_into_round(0.5)
+    victim.kill()
+    for _ in range(7):  # 105 s: long enough for `for: 1m` to fire
+        timeline.round()
+    killed_until = len(timeline.observations) - 1
+    crashed = timeline.states(victim.name)[2:]
+    assert Lifecycle.SHUTDOWN not in crashed, timeline.evidence(victim.name)
+    assert crashed[0] in (Lifecycle.FENCED, Lifecycle.UNREACHABLE), timeline.evidence(victim.name)
+    assert set(crashed[1:]) == {Lifecycle.FENCED}, timeline.evidence(victim.name)
+    assert all(cluster_health(o, DUAL_WRITE).migration_phase == "MIGRATION" for o in timeline.observations)
+    victim.start()
+    for _ in range(12):
+        broker = timeline.round().broker(victim.name)
+        if broker is not None and broker.state is Lifecycle.ACTIVE:
+            break
+    timeline.round()  # one more round: every alert resolved
+    restarted = timeline.states(victim.name)[killed_until + 1 :]
+    assert restarted[-1] is Lifecycle.ACTIVE, timeline.evidence(victim.name)
+    assert Lifecycle.SHUTDOWN not in restarted, timeline.evidence(victim.name)
+    last = len(timeline.observations) - 1
+    pages = frozenset({("KafkaBrokerFenced", victim.name)})
+    replay(
+        timeline,
+        "kill-zookeeper-broker-during-dual-write",
+        [*pages_then_resolves(killed_until, last, pages), Expectation("warning", last, frozenset(), ever=True)],
+        f"kill -9 of the migrating ZooKeeper broker {victim.name} 0.5 s after a round during dual write, "
+        "restart after 105 s",
+        tmp_path,
+    )

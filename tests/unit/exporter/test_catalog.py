@@ -9,6 +9,7 @@ import pytest
 
 from exporter.catalog import CATALOG, DERIVED_SERIES, HEALTH_SERIES, Kind, SeriesType, all_series_names
 from exporter.readings import parse_object_name
+from exporter.releases import RELEASES
 from tools.support_table import BEGIN, END, table
 
 README = Path(__file__).parents[3] / "README.md"
@@ -85,3 +86,10 @@ def test_readme_support_table_is_the_one_the_release_table_gives() -> None:
     assert BEGIN in text and END in text, "README has no generated support table"
     shown = text[text.index(BEGIN) : text.index(END) + len(END)] + "\n"
     assert shown == table(), "README's support table is stale: python -m tools.support_table"
+
+
+def test_the_raft_state_help_names_every_state_a_claimed_release_sets() -> None:
+    (raft_state,) = (spec for spec in CATALOG if spec.series == "kafka_raft_state")
+    named = set(re.findall(r"[a-z]+(?:-[a-z]+)*", raft_state.help))
+    for release in RELEASES:
+        assert set(release.raft_states) <= named, f"Kafka {release.line}: {set(release.raft_states) - named}"
