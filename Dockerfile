@@ -12,12 +12,20 @@ COPY pipeline pipeline
 # requirements.lock (tools/lock.py): the versions the suite passed with, not whatever is newest today
 RUN pip wheel --no-cache-dir --wheel-dir /wheels --constraint requirements.lock ".[dashboard]"
 
+# Kafka's Java client for the quorum's view (exporter/kafka_admin.py): fetched at build time, so the image
+# needs neither Maven nor the network to ask a cluster's quorum.
+FROM maven:3.9.9-eclipse-temurin-17 AS kafka-clients
+COPY exporter/kafka-clients.pom.xml /build/pom.xml
+RUN mvn -q -B -f /build/pom.xml dependency:copy-dependencies -DoutputDirectory=/kafka-clients
+
 FROM python:3.11-slim-bookworm
 # JPype needs a JVM in-process for the persistent JMX connectors; a headless JRE is enough.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends openjdk-17-jre-headless=17.* \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /wheels /wheels
+COPY --from=kafka-clients /kafka-clients /opt/ctlplane/kafka-clients
+ENV CTLPLANE_KAFKA_CLIENT_JARS=/opt/ctlplane/kafka-clients
 RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels \
     && useradd --system --uid 10001 --home-dir /nonexistent --shell /usr/sbin/nologin ctlplane
 USER 10001

@@ -17,7 +17,8 @@ from exporter.config import ConfigError, Settings, load_settings, parse_settings
 from exporter.health import Thresholds
 from exporter.jmx.base import Endpoint, JmxClient
 from exporter.memory import release_free_memory
-from exporter.scraper import Scraper, Target
+from exporter.model import NodeSnapshot, QuorumView
+from exporter.scraper import QuorumSource, Scraper, Target
 from exporter.state import ExporterState, Observation
 
 log = logging.getLogger("ctlplane")
@@ -83,13 +84,34 @@ def build_client(settings: Settings, kind: str | None = None) -> JmxClient:
     )
 
 
+def build_quorum_sources(settings: Settings) -> dict[str, QuorumSource]:
+    """A QuorumReader per cluster with bootstrap_servers or bootstrap_controllers (the JVM must be up:
+    build the JPype client first)."""
+    from exporter.kafka_admin import QuorumReader
+
+    # the Admin call's own deadline inside the round's, so its answer (or its error) lands this round
+    timeout = max(0.5, settings.scrape.timeout_seconds * 0.8)
+    return {
+        cluster.name: QuorumReader(
+            cluster.name,
+            cluster.bootstrap_controllers or cluster.bootstrap_servers,
+            controllers=bool(cluster.bootstrap_controllers),
+            timeout_seconds=timeout,
+        )
+        for cluster in settings.clusters
+        if cluster.bootstrap_controllers or cluster.bootstrap_servers
+    }
+
+
 def build_scraper(settings: Settings, client: JmxClient | None = None) -> Scraper:
+    client = client or build_client(settings)
     return Scraper(
         build_targets(settings),
-        client or build_client(settings),
+        client,
         interval_seconds=settings.scrape.interval_seconds,
         timeout_seconds=settings.scrape.timeout_seconds,
         workers=settings.scrape.workers,
+        quorum_sources=build_quorum_sources(settings),
     )
 
 
@@ -244,11 +266,42 @@ def format_probe(observation: Observation) -> str:
             + (f", active {controller.node} (id {controller.node_id})" if controller.node else "")
             + (f", epoch {controller.epoch:g}" if controller.epoch is not None else "")
         )
+        snapshot = observation.snapshot.cluster(cluster.name)
+        quorum = snapshot.quorum if snapshot is not None else None
+        by_quorum: dict[str, str] = {}
+        if quorum is not None:
+            lines.append(f"  quorum's view: {_quorum_summary(quorum)}")
+            by_quorum = _quorum_by_node(quorum, snapshot.nodes if snapshot is not None else (), quorum.read_at)
         for broker in cluster.brokers:
             lag = "" if broker.metadata_lag_records is None else f" lag {broker.metadata_lag_records:g} records"
             flags = "".join(f" {flag}" for flag, on in (("STALE", broker.stale), ("FROZEN", broker.frozen)) if on)
-            lines.append(f"  {broker.node:<16} {broker.state.value:<12}{lag}{flags}  ({broker.evidence})")
+            beside = f"  | quorum: {by_quorum[broker.node]}" if broker.node in by_quorum else ""
+            lines.append(f"  {broker.node:<16} {broker.state.value:<12}{lag}{flags}  ({broker.evidence}){beside}")
     return "\n".join(lines) + "\n"
+
+
+def _quorum_summary(quorum: QuorumView) -> str:
+    if not quorum.up:
+        return f"NO ANSWER ({quorum.error})"
+    return f"leader {quorum.leader_id}, epoch {quorum.leader_epoch}, high watermark {quorum.high_watermark}"
+
+
+def _quorum_by_node(quorum: QuorumView, nodes: Sequence[NodeSnapshot], now: float) -> dict[str, str]:
+    """Node name -> what the quorum's leader says of that node's replica (describeMetadataQuorum)."""
+    names = {node.node_id: node.node for node in nodes if node.node_id is not None}
+    described = {}
+    for replica in quorum.replicas:
+        if replica.replica_id not in names:
+            continue
+        replica_lag = quorum.lag_records(replica)
+        lag = "lag unknown" if replica_lag is None else f"lag {replica_lag} records"
+        caught_up = (
+            f", caught up {max(0.0, now - replica.last_caught_up_at):.1f}s ago"
+            if replica.last_caught_up_at is not None
+            else ", never caught up"
+        )
+        described[names[replica.replica_id]] = lag + caught_up
+    return described
 
 
 def cmd_probe(args: argparse.Namespace) -> int:

@@ -485,9 +485,28 @@ HEALTH_SERIES: Mapping[str, str] = MappingProxyType(
 )
 
 
+# Series of the metadata quorum's own view (Admin API describeMetadataQuorum, KIP-836; exporter/kafka_admin.py),
+# for clusters with bootstrap_servers or bootstrap_controllers. Per replica: labels cluster, node (the
+# configured node with that node id, else the id), role (controller for a voter, broker for an observer).
+QUORUM_SERIES: Mapping[str, str] = MappingProxyType(
+    {
+        "ctlplane_quorum_up": "1 if the cluster's metadata quorum answered describeMetadataQuorum this round",
+        "kafka_quorum_leader_id": "Node id of the quorum leader (the active controller), by the quorum's word",
+        "kafka_quorum_leader_epoch": "Epoch of the quorum leader",
+        "kafka_quorum_high_watermark": "High watermark of the metadata log (the first uncommitted offset)",
+        "kafka_quorum_replica_log_end_offset": "The replica's metadata log end offset, as the leader last saw it",
+        "kafka_quorum_replica_lag_records": "The leader's log end offset minus the replica's (the Lag column of "
+        "kafka-metadata-quorum.sh describe --replication)",
+        "kafka_quorum_replica_last_fetch_age_seconds": "Time since the replica last fetched from the leader",
+        "kafka_quorum_replica_last_caught_up_age_seconds": "Time since the replica last caught up with the "
+        "leader's log end offset",
+    }
+)
+
+
 def all_series_names() -> frozenset[str]:
     """Every series name ctlplane can emit, with the suffixes a summary adds."""
-    names = set(DERIVED_SERIES) | set(HEALTH_SERIES)
+    names = set(DERIVED_SERIES) | set(HEALTH_SERIES) | set(QUORUM_SERIES)
     for spec in CATALOG:
         names.add(spec.series)
         if spec.type is SeriesType.SUMMARY:

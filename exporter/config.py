@@ -65,6 +65,17 @@ def host_problem(host: str, bracketed_ipv6: bool) -> str | None:
     return None
 
 
+def host_port(value: str) -> str:
+    """`value` if it is host:port with a port in 1-65535, else a ValueError saying what is wrong."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"expected host:port with a port in 1-65535, got {value!r}")
+    problem = host_problem(host, bracketed_ipv6=True)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
 class JmxAuth(_Strict):
     """JMX credentials and transport for a cluster (or every cluster, as the default)."""
 
@@ -113,13 +124,7 @@ class NodeConfig(_Strict):
     @field_validator("address")
     @classmethod
     def _host_port(cls, value: str) -> str:
-        host, sep, port = value.rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ValueError(f"expected host:port with a port in 1-65535, got {value!r}")
-        problem = host_problem(host, bracketed_ipv6=True)
-        if problem is not None:
-            raise ValueError(problem)
-        return value
+        return host_port(value)
 
     @property
     def host(self) -> str:
@@ -138,6 +143,15 @@ class ClusterConfig(_Strict):
     name: str = Field(min_length=1, pattern=CLUSTER_NAME_PATTERN)
     nodes: list[NodeConfig] = Field(min_length=1)
     jmx: JmxAuth | None = None
+    # The quorum's own view (Admin API, README "The quorum's view"): brokers' client listeners, or the
+    # KRaft controllers' (KIP-919, Kafka 3.7+), which answer even when every broker is down. At most one.
+    bootstrap_servers: list[str] = Field(default_factory=list, description="brokers' host:port")
+    bootstrap_controllers: list[str] = Field(default_factory=list, description="KRaft controllers' host:port")
+
+    @field_validator("bootstrap_servers", "bootstrap_controllers")
+    @classmethod
+    def _bootstrap_addresses(cls, values: list[str]) -> list[str]:
+        return [host_port(value) for value in values]
 
     @model_validator(mode="after")
     def _unique_nodes(self) -> ClusterConfig:
@@ -146,6 +160,9 @@ class ClusterConfig(_Strict):
             if node.label in seen:
                 raise ValueError(f"node {node.label!r} appears twice in cluster {self.name!r}")
             seen.add(node.label)
+        if self.bootstrap_servers and self.bootstrap_controllers:
+            # the admin client refuses both (AdminBootstrapAddresses.fromConfig, KIP-919): say so at load time
+            raise ValueError(f"cluster {self.name!r}: set bootstrap_servers or bootstrap_controllers, not both")
         return self
 
 
@@ -317,6 +334,12 @@ def _cluster_problems(settings: Settings) -> list[Problem]:
             f"scrape.client: jmxquery cannot read cluster {name} safely: it puts the JMX password "
             "on java's command line (visible in ps) and has no SSL; use client: jpype"
             for name in settings.clusters_jmxquery_cannot_read()
+        ]
+        problems += [
+            f"clusters.{index}: the quorum's view (bootstrap_servers, bootstrap_controllers) runs Kafka's "
+            "admin client in the jpype client's JVM; use scrape.client: jpype"
+            for index, cluster in enumerate(settings.clusters)
+            if cluster.bootstrap_servers or cluster.bootstrap_controllers
         ]
     for index, cluster in enumerate(settings.clusters):
         # The in-process JVM reads one trust store (javax.net.ssl.trustStore, set when it starts), so a

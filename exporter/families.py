@@ -27,9 +27,9 @@ from prometheus_client.samples import Sample as PromSample
 from prometheus_client.utils import floatToGoString
 from prometheus_client.validation import _is_valid_legacy_labelname, _is_valid_legacy_metric_name
 
-from exporter.catalog import CATALOG, DERIVED_SERIES, HEALTH_SERIES, MetricSpec, Mode, SeriesType
+from exporter.catalog import CATALOG, DERIVED_SERIES, HEALTH_SERIES, QUORUM_SERIES, MetricSpec, Mode, SeriesType
 from exporter.health import MIGRATION_PHASES, FleetHealth, Lifecycle
-from exporter.model import FleetSnapshot, NodeSnapshot
+from exporter.model import ClusterSnapshot, FleetSnapshot, NodeSnapshot
 from exporter.readings import LISTENER_EVIDENCE
 
 NODE_LABELS = ("cluster", "node", "role")
@@ -141,6 +141,7 @@ def collect_families(snapshot: FleetSnapshot, health: FleetHealth | None = None,
                 family.add(values, sample.value)
     families = [family for family in catalog if family.rows]
     families.extend(_derived_families(snapshot, nodes, version))
+    families.extend(quorum_families(snapshot))
     if health is not None:
         families.extend(health_families(health))
     return families
@@ -246,6 +247,68 @@ def _derived_families(
     if listener.rows:
         families.append(listener)
     return families
+
+
+def _quorum_gauge(name: str, labels: Sequence[str]) -> Family:
+    return Family(name, QUORUM_SERIES[name], "gauge", labels)
+
+
+def quorum_families(snapshot: FleetSnapshot) -> list[Family]:
+    """The quorum's own view of each cluster that has one (ClusterSnapshot.quorum)."""
+    up = _quorum_gauge("ctlplane_quorum_up", ["cluster"])
+    leader = _quorum_gauge("kafka_quorum_leader_id", ["cluster"])
+    epoch = _quorum_gauge("kafka_quorum_leader_epoch", ["cluster"])
+    high_watermark = _quorum_gauge("kafka_quorum_high_watermark", ["cluster"])
+    log_end = _quorum_gauge("kafka_quorum_replica_log_end_offset", NODE_LABELS)
+    lag = _quorum_gauge("kafka_quorum_replica_lag_records", NODE_LABELS)
+    fetch_age = _quorum_gauge("kafka_quorum_replica_last_fetch_age_seconds", NODE_LABELS)
+    caught_up_age = _quorum_gauge("kafka_quorum_replica_last_caught_up_age_seconds", NODE_LABELS)
+    for cluster in snapshot.clusters:
+        view = cluster.quorum
+        if view is None:
+            continue
+        up.add((cluster.name,), 1.0 if view.up else 0.0)
+        if not view.up:
+            continue
+        for family, value in (
+            (leader, view.leader_id),
+            (epoch, view.leader_epoch),
+            (high_watermark, view.high_watermark),
+        ):
+            if value is not None:
+                family.add((cluster.name,), float(value))
+        names = _node_names(cluster)
+        for replica in view.replicas:
+            labels = (
+                cluster.name,
+                names.get(replica.replica_id, str(replica.replica_id)),
+                _replica_role(replica.voter),
+            )
+            log_end.add(labels, float(replica.log_end_offset))
+            replica_lag = view.lag_records(replica)
+            if replica_lag is not None:
+                lag.add(labels, float(replica_lag))
+            if replica.last_fetch_at is not None:
+                fetch_age.add(labels, max(0.0, view.read_at - replica.last_fetch_at))
+            if replica.last_caught_up_at is not None:
+                caught_up_age.add(labels, max(0.0, view.read_at - replica.last_caught_up_at))
+    families = [up, leader, epoch, high_watermark, log_end, lag, fetch_age, caught_up_age]
+    return [family for family in families if family.rows]
+
+
+def _node_names(cluster: ClusterSnapshot) -> dict[int, str]:
+    """Node id -> the configured node's name. In a combined-mode cluster a node id is one process, so the
+    first node with the id names it."""
+    names: dict[int, str] = {}
+    for node in cluster.nodes:
+        if node.node_id is not None:
+            names.setdefault(node.node_id, node.node)
+    return names
+
+
+def _replica_role(voter: bool) -> str:
+    """Voters are the controllers; observers are the brokers (KIP-595)."""
+    return "controller" if voter else "broker"
 
 
 def history_families(

@@ -56,11 +56,17 @@ def javac_command() -> list[str]:
     raise JavacError("no javac found (install a JDK, or a JRE with the jdk.compiler module)")
 
 
-def _cache_root(kind: str) -> Path:
+def cache_root() -> Path:
+    """Where ctlplane keeps what it builds or fetches once: the checkout's `.cache/`, or a per-user
+    directory under the temporary directory where the installation is read-only."""
     repo_cache = Path(__file__).resolve().parent.parent / ".cache"
     if os.access(repo_cache.parent, os.W_OK):
-        return repo_cache / f"{kind}-java"
-    return Path(tempfile.gettempdir()) / f"ctlplane-{kind}-java-{os.getuid()}"
+        return repo_cache
+    return Path(tempfile.gettempdir()) / f"ctlplane-cache-{os.getuid()}"
+
+
+def _cache_root(kind: str) -> Path:
+    return cache_root() / f"{kind}-java"
 
 
 def compiled_classes(kind: str, sources: Mapping[str, str]) -> Path:

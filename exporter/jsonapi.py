@@ -9,7 +9,7 @@ from typing import Any
 from exporter.catalog import Mode, Role
 from exporter.families import control_plane_listener_enabled
 from exporter.health import BrokerHealth, ClusterHealth, ControllerView, FleetHealth, Lifecycle
-from exporter.model import ClusterSnapshot, Failure, FleetSnapshot, NodeSnapshot, Sample
+from exporter.model import ClusterSnapshot, Failure, FleetSnapshot, NodeSnapshot, QuorumReplica, QuorumView, Sample
 
 SCHEMA_VERSION = 1
 
@@ -30,10 +30,42 @@ def snapshot_to_dict(snapshot: FleetSnapshot) -> dict[str, Any]:
                 "name": cluster.name,
                 "mode": cluster.mode.value if cluster.mode else None,
                 "nodes": [_node_to_dict(node) for node in cluster.nodes],
+                **({"quorum": _quorum_to_dict(cluster.quorum)} if cluster.quorum is not None else {}),
             }
             for cluster in snapshot.clusters
         ],
     }
+
+
+def _quorum_to_dict(view: QuorumView) -> dict[str, Any]:
+    return {
+        "read_at": view.read_at,
+        "error": view.error,
+        "leader_id": view.leader_id,
+        "leader_epoch": view.leader_epoch,
+        "high_watermark": view.high_watermark,
+        "replicas": [
+            {
+                "replica_id": r.replica_id,
+                "voter": r.voter,
+                "log_end_offset": r.log_end_offset,
+                "last_fetch_at": r.last_fetch_at,
+                "last_caught_up_at": r.last_caught_up_at,
+            }
+            for r in view.replicas
+        ],
+    }
+
+
+def _quorum_from_dict(document: Mapping[str, Any]) -> QuorumView:
+    return QuorumView(
+        read_at=document["read_at"],
+        error=document["error"],
+        leader_id=document["leader_id"],
+        leader_epoch=document["leader_epoch"],
+        high_watermark=document["high_watermark"],
+        replicas=tuple(QuorumReplica(**replica) for replica in document["replicas"]),
+    )
 
 
 def _node_to_dict(node: NodeSnapshot) -> dict[str, Any]:
@@ -102,7 +134,8 @@ def snapshot_from_dict(document: dict[str, Any]) -> FleetSnapshot:
                     failure=Failure(node["failure"]) if node.get("failure") else None,
                 )
             )
-        clusters.append(ClusterSnapshot(cluster["name"], tuple(nodes)))
+        quorum = _quorum_from_dict(cluster["quorum"]) if "quorum" in cluster else None
+        clusters.append(ClusterSnapshot(cluster["name"], tuple(nodes), quorum))
     return FleetSnapshot(
         document["sequence"], document["taken_at"], document["round_duration_seconds"], tuple(clusters)
     )

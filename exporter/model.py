@@ -108,10 +108,45 @@ class NodeSnapshot:
         return iter(self._by_series.get(series, ()))
 
 
+@dataclass(frozen=True, slots=True)
+class QuorumReplica:
+    """One replica of the KRaft metadata log as the quorum leader sees it (QuorumInfo.ReplicaState)."""
+
+    replica_id: int
+    voter: bool  # a controller; observers are brokers
+    log_end_offset: int
+    last_fetch_at: float | None  # unix seconds; None where the leader has not heard from it
+    last_caught_up_at: float | None
+
+
+@dataclass(frozen=True)
+class QuorumView:
+    """The metadata quorum's own view of a cluster, from the Admin API's describeMetadataQuorum (KIP-836):
+    what the leader says of every voter and observer, readable while a node's own JMX is not."""
+
+    read_at: float  # unix seconds the answer arrived (or the read failed)
+    error: str | None = None  # why there is no answer (then the fields below are empty)
+    leader_id: int | None = None
+    leader_epoch: int | None = None
+    high_watermark: int | None = None
+    replicas: tuple[QuorumReplica, ...] = ()
+
+    @property
+    def up(self) -> bool:
+        return self.error is None
+
+    def lag_records(self, replica: QuorumReplica) -> int | None:
+        """The leader's log end offset minus the replica's: the Lag column of kafka-metadata-quorum.sh
+        describe --replication (MetadataQuorumCommand.quorumInfoToRows); None without the leader's row."""
+        leader = next((r for r in self.replicas if r.replica_id == self.leader_id), None)
+        return None if leader is None else leader.log_end_offset - replica.log_end_offset
+
+
 @dataclass(frozen=True)
 class ClusterSnapshot:
     name: str
     nodes: tuple[NodeSnapshot, ...]
+    quorum: QuorumView | None = None  # None: the cluster has no bootstrap address configured
 
     @property
     def mode(self) -> Mode | None:

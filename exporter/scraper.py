@@ -27,16 +27,36 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from exporter.catalog import Mode, Role
 from exporter.jmx.base import Endpoint, JmxClient, JmxError
 from exporter.listeners import Listeners
-from exporter.model import ClusterSnapshot, Failure, FleetSnapshot, MBeanQuery, NodeSnapshot, RawReading, Sample
+from exporter.model import (
+    ClusterSnapshot,
+    Failure,
+    FleetSnapshot,
+    MBeanQuery,
+    NodeSnapshot,
+    QuorumView,
+    RawReading,
+    Sample,
+)
 from exporter.readings import identify, plan_queries, samples_from_readings
 
 log = logging.getLogger(__name__)
 
 SnapshotListener = Callable[[FleetSnapshot], object]
+
+
+class QuorumSource(Protocol):
+    """A cluster's metadata quorum (kafka_admin.QuorumReader)."""
+
+    def read(self) -> QuorumView:
+        """The quorum's view now: a value, also when the quorum did not answer."""
+        ...
+
+    def close(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -203,18 +223,31 @@ def _assemble(
     sequence: int,
     taken_at: float,
     duration: float,
+    quorums: Mapping[str, QuorumView] | None = None,
 ) -> FleetSnapshot:
     clusters: dict[str, list[NodeSnapshot]] = {}
     for target in targets:
         clusters.setdefault(target.cluster, [])
     for node in nodes:
         clusters[node.cluster].append(node)
+    views = quorums or {}
     return FleetSnapshot(
         sequence=sequence,
         taken_at=taken_at,
         round_duration_seconds=duration,
-        clusters=tuple(ClusterSnapshot(name, tuple(members)) for name, members in clusters.items()),
+        clusters=tuple(ClusterSnapshot(name, tuple(members), views.get(name)) for name, members in clusters.items()),
     )
+
+
+def _quorum_answer(read: Future[QuorumView], read_round: int, sequence: int, timeout: float, now: float) -> QuorumView:
+    """What a cluster's quorum read gives this round: its answer if done, else why not."""
+    if not read.done():
+        waited = "this round" if read_round == sequence else f"since round {read_round}"
+        return QuorumView(read_at=now, error=f"the quorum did not answer within {timeout:g}s ({waited})")
+    exc = read.exception()
+    if exc is not None:  # a reader returns failures as values; anything else is a bug, still only this view's
+        return QuorumView(read_at=now, error=f"quorum read failed: {exc!r}")
+    return read.result()
 
 
 class Scraper:
@@ -227,8 +260,18 @@ class Scraper:
         timeout_seconds: float,
         workers: int,
         clock: Callable[[], float] = time.time,
+        quorum_sources: Mapping[str, QuorumSource] | None = None,
     ) -> None:
         self.targets = tuple(targets)
+        # cluster -> its quorum's view (README "The quorum's view"); a thread each, apart from the JMX
+        # workers, so a quorum that does not answer never takes a node read's worker
+        self.quorum_sources = dict(quorum_sources or {})
+        self._quorum_pool = (
+            ThreadPoolExecutor(max_workers=len(self.quorum_sources), thread_name_prefix="quorum")
+            if self.quorum_sources
+            else None
+        )
+        self._quorum_reads: dict[str, tuple[Future[QuorumView], int]] = {}
         self.client = client
         self.interval_seconds = interval_seconds
         self.timeout_seconds = timeout_seconds
@@ -291,14 +334,22 @@ class Scraper:
             )
             memory.read_round = sequence
             fresh.append(memory.read)
-        wait(fresh, timeout=self.timeout_seconds)
+        quorum_reads = self._submit_quorum_reads(sequence)
+        pending: list[Future[Any]] = [*fresh, *(read for read, _ in quorum_reads.values())]
+        wait(pending, timeout=self.timeout_seconds)
         nodes = [self._node_snapshot(target, late.get(target), taken_at, sequence) for target in self.targets]
+        now = self.clock()
+        quorums = {
+            cluster: _quorum_answer(read, read_round, sequence, self.timeout_seconds, now)
+            for cluster, (read, read_round) in quorum_reads.items()
+        }
         snapshot = _assemble(
             self.targets,
             nodes,
             sequence=sequence,
             taken_at=taken_at,
             duration=time.perf_counter() - started,
+            quorums=quorums,
         )
         self._latest = snapshot
         if log.isEnabledFor(logging.DEBUG):
@@ -313,6 +364,17 @@ class Scraper:
             )
         self._listeners.notify(snapshot)
         return snapshot
+
+    def _submit_quorum_reads(self, sequence: int) -> dict[str, tuple[Future[QuorumView], int]]:
+        """One quorum read per cluster at a time: a read still running from an earlier round is waited for
+        again, not doubled (an unanswering quorum holds its one thread, not more)."""
+        if self._quorum_pool is None:
+            return {}
+        for cluster, source in self.quorum_sources.items():
+            pending = self._quorum_reads.get(cluster)
+            if pending is None or pending[0].done():
+                self._quorum_reads[cluster] = (self._quorum_pool.submit(source.read), sequence)
+        return dict(self._quorum_reads)
 
     def _node_snapshot(
         self, target: Target, late: Future[_Read] | None, taken_at: float, sequence: int
@@ -417,6 +479,10 @@ class Scraper:
         for lane in self._lanes.values():
             lane.cancel_waiting()
         self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._quorum_pool is not None:
+            self._quorum_pool.shutdown(wait=False, cancel_futures=True)
+        for source in self.quorum_sources.values():
+            source.close()
         self.client.close()
 
 

@@ -32,6 +32,7 @@ TEST_FILES = (
     "tests/integration/test_exporter_kafka.py",
     "tests/integration/test_combined_mode.py",
     "tests/integration/test_migration.py",
+    "tests/integration/test_quorum_view.py",
 )
 
 

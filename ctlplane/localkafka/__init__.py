@@ -23,11 +23,12 @@ nodes), ``clusters`` (ZooKeeper-mode and KRaft clusters, the test fleets), ``adm
 ``__main__`` (the CLI). This module re-exports what callers use.
 """
 
-from ctlplane.localkafka.admin import create_topic, delete_topic
+from ctlplane.localkafka.admin import create_topic, delete_topic, describe_quorum_replication
 from ctlplane.localkafka.clusters import (
     KafkaCluster,
     clusters_config,
     kraft_cluster_id,
+    quorum_bootstrap,
     start_default_fleet,
     start_kraft_cluster,
     start_test_fleet,
@@ -55,6 +56,7 @@ __all__ = [
     "clusters_config",
     "create_topic",
     "delete_topic",
+    "describe_quorum_replication",
     "ensure_jars",
     "free_port",
     "java_executable",
@@ -62,6 +64,7 @@ __all__ = [
     "logging_flavour",
     "major_minor",
     "port_open",
+    "quorum_bootstrap",
     "repo_root",
     "start_default_fleet",
     "start_kraft_cluster",

@@ -17,6 +17,7 @@ from ctlplane.localkafka.errors import LocalKafkaError
 from ctlplane.localkafka.jars import ensure_jars, repo_root
 from ctlplane.localkafka.process import LOOPBACK
 from ctlplane.localkafka.versions import KRAFT_VERSION, ZK_VERSION
+from exporter.kafka_admin import client_jars
 
 
 def _format_table(clusters: Sequence[KafkaCluster]) -> str:
@@ -101,12 +102,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     up.add_argument("--workdir", default=str(repo_root() / ".data" / "localkafka"), help="data and log directory")
     up.add_argument("--json", action="store_true", help="print the node list as JSON")
-    jars = sub.add_parser("jars", help="fetch the jars of the given versions (default: both)")
+    jars = sub.add_parser(
+        "jars", help="fetch the jars of the given versions (default: both) and Kafka's client for the quorum's view"
+    )
     jars.add_argument("versions", nargs="*", default=[ZK_VERSION, KRAFT_VERSION])
     args = parser.parse_args(argv)
     if args.command == "jars":
         for v in args.versions:
             sys.stdout.write(f"{v}: {ensure_jars(v)}\n")
+        sys.stdout.write(f"kafka-clients: {client_jars()[0].parent}\n")
         return 0
     return _cmd_up(args)
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from ctlplane.localkafka.clusters import KafkaCluster
 from ctlplane.localkafka.errors import LocalKafkaError
-from ctlplane.localkafka.jars import cache_dir, ensure_jars, read_text_or_none, tail_text
+from ctlplane.localkafka.jars import cache_dir, ensure_jars, ensure_tools_jar, read_text_or_none, tail_text
 from ctlplane.localkafka.process import java_executable
 
 # every release's jars; kafka-tools is not). Run with Java's single-file source launcher: nothing prebuilt.
@@ -62,3 +62,27 @@ def create_topic(cluster: KafkaCluster, topic: str, replicas: Sequence[Sequence[
 
 def delete_topic(cluster: KafkaCluster, topic: str, timeout: float = 120) -> None:
     _admin(cluster, topic, "delete", timeout)
+
+
+def describe_quorum_replication(cluster: KafkaCluster, timeout: float = 60) -> list[dict[str, str]]:
+    """What `kafka-metadata-quorum.sh --bootstrap-controller … describe --replication` prints (Kafka's own
+    MetadataQuorumCommand, 3.7+ for --bootstrap-controller, KIP-919), one dict per row keyed by its header:
+    NodeId, DirectoryId, LogEndOffset, Lag, LastFetchTimestamp, LastCaughtUpTimestamp, Status."""
+    controllers = cluster.controllers()
+    if not controllers:
+        raise LocalKafkaError(f"{cluster.name} has no KRaft controllers to ask")
+    bootstrap = ",".join(f"127.0.0.1:{node.listeners['CONTROLLER']}" for node in controllers)
+    classpath = f"{ensure_jars(cluster.version)}/*:{ensure_tools_jar(cluster.version)}"
+    command = [java_executable(), "-Xmx128m", "-cp", classpath, "org.apache.kafka.tools.MetadataQuorumCommand"]
+    result = subprocess.run(
+        [*command, "--bootstrap-controller", bootstrap, "describe", "--replication"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise LocalKafkaError(f"describe --replication of {cluster.name} failed: {tail_text(result.stderr, 20)}")
+    lines = [line.split() for line in result.stdout.splitlines() if line.strip()]
+    header = lines[0]
+    return [dict(zip(header, row, strict=True)) for row in lines[1:]]

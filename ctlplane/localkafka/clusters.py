@@ -543,7 +543,8 @@ def _start_fleet(starters: Iterable[Callable[[], KafkaCluster]], timeout: float)
 
 
 def clusters_config(clusters: Iterable[KafkaCluster]) -> list[dict[str, Any]]:
-    """The `clusters:` list of a ctlplane config that watches these clusters over their JMX ports."""
+    """The `clusters:` list of a ctlplane config that watches these clusters over their JMX ports, and a
+    KRaft cluster of 3.7+ also through its quorum's own view (`bootstrap_controllers`, KIP-919)."""
     return [
         {
             "name": cluster.name,
@@ -555,9 +556,17 @@ def clusters_config(clusters: Iterable[KafkaCluster]) -> list[dict[str, Any]]:
                 }
                 for node in cluster.nodes
             ],
+            **({"bootstrap_controllers": controllers} if (controllers := quorum_bootstrap(cluster)) else {}),
         }
         for cluster in clusters
     ]
+
+
+def quorum_bootstrap(cluster: KafkaCluster) -> list[str]:
+    """The controllers' addresses for `bootstrap.controllers` (KIP-919, Kafka 3.7+), [] where there are none."""
+    if cluster.mode != "kraft" or major_minor(cluster.version) < (3, 7):
+        return []
+    return [f"{LOOPBACK}:{node.listeners['CONTROLLER']}" for node in cluster.controllers()]
 
 
 def start_default_fleet(workdir: Path, *, timeout: float = 240) -> list[KafkaCluster]:

@@ -93,6 +93,41 @@ def ensure_jars(version: str) -> Path:
     return target
 
 
+def ensure_tools_jar(version: str) -> Path:
+    """``<cache>/kafka-tools/<version>/kafka-tools-<version>.jar`` (the command-line tools, such as
+    kafka-metadata-quorum.sh's MetadataQuorumCommand, 3.5+): not a dependency of kafka_2.13, so fetched on
+    its own; its dependencies are in ``ensure_jars(version)``."""
+    target = cache_dir() / "kafka-tools" / version
+    jar = target / f"kafka-tools-{version}.jar"
+    if jar.is_file():
+        return jar
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _file_lock(target.parent / f".{version}.lock"):
+        if jar.is_file():
+            return jar
+        mvn = shutil.which("mvn")
+        if mvn is None:
+            raise JarFetchError(f"kafka-tools {version} is missing in {target} and 'mvn' is not on PATH")
+        tmp = target.parent / f".{version}.tmp-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        cmd = [
+            mvn,
+            "-q",
+            "-B",
+            "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy",
+            f"-Dartifact=org.apache.kafka:kafka-tools:{version}",
+            f"-DoutputDirectory={tmp}",
+        ]
+        res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if res.returncode != 0 or not (tmp / jar.name).is_file():
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise JarFetchError(
+                f"fetching kafka-tools {version} failed: {shlex.join(cmd)}\n{tail_text(res.stdout + res.stderr, 30)}"
+            )
+        tmp.rename(target)
+    return jar
+
+
 @contextlib.contextmanager
 def _file_lock(path: Path) -> Iterator[None]:
     with open(path, "a+b") as fh:

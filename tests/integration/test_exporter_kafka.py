@@ -13,7 +13,7 @@ import httpx
 import pytest
 import yaml
 
-from ctlplane.localkafka import KafkaCluster, clusters_config, free_port
+from ctlplane.localkafka import KafkaCluster, clusters_config, free_port, quorum_bootstrap
 from exporter.catalog import CATALOG, Mode, Role, SeriesType
 from exporter.health import Lifecycle
 from exporter.model import ClusterSnapshot
@@ -154,6 +154,8 @@ def test_ctlplane_run_serves_both_real_clusters_on_metrics(
     )
     try:
         wanted = [f'kafka_cluster_active_controllers{{cluster="{c}"}} 1.0' for c in (ZK_NAME, KRAFT_NAME)]
+        if quorum_bootstrap(kraft_cluster):  # the quorum's own view too, through the CLI's wiring
+            wanted.append(f'ctlplane_quorum_up{{cluster="{KRAFT_NAME}"}} 1.0')
         deadline = time.monotonic() + 90
         text = ""
         while not all(line in text for line in wanted):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from ctlplane.localkafka import KafkaCluster
 from exporter.catalog import Role
@@ -11,7 +11,7 @@ from exporter.health import ClusterHealth, Thresholds
 from exporter.jmx.base import Endpoint
 from exporter.jmx.jpype_client import JPypeJmxClient
 from exporter.model import ClusterSnapshot
-from exporter.scraper import Scraper, Target
+from exporter.scraper import QuorumSource, Scraper, Target
 from exporter.state import ExporterState, Observation
 
 _CLIENT: JPypeJmxClient | None = None
@@ -39,9 +39,20 @@ def targets_of(*clusters: KafkaCluster) -> list[Target]:
 
 
 class Watch:
-    def __init__(self, *clusters: KafkaCluster, timeout: float = 3.0, thresholds: Thresholds | None = None) -> None:
+    def __init__(
+        self,
+        *clusters: KafkaCluster,
+        timeout: float = 3.0,
+        thresholds: Thresholds | None = None,
+        quorum_sources: Mapping[str, QuorumSource] | None = None,
+    ) -> None:
         self.scraper = Scraper(
-            targets_of(*clusters), shared_client(), interval_seconds=1.0, timeout_seconds=timeout, workers=8
+            targets_of(*clusters),
+            shared_client(),
+            interval_seconds=1.0,
+            timeout_seconds=timeout,
+            workers=8,
+            quorum_sources=quorum_sources,
         )
         self.state = ExporterState(self.scraper.latest(), thresholds or Thresholds())
         self.scraper.subscribe(self.state.observe)

@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from exporter.catalog import CATALOG, DERIVED_SERIES, HEALTH_SERIES, Kind, SeriesType, all_series_names
+from exporter.catalog import (
+    CATALOG,
+    DERIVED_SERIES,
+    HEALTH_SERIES,
+    QUORUM_SERIES,
+    Kind,
+    SeriesType,
+    all_series_names,
+)
 from exporter.readings import parse_object_name
 from exporter.releases import RELEASES
 from tools.support_table import BEGIN, END, table
@@ -18,7 +26,9 @@ NAME = re.compile(r"^(kafka|ctlplane)_[a-z0-9]+(_[a-z0-9]+)*$")
 FORBIDDEN_PARTS = {"ms", "millis", "milliseconds", "percent", "pct", "us", "count", "persec"}
 
 
-@pytest.mark.parametrize("name", sorted({spec.series for spec in CATALOG} | set(DERIVED_SERIES) | set(HEALTH_SERIES)))
+@pytest.mark.parametrize(
+    "name", sorted({spec.series for spec in CATALOG} | set(DERIVED_SERIES) | set(HEALTH_SERIES) | set(QUORUM_SERIES))
+)
 def test_series_name_follows_prometheus_conventions(name: str) -> None:
     assert NAME.match(name), name
     assert not FORBIDDEN_PARTS & set(name.split("_")), f"{name}: use base units, _total and _ratio"
@@ -76,7 +86,7 @@ def test_readme_lists_every_series_with_its_mbean() -> None:
     rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `((?:kafka|ctlplane)_[a-z0-9_]+)` \|(.*)$", text, re.M)}
     for spec in CATALOG:
         assert f"| `{spec.mbean}` |" in rows.get(spec.series, ""), f"README row for {spec.series}"
-    for name in (*DERIVED_SERIES, *HEALTH_SERIES):
+    for name in (*DERIVED_SERIES, *HEALTH_SERIES, *QUORUM_SERIES):
         assert name in rows, f"README row for {name}"
     assert set(rows) <= all_series_names(), f"README lists unknown series: {set(rows) - all_series_names()}"
 

@@ -1,0 +1,248 @@
+"""The metadata quorum's own view of a cluster, through Kafka's Admin API in the process's JVM.
+
+Kafka's Java client (`org.apache.kafka:kafka-clients`, fetched from Maven Central once into the cache, like
+the JMX connect-timeout classes are compiled once) runs in the JVM that JPype already hosts for JMX: no
+Kafka protocol is re-implemented here. `Admin.describeMetadataQuorum()` (KIP-836, Kafka 3.3+) answers what
+`kafka-metadata-quorum.sh describe --replication` prints: the leader, its epoch and high watermark, and for
+every voter (controller) and observer (broker) its log end offset, last fetch and last caught-up time.
+
+The JVM's class path is fixed when it starts, and the JMX client may have started it before any cluster
+asked for the quorum's view, so the client's jars are loaded through a class loader of their own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from exporter.javac import cache_root
+from exporter.model import QuorumReplica, QuorumView
+
+log = logging.getLogger(__name__)
+
+# The client release: 4.x clients speak to brokers from 2.1 on (KIP-896) and have bootstrap.controllers
+# (KIP-919, 3.7) and DescribeClusterOptions.includeFencedBrokers (KIP-1073, 4.0).
+CLIENT_VERSION = "4.3.1"
+# What to fetch, as a Maven project (also the container image's build stage, Dockerfile): kafka-clients
+# without the compression codecs and their native libraries (the admin client needs none), and slf4j-nop so
+# that the client's logging (slf4j-api 1.7) stays out of the exporter's stderr.
+POM_FILE = Path(__file__).with_name("kafka-clients.pom.xml")
+# The container image bakes the jars in and points here; otherwise they are fetched into the cache.
+JARS_ENV = "CTLPLANE_KAFKA_CLIENT_JARS"
+MAIN_JAR = f"kafka-clients-{CLIENT_VERSION}.jar"
+
+_fetch_lock = threading.Lock()
+_loader_lock = threading.Lock()
+_loader: Any = None
+
+
+class AdminClientError(Exception):
+    """The Kafka client jars cannot be fetched or loaded: the quorum's view is off, JMX goes on."""
+
+
+def client_jars() -> list[Path]:
+    """The client's jars: `$CTLPLANE_KAFKA_CLIENT_JARS`, or the cache (`.cache/kafka-clients/<hash of the
+    pom>/`), fetched with Maven the first time.
+
+    Maven writes into a private directory that is renamed into place whole, so processes starting together
+    never see half a directory. Raises AdminClientError with Maven's own words if it fails."""
+    baked = os.environ.get(JARS_ENV)
+    if baked:
+        if not (Path(baked) / MAIN_JAR).is_file():
+            raise AdminClientError(f"{JARS_ENV}={baked} has no {MAIN_JAR}")
+        return sorted(Path(baked).glob("*.jar"))
+    pom = POM_FILE.read_text()
+    target = cache_root() / "kafka-clients" / hashlib.sha256(pom.encode()).hexdigest()[:16]
+    with _fetch_lock:
+        if not (target / MAIN_JAR).is_file():
+            _fetch(target, pom)
+    return sorted(target.glob("*.jar"))
+
+
+def _fetch(target: Path, pom_text: str) -> None:
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise AdminClientError(
+            f"the quorum's view needs org.apache.kafka:kafka-clients:{CLIENT_VERSION}: it is not in {target} "
+            "and 'mvn' is not on PATH to fetch it (`make` fetches it; the container image has it)"
+        )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix="fetch-") as build:
+        pom = Path(build) / "pom.xml"
+        pom.write_text(pom_text)
+        jars = Path(build) / "jars"
+        command = [mvn, "-q", "-B", "-f", str(pom), "dependency:copy-dependencies", f"-DoutputDirectory={jars}"]
+        try:
+            result = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise AdminClientError(f"fetching kafka-clients failed: {exc}") from exc
+        if result.returncode != 0 or not (jars / MAIN_JAR).is_file():
+            tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-20:])
+            raise AdminClientError(f"fetching kafka-clients failed ({shlex.join(command)}):\n{tail}")
+        try:
+            jars.rename(target)
+        except OSError:
+            if not (target / MAIN_JAR).is_file():
+                raise
+
+
+def _class_loader() -> Any:
+    """A class loader over the client's jars, parented by the JVM's (which the JMX client started)."""
+    global _loader
+    with _loader_lock:
+        if _loader is None:
+            import jpype
+
+            if not jpype.isJVMStarted():
+                raise AdminClientError("the JVM is not started (the JMX client starts it)")
+            from java.net import URL, URLClassLoader
+
+            urls = jpype.JArray(URL)([URL(jar.resolve().as_uri()) for jar in client_jars()])
+            _loader = URLClassLoader(urls, jpype.JClass("java.lang.ClassLoader").getSystemClassLoader())
+        return _loader
+
+
+def _java_class(name: str) -> Any:
+    import jpype
+
+    return jpype.JClass(name, loader=_class_loader())
+
+
+def _optional_seconds(value: Any) -> float | None:
+    """An OptionalLong of epoch milliseconds as unix seconds."""
+    return int(value.getAsLong()) / 1000.0 if value.isPresent() else None
+
+
+def quorum_view(info: Any, read_at: float) -> QuorumView:
+    """A QuorumInfo (Java) as a QuorumView."""
+    replicas = [
+        QuorumReplica(
+            replica_id=int(state.replicaId()),
+            voter=voter,
+            log_end_offset=int(state.logEndOffset()),
+            last_fetch_at=_optional_seconds(state.lastFetchTimestamp()),
+            last_caught_up_at=_optional_seconds(state.lastCaughtUpTimestamp()),
+        )
+        for voter, states in ((True, info.voters()), (False, info.observers()))
+        for state in states
+    ]
+    return QuorumView(
+        read_at=read_at,
+        leader_id=int(info.leaderId()),
+        leader_epoch=int(info.leaderEpoch()),
+        high_watermark=int(info.highWatermark()),
+        replicas=tuple(sorted(replicas, key=lambda r: (not r.voter, r.replica_id))),
+    )
+
+
+def _reason(exc: BaseException) -> str:
+    """The innermost cause's class and message: ExecutionException wraps what Kafka said."""
+    cause: Any = exc
+    seen = 0
+    while seen < 10:
+        inner = cause.getCause() if hasattr(cause, "getCause") else None
+        if inner is None:
+            break
+        cause, seen = inner, seen + 1
+    name = cause.getClass().getSimpleName() if hasattr(cause, "getClass") else type(cause).__name__
+    message = cause.getMessage() if hasattr(cause, "getMessage") else str(cause)
+    return f"{name}: {message}" if message else str(name)
+
+
+class QuorumReader:
+    """One cluster's Admin client, kept between rounds and rebuilt after a failure.
+
+    `controllers`: the addresses are KRaft controllers (`bootstrap.controllers`, KIP-919), which answer
+    even when every broker is down; else brokers (`bootstrap.servers`). Every call has its own deadline
+    (`timeout_seconds`): the client's request and API timeouts, and the wait for the answer."""
+
+    def __init__(self, cluster: str, bootstrap: Sequence[str], *, controllers: bool, timeout_seconds: float) -> None:
+        self.cluster = cluster
+        self.bootstrap = tuple(bootstrap)
+        self.controllers = controllers
+        self.timeout_ms = max(1, int(timeout_seconds * 1000))
+        self._admin: Any = None
+        self._lock = threading.Lock()
+        # every error names what was asked: Kafka's own messages do not say which cluster or address
+        self._where = f"{'bootstrap.controllers' if controllers else 'bootstrap.servers'} {','.join(self.bootstrap)}"
+
+    def _properties(self) -> Any:
+        from java.util import Properties
+
+        props = Properties()
+        key = "bootstrap.controllers" if self.controllers else "bootstrap.servers"
+        props.setProperty(key, ",".join(self.bootstrap))
+        props.setProperty("client.id", f"ctlplane-{self.cluster}")
+        timeout = str(self.timeout_ms)
+        props.setProperty("request.timeout.ms", timeout)
+        props.setProperty("default.api.timeout.ms", timeout)
+        props.setProperty("socket.connection.setup.timeout.ms", timeout)
+        props.setProperty("socket.connection.setup.timeout.max.ms", timeout)
+        # a node that went away is retried within a round, not after the default 1 s backing off to 10 s
+        props.setProperty("reconnect.backoff.max.ms", "1000")
+        return props
+
+    def _admin_client(self) -> Any:
+        if self._admin is None:
+            from java.lang import Thread
+
+            admin_class = _java_class("org.apache.kafka.clients.admin.Admin")
+            # The client loads configured classes through the thread's context class loader
+            # (Utils.getContextOrKafkaClassLoader): make it the one that holds the client's jars.
+            thread = Thread.currentThread()
+            previous = thread.getContextClassLoader()
+            thread.setContextClassLoader(_class_loader())
+            try:
+                self._admin = admin_class.create(self._properties())
+            finally:
+                thread.setContextClassLoader(previous)
+        return self._admin
+
+    def read(self) -> QuorumView:
+        """The quorum's view now, or a QuorumView saying why there is none; never raises for Kafka's
+        failures (an unreachable quorum is a value, as an unreachable node is)."""
+        import jpype
+
+        with self._lock:
+            try:
+                options = _java_class("org.apache.kafka.clients.admin.DescribeMetadataQuorumOptions")()
+                options.timeoutMs(jpype.JInt(self.timeout_ms))
+                future = self._admin_client().describeMetadataQuorum(options).quorumInfo()
+                from java.util.concurrent import TimeUnit
+
+                # a second past the client's own deadline: where Kafka says why it gave up, its words win
+                info = future.get(self.timeout_ms + 1000, TimeUnit.MILLISECONDS)
+                return quorum_view(info, time.time())
+            except AdminClientError as exc:
+                return QuorumView(read_at=time.time(), error=str(exc))
+            except jpype.JException as exc:
+                self._close_admin()
+                if exc.getClass().getName() == "java.util.concurrent.TimeoutException":
+                    reason = f"no answer within {self.timeout_ms / 1000 + 1:g}s"  # Future.get's deadline
+                else:
+                    reason = _reason(exc)
+                return QuorumView(read_at=time.time(), error=f"{self._where}: {reason}")
+
+    def _close_admin(self) -> None:
+        admin, self._admin = self._admin, None
+        if admin is not None:
+            try:
+                from java.time import Duration
+
+                admin.close(Duration.ofMillis(0))
+            except Exception:  # closing a broken client must not hide why it broke
+                log.debug("closing the admin client of %s failed", self.cluster, exc_info=True)
+
+    def close(self) -> None:
+        with self._lock:
+            self._close_admin()
