@@ -50,7 +50,8 @@ def build_targets(settings: Settings) -> list[Target]:
                 password.get_secret_value() if password else None,
                 auth.ssl,
             )
-            targets.append(Target(cluster.name, node.label, endpoint, Role(node.role) if node.role else Role.UNKNOWN))
+            role = Role(node.role) if node.role else Role.UNKNOWN
+            targets.append(Target(cluster.name, node.label, endpoint, role, node.node_id))
     return targets
 
 
@@ -87,20 +88,31 @@ def build_client(settings: Settings, kind: str | None = None) -> JmxClient:
 def build_quorum_sources(settings: Settings) -> dict[str, QuorumSource]:
     """A QuorumReader per cluster with bootstrap_servers or bootstrap_controllers (the JVM must be up:
     build the JPype client first)."""
-    from exporter.kafka_admin import QuorumReader
+    from exporter.kafka_admin import QuorumReader, security_properties
 
     # the Admin call's own deadline inside the round's, so its answer (or its error) lands this round
     timeout = max(0.5, settings.scrape.timeout_seconds * 0.8)
-    return {
-        cluster.name: QuorumReader(
+    sources: dict[str, QuorumSource] = {}
+    for cluster in settings.clusters:
+        if not (cluster.bootstrap_controllers or cluster.bootstrap_servers):
+            continue
+        security = None
+        if cluster.admin is not None:
+            password = cluster.admin.password()
+            security = security_properties(
+                cluster.admin.security_protocol,
+                cluster.admin.sasl_mechanism,
+                cluster.admin.username,
+                password.get_secret_value() if password is not None else None,
+            )
+        sources[cluster.name] = QuorumReader(
             cluster.name,
             cluster.bootstrap_controllers or cluster.bootstrap_servers,
             controllers=bool(cluster.bootstrap_controllers),
             timeout_seconds=timeout,
+            security=security,
         )
-        for cluster in settings.clusters
-        if cluster.bootstrap_controllers or cluster.bootstrap_servers
-    }
+    return sources
 
 
 def build_scraper(settings: Settings, client: JmxClient | None = None) -> Scraper:
@@ -301,6 +313,11 @@ def _quorum_by_node(quorum: QuorumView, nodes: Sequence[NodeSnapshot], now: floa
             else ", never caught up"
         )
         described[names[replica.replica_id]] = lag + caught_up
+    for broker_id, fenced in (quorum.fenced or {}).items():
+        if broker_id in names:
+            described[names[broker_id]] = described.get(names[broker_id], "not a replica") + (
+                ", FENCED" if fenced else ", unfenced"
+            )
     return described
 
 

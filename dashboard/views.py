@@ -307,6 +307,17 @@ def controller_card(cluster: ClusterHealth, events: Sequence[Event], now: float)
     facts = [
         ("mode", MODE_NAMES[cluster.mode] if cluster.mode else "unknown"),
         *((("migration phase", cluster.migration_phase),) if cluster.migration_phase else ()),
+        *(
+            (
+                (
+                    "quorum's leader",
+                    f"id {cluster.quorum_leader_id}"
+                    + (" (the nodes' JMX says otherwise)" if cluster.controller_views_disagree else ""),
+                ),
+            )
+            if cluster.quorum_leader_id is not None
+            else ()
+        ),
         ("epoch", format_number(controller.epoch) if controller.epoch is not None else "not exposed"),
         ("claimants", ", ".join(controller.claimants) or "none"),
         ("reachable controllers", str(controller.reachable_controllers)),
@@ -390,6 +401,9 @@ def _node_row(node: NodeSnapshot, broker: BrokerHealth | None, active: str | Non
         flags.append(badge("FROZEN", Level.WARN))
     if broker is not None and broker.control_plane_saturated:
         flags.append(badge("SATURATED", Level.WARN))
+    if broker is not None and broker.views_disagree:
+        # the quorum's view decided against the node's own JMX (README "The quorum's view")
+        flags.append(badge("VIEWS DISAGREE", Level.WARN, **{"data-views-disagree": "true"}))
     queues = [control_plane_value(node, series, twin) for series, twin in CP_TWINS]
     return html.Tr(
         [

@@ -110,9 +110,12 @@ class MetricSpec:
     only: Mapping[str, frozenset[str]] = field(default_factory=lambda: MappingProxyType({}))
     # Present only when `control.plane.listener.name` is set; other brokers expose NaN/0 (KIP-291).
     needs_control_plane_listener: bool = False
-    # Registered only on the ZooKeeper-mode active controller, by whichever broker wins an election, when it
-    # wins (ControllerChannelManager.addNewBroker on onControllerFailover): the JMX client re-asks for it
-    # within a round instead of trusting a minute-old "not here" (seen on 2.8.2 after a failover).
+    # Registered at run time as the controller's state moves, so the JMX client re-asks for it within a
+    # round instead of trusting a minute-old "not here": ZooKeeper mode's per-broker queues, by whichever
+    # broker wins an election, when it wins (ControllerChannelManager.addNewBroker on onControllerFailover;
+    # seen on 2.8.2 after a failover); KRaft's per-broker heartbeat gauge, by the node that becomes the
+    # active controller (ClusterControlManager.activate, 4.1+; seen on 4.1.1 after a failover), and the
+    # per-broker registration state, when a broker registers (ControllerMetadataMetricsPublisher).
     follows_controller: bool = False
 
     def registered_in(self, mode: Mode, version: str) -> bool:
@@ -307,12 +310,14 @@ CATALOG: tuple[MetricSpec, ...] = (
     _spec("kafka_controller_broker_registration_state",
           "kafka.controller:type=KafkaController,name=BrokerRegistrationState,broker=*", "Value", G, GAUGE,
           "Controller's view of a broker: -1 unregistered, 10 fenced, 20 controlled shutdown, 30 active",
-          modes=KRAFT, roles=CONTROLLER, since="4.1", labels={"broker": "broker"}),
+          modes=KRAFT, roles=CONTROLLER, since="4.1", labels={"broker": "broker"},
+          follows_controller=True),
     _spec("kafka_controller_broker_heartbeat_age_seconds",
           "kafka.controller:type=KafkaController,name=TimeSinceLastHeartbeatReceivedMs,broker=*", "Value", G,
-          GAUGE, "Time since the controller last received a heartbeat from the broker; only the active "
-          "controller's value means anything, and Kafka caps it at broker.session.timeout.ms",
-          modes=KRAFT, roles=CONTROLLER, since="4.1", scale=MS, labels={"broker": "broker"}),
+          GAUGE, "Time since the active controller last received a heartbeat from the broker (registered by "
+          "the active controller only, when it becomes active; Kafka caps it at broker.session.timeout.ms)",
+          modes=KRAFT, roles=CONTROLLER, since="4.1", scale=MS, labels={"broker": "broker"},
+          follows_controller=True),
     _spec("kafka_controller_controlled_shutdown_brokers",
           "kafka.controller:type=KafkaController,name=ControlledShutdownBrokerCount", "Value", G, GAUGE,
           "Brokers in controlled shutdown", modes=KRAFT, roles=CONTROLLER, since="4.1"),
@@ -479,6 +484,12 @@ HEALTH_SERIES: Mapping[str, str] = MappingProxyType(
         "kafka_broker_metadata_stale": "1 if the broker's metadata lag is over the configured thresholds, or frozen",
         "kafka_broker_metadata_frozen": "1 if the broker's applied metadata offset has not moved for N scrapes "
         "while the quorum committed more",
+        "kafka_broker_views_disagree": "1 if the quorum's own view (Admin API) decided the broker's state against "
+        "what the broker's JMX said (a partition between ctlplane and the node, or a fenced broker that looks "
+        "fine), 0 if they agree; clusters with the quorum's view only",
+        "kafka_cluster_controller_views_disagree": "1 if the nodes whose JMX claims the active controller are not "
+        "exactly the quorum's leader (a zombie controller, or its JMX unreachable); clusters with the quorum's view "
+        "only",
         "kafka_control_plane_saturated": "1 if the control-plane request queue is near its capacity of 20 or its "
         "threads are nearly never idle (KIP-291)",
     }
@@ -500,6 +511,8 @@ QUORUM_SERIES: Mapping[str, str] = MappingProxyType(
         "kafka_quorum_replica_last_fetch_age_seconds": "Time since the replica last fetched from the leader",
         "kafka_quorum_replica_last_caught_up_age_seconds": "Time since the replica last caught up with the "
         "leader's log end offset",
+        "kafka_broker_fenced": "1 if the controller has the registered broker fenced, 0 if not "
+        "(describeCluster with includeFencedBrokers, KIP-1073: brokers of Kafka 4.0+, through bootstrap_servers)",
     }
 )
 

@@ -1,7 +1,7 @@
 """The one typed configuration model, loaded once by the CLI.
 
 Everything else receives plain values taken from it; no other module reads files or environment
-variables for settings. Secrets (JMX passwords) are read from a file or an environment variable
+variables for settings. Secrets (JMX and admin-client passwords) are read from a file or an environment variable
 named in the config, never written inline, and never shown by ``repr``.
 """
 
@@ -76,18 +76,15 @@ def host_port(value: str) -> str:
     return value
 
 
-class JmxAuth(_Strict):
-    """JMX credentials and transport for a cluster (or every cluster, as the default)."""
+class _Credentials(_Strict):
+    """A user and where its password is: a file or an environment variable, never inline."""
 
     username: str | None = None
     password_file: Path | None = None
     password_env: str | None = None
-    ssl: bool = False
-    truststore: Path | None = None
-    truststore_password_file: Path | None = None
 
     @model_validator(mode="after")
-    def _one_password_source(self) -> JmxAuth:
+    def _one_password_source(self) -> _Credentials:
         if self.password_file is not None and self.password_env is not None:
             raise ValueError("give password_file or password_env, not both")
         if (self.password_file or self.password_env) and not self.username:
@@ -111,6 +108,39 @@ class JmxAuth(_Strict):
         return None
 
 
+class JmxAuth(_Credentials):
+    """JMX credentials and transport for a cluster (or every cluster, as the default)."""
+
+    ssl: bool = False
+    truststore: Path | None = None
+    truststore_password_file: Path | None = None
+
+
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+
+
+class AdminSecurity(_Credentials):
+    """How the quorum's view (Kafka's admin client) authenticates to the cluster's listener.
+
+    `security_protocol` is the listener's, as in Kafka's `security.protocol`; SASL needs `sasl_mechanism`,
+    `username` and a password source. Only what a real cluster has been shown to accept is offered
+    (README "The quorum's view")."""
+
+    security_protocol: Literal["PLAINTEXT", "SASL_PLAINTEXT"] = "PLAINTEXT"
+    sasl_mechanism: SaslMechanism | None = None
+
+    @model_validator(mode="after")
+    def _sasl_needs_a_user(self) -> AdminSecurity:
+        sasl = self.security_protocol.startswith("SASL_")
+        if sasl and (self.sasl_mechanism is None or self.username is None):
+            raise ValueError(f"security_protocol {self.security_protocol} needs sasl_mechanism and username")
+        if not sasl and (self.sasl_mechanism is not None or self.username is not None):
+            raise ValueError(
+                f"sasl_mechanism and username are for SASL listeners; security_protocol is {self.security_protocol}"
+            )
+        return self
+
+
 RoleHint = Literal["broker", "controller", "combined"]
 
 
@@ -120,6 +150,9 @@ class NodeConfig(_Strict):
     address: str = Field(description="JMX host:port")
     name: str | None = Field(default=None, description="the `node` label; defaults to the address")
     role: RoleHint | None = Field(default=None, description="used only until the role is detected")
+    node_id: int | None = Field(
+        default=None, ge=0, le=2**31 - 1, description="broker.id / node.id, used only until the node's JMX answers"
+    )
 
     @field_validator("address")
     @classmethod
@@ -147,6 +180,7 @@ class ClusterConfig(_Strict):
     # KRaft controllers' (KIP-919, Kafka 3.7+), which answer even when every broker is down. At most one.
     bootstrap_servers: list[str] = Field(default_factory=list, description="brokers' host:port")
     bootstrap_controllers: list[str] = Field(default_factory=list, description="KRaft controllers' host:port")
+    admin: AdminSecurity | None = None  # how the quorum's view authenticates; plaintext when absent
 
     @field_validator("bootstrap_servers", "bootstrap_controllers")
     @classmethod
@@ -160,6 +194,11 @@ class ClusterConfig(_Strict):
             if node.label in seen:
                 raise ValueError(f"node {node.label!r} appears twice in cluster {self.name!r}")
             seen.add(node.label)
+        if self.admin is not None and not (self.bootstrap_servers or self.bootstrap_controllers):
+            raise ValueError(
+                f"cluster {self.name!r}: admin applies to the quorum's view: set bootstrap_servers or "
+                "bootstrap_controllers too"
+            )
         if self.bootstrap_servers and self.bootstrap_controllers:
             # the admin client refuses both (AdminBootstrapAddresses.fromConfig, KIP-919): say so at load time
             raise ValueError(f"cluster {self.name!r}: set bootstrap_servers or bootstrap_controllers, not both")
@@ -475,6 +514,15 @@ def _check_files(settings: Settings) -> list[Problem]:
         except ValueError as exc:
             where = f"clusters.{index}.jmx" if cluster.jmx is not None else "jmx"
             problems.append(f"{where} (cluster {cluster.name}): {exc}")
+        if cluster.admin is not None:
+            try:
+                secret = cluster.admin.password()
+            except ValueError as exc:
+                problems.append(f"clusters.{index}.admin (cluster {cluster.name}): {exc}")
+                continue
+            if secret is not None and any(c in secret.get_secret_value() for c in "\r\n"):
+                # Kafka's JAAS parser ends a quoted value at a line break (JaasConfig: a StreamTokenizer)
+                problems.append(f"clusters.{index}.admin (cluster {cluster.name}): the password holds a line break")
     return problems
 
 

@@ -173,7 +173,12 @@ def health_families(health: FleetHealth) -> list[Family]:
     stale = gauge("kafka_broker_metadata_stale", NODE_LABELS)
     frozen = gauge("kafka_broker_metadata_frozen", NODE_LABELS)
     saturated = gauge("kafka_control_plane_saturated", NODE_LABELS)
+    views = gauge("kafka_broker_views_disagree", NODE_LABELS)
+    controller_views = gauge("kafka_cluster_controller_views_disagree", ["cluster"])
     for cluster in health.clusters:
+        with_quorum = cluster.quorum_leader_id is not None  # the quorum answered this round
+        if with_quorum:
+            controller_views.add((cluster.name,), 1.0 if cluster.controller_views_disagree else 0.0)
         controller = cluster.controller
         if cluster.mode is not None:
             cluster_mode.add((cluster.name, cluster.mode.value), 1.0)
@@ -201,6 +206,8 @@ def health_families(health: FleetHealth) -> list[Family]:
                 frozen.add(labels, 1.0 if broker.frozen else 0.0)
             if broker.control_plane_listener:
                 saturated.add(labels, 1.0 if broker.control_plane_saturated else 0.0)
+            if with_quorum:
+                views.add(labels, 1.0 if broker.views_disagree else 0.0)
     families = [
         cluster_mode,
         migration,
@@ -215,6 +222,8 @@ def health_families(health: FleetHealth) -> list[Family]:
         stale,
         frozen,
         saturated,
+        views,
+        controller_views,
     ]
     return [family for family in families if family.rows]
 
@@ -263,6 +272,7 @@ def quorum_families(snapshot: FleetSnapshot) -> list[Family]:
     lag = _quorum_gauge("kafka_quorum_replica_lag_records", NODE_LABELS)
     fetch_age = _quorum_gauge("kafka_quorum_replica_last_fetch_age_seconds", NODE_LABELS)
     caught_up_age = _quorum_gauge("kafka_quorum_replica_last_caught_up_age_seconds", NODE_LABELS)
+    fenced = _quorum_gauge("kafka_broker_fenced", NODE_LABELS)
     for cluster in snapshot.clusters:
         view = cluster.quorum
         if view is None:
@@ -292,7 +302,9 @@ def quorum_families(snapshot: FleetSnapshot) -> list[Family]:
                 fetch_age.add(labels, max(0.0, view.read_at - replica.last_fetch_at))
             if replica.last_caught_up_at is not None:
                 caught_up_age.add(labels, max(0.0, view.read_at - replica.last_caught_up_at))
-    families = [up, leader, epoch, high_watermark, log_end, lag, fetch_age, caught_up_age]
+        for broker_id, is_fenced in sorted((view.fenced or {}).items()):
+            fenced.add((cluster.name, names.get(broker_id, str(broker_id)), "broker"), 1.0 if is_fenced else 0.0)
+    families = [up, leader, epoch, high_watermark, log_end, lag, fetch_age, caught_up_age, fenced]
     return [family for family in families if family.rows]
 
 

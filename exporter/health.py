@@ -76,6 +76,10 @@ class BrokerHealth:
     control_plane_listener: bool | None
     control_plane_queue_ratio: float | None
     control_plane_saturated: bool
+    # Which view decided `state`: "jmx" (what the nodes say of themselves) or "quorum" (the quorum's own
+    # view, Admin API, where the cluster has one and it says enough); `views_disagree` when the two differ.
+    decided_by: str = "jmx"
+    views_disagree: bool = False
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,10 @@ class ClusterHealth:
     # ZooKeeper -> KRaft migration (KIP-866) as the KRaft controllers say: PRE_MIGRATION, MIGRATION,
     # POST_MIGRATION; None for a cluster born KRaft (NONE) or in ZooKeeper mode
     migration_phase: str | None = None
+    # The quorum's own view (ClusterSnapshot.quorum): its leader, and whether the controllers' JMX claims
+    # someone else (a zombie controller, or a partition between ctlplane and the nodes)
+    quorum_leader_id: int | None = None
+    controller_views_disagree: bool = False
 
     @property
     def active_controllers(self) -> int:
@@ -189,13 +197,27 @@ def find_active_controller(cluster: ClusterSnapshot, epoch_floor: float | None =
     API's controller id, which is a random broker in KRaft (KAFKA-17404). ZooKeeper mode: the single
     claimant.
     """
-    claimants = _claimants(cluster)
+    claimants = [n for n in _claimants(cluster) if not _raft_names_another_leader(n)]
     floor = max((e for e in (_quorum_epoch(cluster), epoch_floor) if e is not None), default=None)
     if floor is not None:
         claimants = [n for n in claimants if (epoch := n.value("kafka_raft_current_epoch")) is None or epoch >= floor]
     if not claimants:
         return None
     return max(claimants, key=lambda n: (n.value("kafka_raft_current_epoch") or -1.0, -(n.node_id or 0)))
+
+
+def _raft_names_another_leader(node: NodeSnapshot) -> bool:
+    """A claimant whose own raft client already follows someone else (or no one: an election) is deposed.
+
+    The raft client updates current-leader/current-epoch in its own thread as soon as it learns a new epoch
+    (KafkaRaftMetrics over QuorumState); the controller drops ActiveControllerCount only when its event
+    queue runs handleLeaderChange -> renounce() (metadata/.../controller/QuorumController.java,
+    QuorumMetaLogListener.handleLeaderChange), and it claims only once raft names it leader. So for a moment
+    a resumed old leader claims at the new epoch, beside the real leader (seen on 3.9.2). Unknown ids or
+    gauges (ZooKeeper mode has no raft) decide nothing.
+    """
+    leader = node.value("kafka_raft_current_leader")
+    return leader is not None and node.node_id is not None and leader != float(node.node_id)
 
 
 def _quorum_epoch(cluster: ClusterSnapshot) -> float | None:
@@ -564,6 +586,81 @@ def _frozen(history: Sequence[tuple[float, float]], scrapes: int) -> bool:
     return len(applied) == 1 and window[-1][1] > window[0][1] and window[-1][1] > window[-1][0]
 
 
+# A broker observer long-polls the leader for metadata without pause (KafkaRaftClient's fetch loop), so a
+# live one has fetched within a few seconds; a crashed or frozen one stops at once.
+QUORUM_FETCHING_SECONDS = 5.0
+
+
+def _quorum_word(
+    cluster: ClusterSnapshot, active: NodeSnapshot | None, node_id: int | None, gone: bool, thresholds: Thresholds
+) -> tuple[Lifecycle, str] | None:
+    """What the quorum's own view says of a broker, where it says enough to decide.
+
+    Fenced or not comes from describeCluster (KIP-1073, through bootstrap_servers on 4.0+), the registration
+    the controller keeps. Alive comes from describeMetadataQuorum: a replica fetching from the leader within
+    QUORUM_FETCHING_SECONDS and caught up within metadata_stale_seconds. Alive alone is not unfenced (a
+    fenced broker keeps fetching): ACTIVE needs describeCluster's unfenced, or the active controller's
+    FencedBrokerCount saying no broker is fenced. A refused JMX connection (`gone`) is a process that is not
+    there: the quorum's word, seconds old, does not bring it back."""
+    view = cluster.quorum
+    if view is None or not view.up or node_id is None:
+        return None
+    replica = next((r for r in view.replicas if r.replica_id == node_id), None)
+    fetched = _age(view.read_at, replica.last_fetch_at if replica is not None else None)
+    caught_up = _age(view.read_at, replica.last_caught_up_at if replica is not None else None)
+    said = "never caught up" if caught_up is None else f"caught up {caught_up:.0f}s ago"
+    alive = (
+        not gone
+        and fetched is not None
+        and fetched < QUORUM_FETCHING_SECONDS
+        and caught_up is not None
+        and caught_up < thresholds.metadata_stale_seconds
+    )
+    fenced = None if view.fenced is None else view.fenced.get(node_id)
+    if fenced is True:
+        return Lifecycle.FENCED, f"quorum: fenced (describeCluster), {said}"
+    if fenced is False and alive:
+        return Lifecycle.ACTIVE, f"quorum: unfenced (describeCluster), fetching, {said}"
+    count = active.value("kafka_controller_fenced_brokers") if active is not None else None
+    if fenced is None and alive and count == 0:
+        return Lifecycle.ACTIVE, f"quorum: fetching, {said}, and controller FencedBrokerCount=0"
+    return None
+
+
+def _age(now: float, then: float | None) -> float | None:
+    return None if then is None else max(0.0, now - then)
+
+
+def _with_quorum(
+    cluster: ClusterSnapshot, active: NodeSnapshot | None, broker: BrokerHealth, gone: bool, thresholds: Thresholds
+) -> BrokerHealth:
+    """The quorum's view first, where it decides (README "The quorum's view"). It never overrides a
+    broker starting up (INITIAL: a registering broker is fenced until it catches up, KIP-631) or shutting
+    down (SHUTDOWN rests on evidence of a controlled shutdown, which a fenced flag does not have)."""
+    word = _quorum_word(cluster, active, broker.node_id, gone, thresholds)
+    if word is None or broker.state in (Lifecycle.INITIAL, Lifecycle.SHUTDOWN):
+        return broker
+    state, said = word
+    if state is broker.state:
+        return replace(broker, evidence=f"{broker.evidence}; {said}", decided_by="quorum")
+    return replace(
+        broker,
+        state=state,
+        evidence=f"{said}; its own JMX says {broker.state.value}: {broker.evidence}",
+        decided_by="quorum",
+        views_disagree=True,
+    )
+
+
+def _controller_views_disagree(cluster: ClusterSnapshot, controller: ControllerView) -> bool:
+    """The quorum names a leader, and the nodes whose JMX claims the active controller are not just it."""
+    view = cluster.quorum
+    if view is None or not view.up or view.leader_id is None or view.leader_id < 0:
+        return False
+    ids = {n.node: n.node_id for n in cluster.nodes}
+    return {ids.get(name) for name in controller.claimants} != {view.leader_id}
+
+
 def evaluate_cluster(
     cluster: ClusterSnapshot, memory: _ClusterMemory, thresholds: Thresholds, now: float
 ) -> tuple[ClusterHealth, _ClusterMemory]:
@@ -644,7 +741,10 @@ def evaluate_cluster(
     # per-broker gauge (a 4.1+ controller restarted since the brokers registered), by FencedBrokerCount
     vanished = frozenset(n.node for n in cluster.nodes if n.failure is Failure.GONE)
     fenced = _zookeeper_deregistered(cluster, active, _infer_fenced(cluster, active, brokers, frozenset(registered)))
-    final = tuple(_controlled_shutdown_evidence(active, fenced, vanished))
+    final = tuple(
+        _with_quorum(cluster, active, broker, broker.node in vanished, thresholds)
+        for broker in _controlled_shutdown_evidence(active, fenced, vanished)
+    )
     memory = replace(
         memory,
         offsets=MappingProxyType({k: v for k, v in offsets.items() if k in known}),
@@ -653,7 +753,17 @@ def evaluate_cluster(
         broker_state_read=frozenset(n.node for n in cluster.nodes if n.up and n.has("kafka_broker_state")),
     )
     phase = _migration_phase(cluster, active)
-    health = ClusterHealth(cluster.name, mode, controller, final, now, migration_phase=phase)
+    quorum = cluster.quorum
+    health = ClusterHealth(
+        cluster.name,
+        mode,
+        controller,
+        final,
+        now,
+        migration_phase=phase,
+        quorum_leader_id=quorum.leader_id if quorum is not None and quorum.up else None,
+        controller_views_disagree=_controller_views_disagree(cluster, controller),
+    )
     return health, memory
 
 

@@ -54,6 +54,9 @@ def _quorum_to_dict(view: QuorumView) -> dict[str, Any]:
             }
             for r in view.replicas
         ],
+        # JSON keys are strings: broker id -> fenced
+        "fenced": None if view.fenced is None else {str(k): v for k, v in sorted(view.fenced.items())},
+        "registrations_error": view.registrations_error,
     }
 
 
@@ -65,6 +68,8 @@ def _quorum_from_dict(document: Mapping[str, Any]) -> QuorumView:
         leader_epoch=document["leader_epoch"],
         high_watermark=document["high_watermark"],
         replicas=tuple(QuorumReplica(**replica) for replica in document["replicas"]),
+        fenced=None if document.get("fenced") is None else {int(k): bool(v) for k, v in document["fenced"].items()},
+        registrations_error=document.get("registrations_error"),
     )
 
 
@@ -153,6 +158,8 @@ def health_to_dict(health: FleetHealth, snapshot: FleetSnapshot) -> dict[str, An
                 "mode": cluster.mode.value if cluster.mode else None,
                 "error": cluster.error,
                 "migration_phase": cluster.migration_phase,
+                "quorum_leader_id": cluster.quorum_leader_id,
+                "controller_views_disagree": cluster.controller_views_disagree,
                 "active_controllers": cluster.active_controllers,
                 "controller": {
                     "claimants": list(cluster.controller.claimants),
@@ -178,6 +185,8 @@ def health_to_dict(health: FleetHealth, snapshot: FleetSnapshot) -> dict[str, An
                         "control_plane_listener": b.control_plane_listener,
                         "control_plane_queue_ratio": b.control_plane_queue_ratio,
                         "control_plane_saturated": b.control_plane_saturated,
+                        "decided_by": b.decided_by,
+                        "views_disagree": b.views_disagree,
                     }
                     for b in cluster.brokers
                 ],
@@ -221,12 +230,16 @@ def health_from_dict(document: Mapping[str, Any]) -> FleetHealth:
                         control_plane_listener=b["control_plane_listener"],
                         control_plane_queue_ratio=b["control_plane_queue_ratio"],
                         control_plane_saturated=b["control_plane_saturated"],
+                        decided_by=b.get("decided_by", "jmx"),
+                        views_disagree=b.get("views_disagree", False),
                     )
                     for b in cluster["brokers"]
                 ),
                 evaluated_at=document["taken_at"],
                 error=cluster.get("error"),
                 migration_phase=cluster.get("migration_phase"),
+                quorum_leader_id=cluster.get("quorum_leader_id"),
+                controller_views_disagree=cluster.get("controller_views_disagree", False),
             )
         )
     return FleetHealth(tuple(clusters))

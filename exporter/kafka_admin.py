@@ -21,8 +21,10 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from exporter.javac import cache_root
@@ -42,6 +44,9 @@ JARS_ENV = "CTLPLANE_KAFKA_CLIENT_JARS"
 MAIN_JAR = f"kafka-clients-{CLIENT_VERSION}.jar"
 
 _fetch_lock = threading.Lock()
+# A failed fetch (no Maven, no network) is not retried every round: its error stands this long.
+FETCH_RETRY_SECONDS = 300.0
+_fetch_failure: tuple[float, str] | None = None
 _loader_lock = threading.Lock()
 _loader: Any = None
 
@@ -63,9 +68,17 @@ def client_jars() -> list[Path]:
         return sorted(Path(baked).glob("*.jar"))
     pom = POM_FILE.read_text()
     target = cache_root() / "kafka-clients" / hashlib.sha256(pom.encode()).hexdigest()[:16]
+    global _fetch_failure
     with _fetch_lock:
         if not (target / MAIN_JAR).is_file():
-            _fetch(target, pom)
+            if _fetch_failure is not None and time.monotonic() - _fetch_failure[0] < FETCH_RETRY_SECONDS:
+                raise AdminClientError(_fetch_failure[1])
+            try:
+                _fetch(target, pom)
+            except AdminClientError as exc:
+                _fetch_failure = (time.monotonic(), str(exc))
+                raise
+            _fetch_failure = None
     return sorted(target.glob("*.jar"))
 
 
@@ -159,6 +172,41 @@ def _reason(exc: BaseException) -> str:
     return f"{name}: {message}" if message else str(name)
 
 
+# Kafka's login modules per SASL mechanism (clients/.../security/plain, .../security/scram)
+_LOGIN_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+
+
+def _jaas_quoted(value: str) -> str:
+    """A JAAS option value as Kafka's parser reads it (clients/.../common/security/JaasConfig.java: a
+    java.io.StreamTokenizer, whose quoted strings take backslash escapes and end at a line break, so a line
+    break cannot be quoted at all)."""
+    if "\n" in value or "\r" in value:
+        raise ValueError(
+            "a SASL user or password cannot contain a line break (Kafka's JAAS parser ends the value there)"
+        )
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def security_properties(
+    protocol: str, mechanism: str | None = None, username: str | None = None, password: str | None = None
+) -> dict[str, str]:
+    """The admin client's security settings: `security.protocol`, and for SASL the mechanism and an inline
+    `sasl.jaas.config` (a PASSWORD-type config, which Kafka never logs in clear)."""
+    props = {"security.protocol": protocol}
+    if protocol.startswith("SASL_"):
+        if mechanism not in _LOGIN_MODULES or username is None or password is None:
+            raise ValueError(f"{protocol} needs one of {', '.join(_LOGIN_MODULES)}, a username and a password")
+        props["sasl.mechanism"] = mechanism
+        props["sasl.jaas.config"] = (
+            f"{_LOGIN_MODULES[mechanism]} required username={_jaas_quoted(username)} password={_jaas_quoted(password)};"
+        )
+    return props
+
+
 class QuorumReader:
     """One cluster's Admin client, kept between rounds and rebuilt after a failure.
 
@@ -166,10 +214,19 @@ class QuorumReader:
     even when every broker is down; else brokers (`bootstrap.servers`). Every call has its own deadline
     (`timeout_seconds`): the client's request and API timeouts, and the wait for the answer."""
 
-    def __init__(self, cluster: str, bootstrap: Sequence[str], *, controllers: bool, timeout_seconds: float) -> None:
+    def __init__(
+        self,
+        cluster: str,
+        bootstrap: Sequence[str],
+        *,
+        controllers: bool,
+        timeout_seconds: float,
+        security: Mapping[str, str] | None = None,
+    ) -> None:
         self.cluster = cluster
         self.bootstrap = tuple(bootstrap)
         self.controllers = controllers
+        self._security = dict(security or {})  # security_properties(): holds the SASL password
         self.timeout_ms = max(1, int(timeout_seconds * 1000))
         self._admin: Any = None
         self._lock = threading.Lock()
@@ -183,6 +240,8 @@ class QuorumReader:
         key = "bootstrap.controllers" if self.controllers else "bootstrap.servers"
         props.setProperty(key, ",".join(self.bootstrap))
         props.setProperty("client.id", f"ctlplane-{self.cluster}")
+        for name, value in self._security.items():
+            props.setProperty(name, value)
         timeout = str(self.timeout_ms)
         props.setProperty("request.timeout.ms", timeout)
         props.setProperty("default.api.timeout.ms", timeout)
@@ -222,7 +281,11 @@ class QuorumReader:
 
                 # a second past the client's own deadline: where Kafka says why it gave up, its words win
                 info = future.get(self.timeout_ms + 1000, TimeUnit.MILLISECONDS)
-                return quorum_view(info, time.time())
+                view = quorum_view(info, time.time())
+                if self.controllers:
+                    return view
+                fenced, error = self._registrations()
+                return replace(view, fenced=fenced, registrations_error=error)
             except AdminClientError as exc:
                 return QuorumView(read_at=time.time(), error=str(exc))
             except jpype.JException as exc:
@@ -232,6 +295,22 @@ class QuorumReader:
                 else:
                     reason = _reason(exc)
                 return QuorumView(read_at=time.time(), error=f"{self._where}: {reason}")
+
+    def _registrations(self) -> tuple[Mapping[int, bool] | None, str | None]:
+        """Every registered broker and whether it is fenced (describeCluster with includeFencedBrokers,
+        KIP-1073, DescribeCluster v2: brokers of Kafka 4.0+); a broker that cannot say is (None, why)."""
+        import jpype
+        from java.util.concurrent import TimeUnit
+
+        try:
+            options = _java_class("org.apache.kafka.clients.admin.DescribeClusterOptions")()
+            options.includeFencedBrokers(True).timeoutMs(jpype.JInt(self.timeout_ms))
+            nodes = (
+                self._admin_client().describeCluster(options).nodes().get(self.timeout_ms + 1000, TimeUnit.MILLISECONDS)
+            )
+            return MappingProxyType({int(node.id()): bool(node.isFenced()) for node in nodes}), None
+        except jpype.JException as exc:
+            return None, _reason(exc)
 
     def _close_admin(self) -> None:
         admin, self._admin = self._admin, None

@@ -28,7 +28,7 @@ class MBeanQuery:
     pattern: str
     attributes: tuple[str, ...]
     only: tuple[tuple[str, frozenset[str]], ...] = ()  # keep MBeans whose key has one of these values
-    # Registered by whichever broker wins a ZooKeeper-mode controller election, the moment it wins: a
+    # Registered at run time as the controller's state moves (a won election, a broker's registration): a
     # client must not keep "no such MBean here" for long (MetricSpec.follows_controller).
     follows_controller: bool = False
 
@@ -130,6 +130,11 @@ class QuorumView:
     leader_epoch: int | None = None
     high_watermark: int | None = None
     replicas: tuple[QuorumReplica, ...] = ()
+    # Broker id -> fenced, from describeCluster(includeFencedBrokers) (KIP-1073, brokers of 4.0+), asked
+    # through bootstrap_servers only (controllers answer DescribeCluster with themselves, KIP-919); None
+    # where it was not asked or the brokers cannot say (then `registrations_error` says why).
+    fenced: Mapping[int, bool] | None = None
+    registrations_error: str | None = None
 
     @property
     def up(self) -> bool:

@@ -65,6 +65,9 @@ class Target:
     node: str
     endpoint: Endpoint
     role_hint: Role = Role.UNKNOWN
+    # broker.id / node.id from the config: names the node before its JMX has answered (the quorum's view
+    # describes replicas by id); what the node's own app-info says wins once read
+    node_id: int | None = None
 
 
 @dataclass
@@ -289,7 +292,10 @@ class Scraper:
                 len(sizes),
             )
         self._lanes = {name: _Lane(self._pool, slots) for name, slots in shares.items()}
-        self._memory = {target: _NodeMemory(errors_total=0, role=target.role_hint) for target in self.targets}
+        self._memory = {
+            target: _NodeMemory(errors_total=0, role=target.role_hint, node_id=target.node_id)
+            for target in self.targets
+        }
         self._latest = empty_snapshot(self.targets, clock())
         self._listeners: Listeners[FleetSnapshot] = Listeners("snapshot")
         self._stop = threading.Event()

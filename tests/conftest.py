@@ -18,6 +18,7 @@ from ctlplane.localkafka import KafkaCluster, ZooKeeperServer
 from tests.kafka_versions import (
     KRAFT_NAME,
     KRAFT_UNDER_TEST,
+    SASL_USERS,
     ZK_LISTENER,
     ZK_NAME,
     ZK_NOLISTENER_NAME,
@@ -106,10 +107,10 @@ def zk_cluster_no_listener(kafka_workdir: Path, zookeeper: ZooKeeperServer) -> I
 @pytest.fixture(scope="session")
 def kraft_cluster(kafka_workdir: Path) -> Iterator[KafkaCluster]:
     """KRaft (4.3.1 unless the matrix says otherwise), 3 controller-only + 2 broker-only nodes, broker
-    session timeout 6 s."""
+    session timeout 6 s; the brokers also take SASL_USERS on a SASL_PLAINTEXT listener."""
     started = time.monotonic()
     cluster = localkafka.start_kraft_cluster(
-        KRAFT_NAME, kafka_workdir, controllers=3, brokers=2, version=KRAFT_UNDER_TEST
+        KRAFT_NAME, kafka_workdir, controllers=3, brokers=2, version=KRAFT_UNDER_TEST, sasl_users=SASL_USERS
     )
     _timed(f"{KRAFT_NAME} (3 controllers + 2 brokers, incl. storage format)", started)
     yield cluster

@@ -24,3 +24,7 @@ ZK_NAME = cluster_label("zookeeper", ZK_UNDER_TEST) + ("" if ZK_LISTENER else "-
 KRAFT_NAME = cluster_label("kraft", KRAFT_UNDER_TEST)
 # The one-broker cluster without the listener that shares the ZooKeeper of ZK_NAME.
 ZK_NOLISTENER_NAME = cluster_label("zookeeper", ZK_UNDER_TEST, control_plane_listener=False)
+
+# The session KRaft cluster's brokers also listen with SASL_PLAINTEXT for these users (PLAIN and
+# SCRAM-SHA-256), so the quorum's view can be tested through an authenticated listener.
+SASL_USERS = {"ctlplane": "quorum-Secret-4821"}

@@ -46,6 +46,7 @@ class KafkaCluster:
     zookeeper_connect: str | None = None  # full connect string incl. chroot (ZK mode)
     control_plane_listener: bool = False
     migrating: bool = False  # ZooKeeper brokers beside a KRaft quorum with the migration flag (migration.py)
+    sasl_bootstrap: str = ""  # brokers' SASL_PLAINTEXT listeners, when started with sasl_users
 
     def node(self, name: str) -> KafkaNode:
         for n in self.nodes:
@@ -299,6 +300,7 @@ def start_kraft_cluster(
     node_overrides: Mapping[str, Mapping[str, str]] | None = None,
     controller_ports: Mapping[int, int] | None = None,
     combined: bool = False,
+    sasl_users: Mapping[str, str] | None = None,
     wait: bool = True,
     timeout: float = 180,
 ) -> KafkaCluster:
@@ -311,9 +313,14 @@ def start_kraft_cluster(
     added to every broker's properties last, then ``node_overrides[node name]`` to that node's.
     ``controller_ports`` (node id -> port) fixes the controllers' listener ports, so that a caller can
     put something between a node and the quorum before the cluster starts.
+    ``sasl_users`` (user -> password) gives every broker-only node a second client listener,
+    ``SASL_PLAINTEXT``, that takes those users with PLAIN and SCRAM-SHA-256/512 (the SCRAM credentials are
+    written by the storage format, KIP-900, Kafka 3.5+); ``cluster.sasl_bootstrap`` lists them.
     ``wait`` waits for ``wait_ready(timeout)``; on failure everything is stopped.
     """
     major, minor = major_minor(version)
+    if sasl_users and (major, minor) < (3, 5):
+        raise ValueError(f"sasl_users needs Kafka >= 3.5 (SCRAM credentials at format time), got {version}")
     if (major, minor) < (3, 3):
         raise ValueError(f"KRaft needs Kafka >= 3.3, got {version}")
     if controllers < 1 or brokers < 0:
@@ -389,7 +396,11 @@ def start_kraft_cluster(
             **shared,
             **broker_props(port),
         }
-        specs.append((f"broker-{i}", i, ("broker",), port, {"PLAINTEXT": port}, props))
+        listeners = {"PLAINTEXT": port}
+        if sasl_users:
+            listeners["SASL_PLAINTEXT"] = sasl_port = free_port()
+            props |= _sasl_listener_props(props, sasl_port, sasl_users)
+        specs.append((f"broker-{i}", i, ("broker",), port, listeners, props))
     _check_node_overrides(node_overrides, [spec[0] for spec in specs])
     for spec in specs:
         spec[5].update((node_overrides or {}).get(spec[0], {}))
@@ -415,7 +426,15 @@ def start_kraft_cluster(
                 )
             )
         cluster.bootstrap = ",".join(n.address for n in cluster.brokers())
-        format_storage(cluster, log_config)
+        cluster.sasl_bootstrap = ",".join(
+            f"{LOOPBACK}:{n.listeners['SASL_PLAINTEXT']}" for n in cluster.brokers() if "SASL_PLAINTEXT" in n.listeners
+        )
+        scram = [
+            f"{mechanism}=[name={user},password={password}]"
+            for user, password in (sasl_users or {}).items()
+            for mechanism in SCRAM_MECHANISMS
+        ]
+        format_storage(cluster, log_config, extra_args=[arg for entry in scram for arg in ("--add-scram", entry)])
         for node in cluster.controllers():
             node.start()
         if (major, minor) >= (4, 1):
@@ -476,8 +495,38 @@ def wait_for_nodes(
         time.sleep(POLL_INTERVAL_SECONDS)
 
 
-def format_storage(cluster: KafkaCluster, log_config: Path, nodes: Sequence[KafkaNode] | None = None) -> None:
-    """Run ``kafka.tools.StorageTool format`` for every node of ``nodes`` (default: all; concurrently).
+SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def _sasl_listener_props(props: Mapping[str, str], port: int, users: Mapping[str, str]) -> dict[str, str]:
+    """A broker's extra SASL_PLAINTEXT listener taking `users` with PLAIN (their passwords in the listener's
+    JAAS config, PlainLoginModule's user_<name> options) and SCRAM-SHA-256/512 (credentials from the format)."""
+    plain_users = " ".join(f'user_{user}="{password}"' for user, password in users.items())
+    return {
+        "listeners": f"{props['listeners']},SASL_PLAINTEXT://{LOOPBACK}:{port}",
+        "advertised.listeners": f"{props['advertised.listeners']},SASL_PLAINTEXT://{LOOPBACK}:{port}",
+        "listener.security.protocol.map": f"{props['listener.security.protocol.map']},SASL_PLAINTEXT:SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": ",".join(("PLAIN", *SCRAM_MECHANISMS)),
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
+            f"org.apache.kafka.common.security.plain.PlainLoginModule required {plain_users};"
+        ),
+        **{
+            f"listener.name.sasl_plaintext.{mechanism.lower()}.sasl.jaas.config": (
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+            )
+            for mechanism in SCRAM_MECHANISMS
+        },
+    }
+
+
+def format_storage(
+    cluster: KafkaCluster,
+    log_config: Path,
+    nodes: Sequence[KafkaNode] | None = None,
+    extra_args: Sequence[str] = (),
+) -> None:
+    """Run ``kafka.tools.StorageTool format`` for every node of ``nodes`` (default: all; concurrently),
+    with ``extra_args`` (``--add-scram ...``) after the usual ones.
 
     Static ``controller.quorum.voters`` + a fixed cluster id: no ``--standalone``
     or ``--initial-controllers`` needed (those are for dynamic quorums).
@@ -496,6 +545,7 @@ def format_storage(cluster: KafkaCluster, log_config: Path, nodes: Sequence[Kafk
                 "--cluster-id",
                 cluster.cluster_id,
                 "--ignore-formatted",
+                *extra_args,
             ],
             heap_mb=128,
             jmx_port=None,
@@ -553,6 +603,7 @@ def clusters_config(clusters: Iterable[KafkaCluster]) -> list[dict[str, Any]]:
                     "address": f"{LOOPBACK}:{node.jmx_port}",
                     "name": node.name,
                     "role": "combined" if len(node.roles) > 1 else node.roles[0],
+                    "node_id": node.node_id,
                 }
                 for node in cluster.nodes
             ],

@@ -5,11 +5,15 @@ error value that leaves the JMX view alone."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 
@@ -23,19 +27,21 @@ from ctlplane.localkafka import (
     quorum_bootstrap,
 )
 from ctlplane.netcut import CuttableLink
-from exporter.families import quorum_families
+from exporter.families import health_families, quorum_families
+from exporter.health import Lifecycle, Thresholds
+from exporter.jmx.base import Endpoint
 from exporter.kafka_admin import QuorumReader
 from exporter.model import ClusterSnapshot, QuorumView
-from exporter.state import Observation
-from tests.integration.watch import Watch, shared_client
-from tests.kafka_versions import KRAFT_NAME, KRAFT_UNDER_TEST
+from exporter.scraper import Scraper
+from exporter.state import ExporterState, Observation
+from tests.integration.watch import Watch, shared_client, targets_of
+from tests.kafka_versions import KRAFT_NAME, KRAFT_UNDER_TEST, SASL_USERS
 
-pytestmark = [
-    pytest.mark.kraft,
-    pytest.mark.skipif(
-        major_minor(KRAFT_UNDER_TEST) < (3, 7), reason="bootstrap.controllers (KIP-919) needs Kafka 3.7+"
-    ),
-]
+pytestmark = pytest.mark.kraft
+# the tests that ask the controllers; those asking the brokers (bootstrap.servers) run on every KRaft release
+needs_bootstrap_controllers = pytest.mark.skipif(
+    major_minor(KRAFT_UNDER_TEST) < (3, 7), reason="bootstrap.controllers (KIP-919) needs Kafka 3.7+"
+)
 
 
 @pytest.fixture
@@ -50,6 +56,7 @@ def _ms(seconds: float | None) -> int:
     return -1 if seconds is None else round(seconds * 1000)
 
 
+@needs_bootstrap_controllers
 def test_the_quorum_view_is_what_kafka_metadata_quorum_describe_prints(
     kraft_cluster: KafkaCluster, reader: QuorumReader
 ) -> None:
@@ -79,6 +86,7 @@ def _cluster(o: Observation) -> ClusterSnapshot:
     return cluster
 
 
+@needs_bootstrap_controllers
 def test_the_quorum_series_name_every_node_of_the_cluster_beside_its_jmx(
     kraft_cluster: KafkaCluster, reader: QuorumReader
 ) -> None:
@@ -109,6 +117,7 @@ def test_the_quorum_series_name_every_node_of_the_cluster_beside_its_jmx(
         assert node.value("kafka_raft_current_leader") == view.leader_id, node.node
 
 
+@needs_bootstrap_controllers
 def test_a_black_holed_quorum_is_an_error_value_and_the_jmx_view_goes_on(kraft_cluster: KafkaCluster) -> None:
     """Every controller address behind a link that holds bytes (a partition, not a refusal): the Admin call
     gives up at its own deadline, the round says why, and every node's JMX is read as before."""
@@ -137,6 +146,7 @@ def test_a_black_holed_quorum_is_an_error_value_and_the_jmx_view_goes_on(kraft_c
             link.close()
 
 
+@needs_bootstrap_controllers
 def test_a_quorum_address_nobody_listens_on_is_a_clear_error(kraft_cluster: KafkaCluster) -> None:
     shared_client()
     quorum = QuorumReader(KRAFT_NAME, [f"{LOOPBACK}:{free_port()}"], controllers=True, timeout_seconds=2.0)
@@ -149,6 +159,7 @@ def test_a_quorum_address_nobody_listens_on_is_a_clear_error(kraft_cluster: Kafk
     assert "Timed out waiting for a node assignment. Call: describeMetadataQuorum" in view.error, view
 
 
+@needs_bootstrap_controllers
 def test_probe_shows_the_quorum_view_beside_each_broker(kraft_cluster: KafkaCluster, tmp_path: Path) -> None:
     config = tmp_path / "ctlplane.yaml"
     config.write_text(yaml.safe_dump({"clusters": clusters_config((kraft_cluster,))}))
@@ -164,3 +175,162 @@ def test_probe_shows_the_quorum_view_beside_each_broker(kraft_cluster: KafkaClus
     for broker in kraft_cluster.brokers():
         line = next(line for line in result.stdout.splitlines() if line.strip().startswith(broker.name + " "))
         assert "| quorum: lag " in line and "caught up" in line, line
+
+
+def test_a_hung_broker_is_fenced_by_name_and_its_quorum_lag_grows(kraft_cluster: KafkaCluster) -> None:
+    """SIGSTOP of a broker, asked through the brokers (bootstrap_servers): the quorum's leader stops hearing
+    from it, so the time since it last caught up grows; once the active controller fences it (after
+    broker.session.timeout.ms, 6 s here) describeCluster names it fenced on 4.0+ (KIP-1073), where JMX
+    gives only FencedBrokerCount before 4.1. Resumed, it is unfenced. Before 4.0 the brokers cannot say,
+    and the view says why instead of guessing."""
+    shared_client()
+    quorum = QuorumReader(KRAFT_NAME, kraft_cluster.bootstrap.split(","), controllers=False, timeout_seconds=3.0)
+    victim, other = kraft_cluster.brokers()
+    try:
+        first = quorum.read()
+        assert first.up, first.error
+        if major_minor(KRAFT_UNDER_TEST) < (4, 0):
+            assert first.fenced is None and "UnsupportedVersion" in (first.registrations_error or ""), first
+            return
+        assert first.fenced == {victim.node_id: False, other.node_id: False}, first
+        victim.pause()
+        try:
+            deadline = time.monotonic() + 60
+            view = quorum.read()
+            while not (view.fenced or {}).get(victim.node_id):
+                assert time.monotonic() < deadline, f"not fenced by name within 60 s: {view}"
+                time.sleep(1)
+                view = quorum.read()
+            replica = next(r for r in view.replicas if r.replica_id == victim.node_id)
+            assert replica.last_caught_up_at is not None
+            assert view.read_at - replica.last_caught_up_at > 5.0, replica  # past the 6 s session, about
+            assert view.fenced == {victim.node_id: True, other.node_id: False}, view
+        finally:
+            victim.resume()
+        deadline = time.monotonic() + 60
+        while (view := quorum.read()).fenced != {victim.node_id: False, other.node_id: False}:
+            assert time.monotonic() < deadline, f"not unfenced within 60 s: {view}"
+            time.sleep(1)
+    finally:
+        quorum.close()
+
+
+def test_a_broker_whose_jmx_is_black_holed_is_active_by_the_quorums_word_and_the_views_disagree(
+    kraft_cluster: KafkaCluster,
+) -> None:
+    """A loopback black hole in front of one healthy broker's JMX port: JMX alone calls it UNREACHABLE; the
+    quorum (asked through the brokers) says it is unfenced and caught up, so it is ACTIVE, decided by the
+    quorum, and the disagreement is a series."""
+    victim = kraft_cluster.brokers()[0]
+    link = CuttableLink((LOOPBACK, victim.jmx_port))
+    link.cut()
+    targets = [
+        replace(target, endpoint=Endpoint(LOOPBACK, link.port)) if target.node == victim.name else target
+        for target in targets_of(kraft_cluster)
+    ]
+    quorum = QuorumReader(KRAFT_NAME, kraft_cluster.bootstrap.split(","), controllers=False, timeout_seconds=2.0)
+    scraper = Scraper(
+        targets, shared_client(), interval_seconds=1, timeout_seconds=3, workers=8, quorum_sources={KRAFT_NAME: quorum}
+    )
+    state = ExporterState(scraper.latest(), Thresholds())
+    scraper.subscribe(state.observe)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            scraper.scrape_once()
+            health = state.current().health.cluster(KRAFT_NAME)
+            broker = health.broker(victim.name) if health is not None else None
+            if broker is not None and broker.decided_by == "quorum" and broker.state is Lifecycle.ACTIVE:
+                break
+            assert time.monotonic() < deadline, f"not ACTIVE by the quorum's word within 60 s: {broker}"
+            time.sleep(0.5)
+        assert not broker.up and broker.views_disagree, broker
+        assert "its own JMX says UNREACHABLE" in broker.evidence, broker.evidence
+        assert health is not None and not health.controller_views_disagree
+        rows = {
+            f.name: {values: value for _, _, values, value in f.rows} for f in health_families(state.current().health)
+        }
+        assert rows["kafka_broker_views_disagree"][(KRAFT_NAME, victim.name, "broker")] == 1.0
+        assert rows["kafka_broker_views_disagree"][(KRAFT_NAME, kraft_cluster.brokers()[1].name, "broker")] == 0.0
+    finally:
+        scraper.stop()
+        link.close()
+
+
+def test_sasl_plain_and_scram_read_the_quorum_and_a_wrong_password_is_one_clear_error_never_shown(
+    kraft_cluster: KafkaCluster, tmp_path: Path
+) -> None:
+    """Four views of the same nodes through the brokers' SASL_PLAINTEXT listener (conftest's sasl_users):
+    PLAIN with the password from an environment variable, SCRAM-SHA-256 from a file, SCRAM-SHA-512, and
+    PLAIN with a wrong password. The first three answer; the last is ctlplane_quorum_up 0 with Kafka's
+    reason while its JMX is read as before; neither password is on any page or in the process's output."""
+    assert kraft_cluster.sasl_bootstrap, "the session cluster has a SASL listener"
+    user, password = next(iter(SASL_USERS.items()))
+    wrong = "wrong-Pa55-" + password[::-1]
+    (tmp_path / "scram-password").write_text(password + "\n")
+    (tmp_path / "wrong-password").write_text(wrong)
+    base = clusters_config((kraft_cluster,))[0]
+    base.pop("bootstrap_controllers", None)
+
+    def view(name: str, mechanism: str, secret: dict[str, str]) -> dict[str, object]:
+        admin = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": mechanism, "username": user, **secret}
+        return {**base, "name": name, "bootstrap_servers": kraft_cluster.sasl_bootstrap.split(","), "admin": admin}
+
+    port = free_port()
+    config = tmp_path / "ctlplane.yaml"
+    document = {
+        "clusters": [
+            view("sasl-plain", "PLAIN", {"password_env": "CTLPLANE_TEST_SASL_PASSWORD"}),
+            view("sasl-scram", "SCRAM-SHA-256", {"password_file": str(tmp_path / "scram-password")}),
+            view("sasl-scram-512", "SCRAM-SHA-512", {"password_env": "CTLPLANE_TEST_SASL_PASSWORD"}),
+            view("sasl-wrong", "PLAIN", {"password_file": str(tmp_path / "wrong-password")}),
+        ],
+        "scrape": {"interval_seconds": 2, "timeout_seconds": 1.5},
+        "http": {"port": port},
+    }
+    config.write_text(yaml.safe_dump(document))
+    output = tmp_path / "ctlplane.out"
+    with output.open("wb") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ctlplane.cli", "run", "--config", str(config)],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "CTLPLANE_TEST_SASL_PASSWORD": password},
+        )
+        try:
+            wanted = [
+                'ctlplane_quorum_up{cluster="sasl-plain"} 1.0',
+                'ctlplane_quorum_up{cluster="sasl-scram"} 1.0',
+                'ctlplane_quorum_up{cluster="sasl-scram-512"} 1.0',
+                'ctlplane_quorum_up{cluster="sasl-wrong"} 0.0',
+            ] + [
+                f'ctlplane_up{{cluster="sasl-wrong",node="{n.name}",role="{n.roles[0]}"}} 1.0'
+                for n in kraft_cluster.nodes
+            ]
+            deadline = time.monotonic() + 90
+            text = ""
+            while not all(line in text for line in wanted):
+                assert process.poll() is None, output.read_text()
+                assert time.monotonic() < deadline, f"missing {[w for w in wanted if w not in text]}:\n{text}"
+                time.sleep(1)
+                try:
+                    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+                except httpx.HTTPError:
+                    continue
+            pages = [text]
+            for path in ("/api/v1/snapshot", "/api/v1/health"):
+                response = httpx.get(f"http://127.0.0.1:{port}{path}", timeout=5)
+                assert response.status_code == 200, path
+                pages.append(response.text)
+            snapshot = httpx.get(f"http://127.0.0.1:{port}/api/v1/snapshot", timeout=5).json()
+            quorum = {c["name"]: c.get("quorum") or {} for c in snapshot["clusters"]}
+            error = quorum["sasl-wrong"].get("error") or ""
+            # Kafka's own words (SaslAuthenticationException), prefixed with what was asked
+            assert error.startswith("bootstrap.servers ") and "Authentication failed" in error, error
+            assert quorum["sasl-plain"].get("error") is None and quorum["sasl-plain"]["leader_id"] >= 0
+        finally:
+            process.terminate()
+            process.wait(timeout=20)
+    pages.append(output.read_text())
+    for secret in (password, wrong):
+        assert not [page[:200] for page in pages if secret in page], "a password is shown"

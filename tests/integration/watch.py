@@ -32,6 +32,7 @@ def targets_of(*clusters: KafkaCluster) -> list[Target]:
             node.name,
             Endpoint("127.0.0.1", node.jmx_port),
             Role.COMBINED if len(node.roles) > 1 else Role(node.roles[0]),
+            node.node_id,
         )
         for cluster in clusters
         for node in cluster.nodes

@@ -289,6 +289,24 @@ class TestClusterView:
         assert "7" in strings
         assert "22:13:20 2 active controllers: ctl-1, ctl-2" in strings
 
+    def test_the_quorums_leader_and_a_disagreement_of_the_views_are_on_the_card_and_the_row(self) -> None:
+        decided = replace(
+            broker("b1", node_id=101),
+            evidence="quorum: unfenced (describeCluster), caught up 1s ago; its own JMX says UNREACHABLE",
+            up=False,
+            decided_by="quorum",
+            views_disagree=True,
+        )
+        health = replace(cluster_health(brokers=(decided,)), quorum_leader_id=2, controller_views_disagree=True)
+        card = list(texts(as_dict(views.controller_card(health, [], T0))))
+        assert "quorum's leader" in card and "id 2 (the nodes' JMX says otherwise)" in card
+        snapshot = ClusterSnapshot("c1", (node("b1", node_id=101, up=False),))
+        [row] = find(as_dict(views.node_table(snapshot, health)), **{"data-node": "b1"})
+        assert find(row, **{"data-views-disagree": "true"})
+        assert "VIEWS DISAGREE" in list(texts(row))
+        without = replace(health, quorum_leader_id=None, controller_views_disagree=False)
+        assert "quorum's leader" not in list(texts(as_dict(views.controller_card(without, [], T0))))
+
     def test_unknown_cluster(self) -> None:
         tree = as_dict(views.cluster_view("nope", observation(()), [], NO_ALERTS, T0))
         assert "No cluster named 'nope' in the exporter's config." in list(texts(tree))

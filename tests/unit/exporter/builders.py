@@ -65,7 +65,9 @@ def kraft_controller(
     up: bool = True,
     cluster: str = "c1",
     heartbeat_timeouts: float | None = None,
+    leader: float | None = None,
 ) -> NodeSnapshot:
+    """`leader`: the node's raft current-leader gauge, left out when None."""
     values: dict[str | tuple[str, tuple[tuple[str, str], ...]], float] = {
         "kafka_controller_active": 1.0 if active else 0.0,
         "kafka_raft_current_epoch": epoch,
@@ -75,6 +77,8 @@ def kraft_controller(
     }
     if heartbeat_timeouts is not None:
         values["kafka_controller_timed_out_broker_heartbeats_total"] = heartbeat_timeouts
+    if leader is not None:
+        values["kafka_raft_current_leader"] = leader
     for broker, state in (registrations or {}).items():
         values[("kafka_controller_broker_registration_state", (("broker", str(broker)),))] = state
     return node(name, values, role=Role.CONTROLLER, node_id=node_id, at=at, up=up, cluster=cluster)

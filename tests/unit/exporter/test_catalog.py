@@ -103,3 +103,12 @@ def test_the_raft_state_help_names_every_state_a_claimed_release_sets() -> None:
     named = set(re.findall(r"[a-z]+(?:-[a-z]+)*", raft_state.help))
     for release in RELEASES:
         assert set(release.raft_states) <= named, f"Kafka {release.line}: {set(release.raft_states) - named}"
+
+
+def test_mbeans_registered_as_the_controller_moves_are_asked_again_within_a_round() -> None:
+    """Per-broker MBeans that appear on a node when it wins an election or a broker registers: a minute-old
+    "not here" hid them after a failover (ZooKeeper mode on 2.8.2, KRaft's heartbeat ages on 4.1.1)."""
+    moving = {"ControllerChannelManager", "BrokerRegistrationState", "TimeSinceLastHeartbeatReceivedMs"}
+    for spec in CATALOG:
+        if any(part in spec.mbean for part in moving) and "*" in spec.mbean:
+            assert spec.follows_controller, spec.series

@@ -421,6 +421,31 @@ def test_a_deposed_leader_never_becomes_the_controller_again_while_the_new_one_i
         assert (cluster.controller.node, cluster.controller.failovers_total) == (identity, failovers), f"step {at}"
 
 
+def test_a_claimant_whose_raft_already_names_another_leader_is_not_the_controller_nor_a_failover() -> None:
+    # Seen on real KRaft 3.9.2: the resumed old leader learns the new epoch in its raft thread (current-epoch
+    # and current-leader move at once) while its controller still claims until its event queue runs
+    # handleLeaderChange -> renounce(); with the same epoch as the real leader and a lower id it was picked,
+    # and the flip there and back counted two failovers more.
+    memory = HealthMemory()
+    steps = [
+        # (c1 active, c1 epoch, c1 raft leader, c2 active, c2 epoch, c2 raft leader): expected (node, failovers)
+        ((True, 3, 1, False, 3, 1), ("c1", 0)),
+        ((True, 3, 1, True, 4, 2), ("c2", 1)),  # c1 paused: c2 elected in 4; c1's read is an old one
+        ((True, 4, 2, True, 4, 2), ("c2", 1)),  # c1 resumed, raft follows c2, renounce not yet run
+        ((True, 4, -1, True, 4, 2), ("c2", 1)),  # (or has no leader yet): still not a claimant
+        ((False, 4, 2, True, 4, 2), ("c2", 1)),
+    ]
+    for at, (values, expected) in enumerate(steps, start=1):
+        a1, e1, l1, a2, e2, l2 = values
+        cluster, memory = _health(
+            kraft_controller("c1", 1, active=a1, epoch=e1, leader=l1),
+            kraft_controller("c2", 2, active=a2, epoch=e2, leader=l2),
+            memory=memory,
+            at=float(at),
+        )
+        assert (cluster.controller.node, cluster.controller.failovers_total) == expected, f"step {at}"
+
+
 def test_a_claimant_below_the_epoch_the_brokers_report_is_not_the_controller() -> None:
     cluster, _ = _health(
         kraft_controller("c1", 1, active=True, epoch=5),  # resumed after a pause, first sight

@@ -4,18 +4,22 @@ Admin client itself is tested against real KRaft clusters (tests/integration/tes
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
+import yaml
 
 from exporter import kafka_admin
 from exporter.config import ConfigError, parse_settings
-from exporter.families import quorum_families
+from exporter.families import health_families, quorum_families
+from exporter.health import ClusterHealth, FleetHealth, HealthMemory, Lifecycle, Thresholds, evaluate
 from exporter.jmx.base import Endpoint
 from exporter.jsonapi import snapshot_from_dict, snapshot_to_dict
-from exporter.model import ClusterSnapshot, FleetSnapshot, QuorumReplica, QuorumView
+from exporter.model import ClusterSnapshot, Failure, FleetSnapshot, NodeSnapshot, QuorumReplica, QuorumView
 from exporter.scraper import Scraper, Target
+from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller
 from tests.unit.exporter.test_scraper import ScriptedClient
 
 READ_AT = 1_000.0
@@ -30,6 +34,7 @@ VIEW = QuorumView(
         QuorumReplica(1, False, 400, READ_AT - 12.0, READ_AT - 30.0),
         QuorumReplica(9, False, 510, None, None),  # an observer the leader has not heard from
     ),
+    fenced={1: True, 9: False},
 )
 
 
@@ -109,6 +114,9 @@ def test_quorum_series_say_what_kafka_metadata_quorum_describe_says() -> None:
     assert rows["kafka_quorum_replica_last_caught_up_age_seconds"][("c1", "1", "broker")] == 30.0
     assert rows["kafka_quorum_replica_last_fetch_age_seconds"][("c1", "1", "broker")] == 12.0
     assert ("c1", "9", "broker") not in rows["kafka_quorum_replica_last_fetch_age_seconds"]  # never fetched
+    assert rows["kafka_broker_fenced"] == {("c1", "1", "broker"): 1.0, ("c1", "9", "broker"): 0.0}
+    unasked = _rows(QuorumView(read_at=READ_AT, leader_id=101, registrations_error="UnsupportedVersionException"))
+    assert "kafka_broker_fenced" not in unasked  # brokers before 4.0 cannot say: no guess
 
 
 def test_a_quorum_without_an_answer_is_only_its_up_series() -> None:
@@ -134,6 +142,63 @@ def test_bootstrap_addresses_are_checked_and_only_one_kind_is_allowed() -> None:
         parse_settings(
             {"clusters": [{**CLUSTER, "bootstrap_servers": ["a:9092"]}], "scrape": {"client": "jmxquery"}}, "t"
         )
+
+
+def test_the_admin_block_needs_a_sasl_user_only_on_sasl_listeners_and_a_quorum_view_to_secure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    servers = {**CLUSTER, "bootstrap_servers": ["a:9092"]}
+    sasl = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "SCRAM-SHA-512", "username": "u"}
+    monkeypatch.setenv("ADMIN_PW", "s3cret")
+    ok = parse_settings({"clusters": [{**servers, "admin": {**sasl, "password_env": "ADMIN_PW"}}]}, "t")
+    admin = ok.clusters[0].admin
+    assert admin is not None and admin.password() is not None and "s3cret" not in repr(ok)
+    with pytest.raises(ConfigError, match="needs sasl_mechanism and username"):
+        parse_settings({"clusters": [{**servers, "admin": {"security_protocol": "SASL_PLAINTEXT"}}]}, "t")
+    with pytest.raises(ConfigError, match="username needs password_file or password_env"):
+        parse_settings({"clusters": [{**servers, "admin": sasl}]}, "t")
+    with pytest.raises(ConfigError, match="are for SASL listeners"):
+        parse_settings({"clusters": [{**servers, "admin": {"sasl_mechanism": "PLAIN"}}]}, "t")
+    with pytest.raises(ConfigError, match="set bootstrap_servers or bootstrap_controllers too"):
+        parse_settings({"clusters": [{**CLUSTER, "admin": {**sasl, "password_env": "ADMIN_PW"}}]}, "t")
+    with pytest.raises(ConfigError, match="security_protocol"):  # not offered until a real cluster shows it works
+        parse_settings({"clusters": [{**servers, "admin": {"security_protocol": "SSL"}}]}, "t")
+
+
+def test_a_missing_or_multi_line_admin_password_is_a_config_problem_naming_the_cluster(tmp_path: Path) -> None:
+    from exporter.config import load_settings
+
+    def settings_with(password_file: Path) -> Path:
+        admin = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN", "username": "u"}
+        cluster = {**CLUSTER, "bootstrap_servers": ["a:9092"], "admin": {**admin, "password_file": str(password_file)}}
+        config = tmp_path / "c.yaml"
+        config.write_text(yaml.safe_dump({"clusters": [cluster]}))
+        return config
+
+    with pytest.raises(ConfigError, match=r"clusters\.0\.admin \(cluster .*\): cannot read password_file"):
+        load_settings(settings_with(tmp_path / "absent"))
+    two_lines = tmp_path / "two-lines"
+    two_lines.write_text("first\nsecond\n")
+    with pytest.raises(ConfigError, match="line break"):
+        load_settings(settings_with(two_lines))
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "module"),
+    [
+        ("PLAIN", "org.apache.kafka.common.security.plain.PlainLoginModule"),
+        ("SCRAM-SHA-256", "org.apache.kafka.common.security.scram.ScramLoginModule"),
+    ],
+)
+def test_sasl_settings_quote_the_user_and_password_as_kafkas_jaas_parser_reads_them(
+    mechanism: str, module: str
+) -> None:
+    props = kafka_admin.security_properties("SASL_PLAINTEXT", mechanism, "u", 'p"a\\ss')
+    assert props["security.protocol"] == "SASL_PLAINTEXT" and props["sasl.mechanism"] == mechanism
+    assert props["sasl.jaas.config"] == f'{module} required username="u" password="p\\"a\\\\ss";'
+    assert kafka_admin.security_properties("PLAINTEXT") == {"security.protocol": "PLAINTEXT"}
+    with pytest.raises(ValueError, match="line break"):
+        kafka_admin.security_properties("SASL_PLAINTEXT", mechanism, "u", "a\nb")
 
 
 def test_the_quorum_view_round_trips_through_the_snapshot_json() -> None:
@@ -163,3 +228,140 @@ def test_baked_in_client_jars_are_used_and_a_wrong_directory_is_one_clear_error(
     for name in (kafka_admin.MAIN_JAR, "slf4j-api-1.7.36.jar"):
         (tmp_path / name).write_bytes(b"")
     assert [p.name for p in kafka_admin.client_jars()] == sorted([kafka_admin.MAIN_JAR, "slf4j-api-1.7.36.jar"])
+
+
+# --- the health model: the quorum's view first --------------------------------------------------------
+
+
+def _with_quorum(*nodes: NodeSnapshot, view: QuorumView) -> ClusterHealth:
+    snapshot = fleet(*nodes, at=READ_AT)
+    (cluster,) = snapshot.clusters
+    health, _ = evaluate(replace(snapshot, clusters=(replace(cluster, quorum=view),)), HealthMemory(), Thresholds())
+    return health.clusters[0]
+
+
+def _view(
+    *, fenced: dict[int, bool] | None, caught_up_ago: float = 1.0, fetched_ago: float = 0.1, leader: int = 1
+) -> QuorumView:
+    """The quorum of controller 1 (leader by default) and observers 101 and 102, each last fetching
+    `fetched_ago` and caught up `caught_up_ago` seconds before the read."""
+    observers = tuple(
+        QuorumReplica(nid, False, 100, READ_AT - fetched_ago, READ_AT - caught_up_ago) for nid in (101, 102)
+    )
+    return QuorumView(
+        read_at=READ_AT,
+        leader_id=leader,
+        leader_epoch=5,
+        high_watermark=100,
+        replicas=(QuorumReplica(1, True, 100, READ_AT, READ_AT), *observers),
+        fenced=fenced,
+    )
+
+
+def test_a_broker_whose_jmx_is_unreachable_is_active_by_the_quorums_word_and_the_views_disagree() -> None:
+    controller = kraft_controller("ctl", 1, active=True)
+    blocked = kraft_broker("b1", 101, up=False, failure=Failure.TIMEOUT)
+    cluster = _with_quorum(controller, blocked, view=_view(fenced={101: False}))
+    broker = cluster.brokers[0]
+    assert broker.state is Lifecycle.ACTIVE and broker.decided_by == "quorum" and broker.views_disagree
+    said = "quorum: unfenced (describeCluster), fetching, caught up 1s ago; its own JMX says UNREACHABLE"
+    assert broker.evidence.startswith(said), broker.evidence
+
+
+def test_the_quorums_names_correct_a_fenced_count_that_jmx_matched_to_the_wrong_broker() -> None:
+    """Kafka 4.0: FencedBrokerCount=1 and no names. b1's JMX is blocked (it is fine), b2 runs and answers
+    but the controller has fenced it: JMX alone guesses b1; describeCluster names b2."""
+    controller = kraft_controller("ctl", 1, active=True, fenced=1)
+    blocked, fenced = kraft_broker("b1", 101, up=False, failure=Failure.TIMEOUT), kraft_broker("b2", 102)
+    jmx_only, _ = evaluate(fleet(controller, blocked, fenced, at=READ_AT), HealthMemory(), Thresholds())
+    assert {b.node: b.state for b in jmx_only.clusters[0].brokers} == {"b1": Lifecycle.FENCED, "b2": Lifecycle.ACTIVE}
+    cluster = _with_quorum(controller, blocked, fenced, view=_view(fenced={101: False, 102: True}))
+    assert {b.node: (b.state, b.views_disagree) for b in cluster.brokers} == {
+        "b1": (Lifecycle.ACTIVE, True),
+        "b2": (Lifecycle.FENCED, True),
+    }
+
+
+def test_a_broker_the_quorum_names_fenced_is_fenced_even_when_its_jmx_looks_fine() -> None:
+    controller = kraft_controller("ctl", 1, active=True, fenced=1)
+    cluster = _with_quorum(controller, kraft_broker("b1", 101), view=_view(fenced={101: True}, caught_up_ago=30))
+    broker = cluster.brokers[0]
+    assert broker.state is Lifecycle.FENCED and broker.views_disagree, broker.evidence
+    assert "quorum: fenced (describeCluster), caught up 30s ago" in broker.evidence
+
+
+def test_caught_up_alone_is_not_unfenced_unless_the_controller_counts_no_fenced_broker() -> None:
+    down = kraft_broker("b1", 101, up=False, failure=Failure.TIMEOUT)
+    counted = _with_quorum(kraft_controller("ctl", 1, active=True, fenced=1), down, view=_view(fenced=None))
+    assert counted.brokers[0].state is not Lifecycle.ACTIVE and not counted.brokers[0].views_disagree
+    none_fenced = _with_quorum(kraft_controller("ctl", 1, active=True, fenced=0), down, view=_view(fenced=None))
+    assert none_fenced.brokers[0].state is Lifecycle.ACTIVE and none_fenced.brokers[0].views_disagree
+    behind = _with_quorum(
+        kraft_controller("ctl", 1, active=True, fenced=0), down, view=_view(fenced=None, caught_up_ago=60)
+    )
+    assert behind.brokers[0].state is Lifecycle.UNREACHABLE  # not following: the quorum says nothing of it
+
+
+def test_a_process_gone_or_no_longer_fetching_is_not_brought_back_by_the_quorums_recent_word() -> None:
+    """Just after a crash the quorum still remembers the broker caught up seconds ago. A refused JMX
+    connection is a process that is not there, and a replica that stopped fetching is not alive."""
+    controller = kraft_controller("ctl", 1, active=True)
+    refused = _with_quorum(controller, kraft_broker("b1", 101, up=False), view=_view(fenced={101: False}))
+    assert refused.brokers[0].state is Lifecycle.UNREACHABLE and not refused.brokers[0].views_disagree
+    frozen = kraft_broker("b1", 101, up=False, failure=Failure.TIMEOUT)
+    stopped = _with_quorum(controller, frozen, view=_view(fenced={101: False}, fetched_ago=8, caught_up_ago=8))
+    assert stopped.brokers[0].state is Lifecycle.UNREACHABLE and not stopped.brokers[0].views_disagree
+
+
+def test_the_quorum_never_overrides_a_start_up_or_a_controlled_shutdown() -> None:
+    controller = kraft_controller("ctl", 1, active=True, registrations={101: 10})
+    starting = _with_quorum(controller, kraft_broker("b1", 101, broker_state=1), view=_view(fenced={101: True}))
+    assert starting.brokers[0].state is Lifecycle.INITIAL and not starting.brokers[0].views_disagree
+    stopping = _with_quorum(controller, kraft_broker("b1", 101, broker_state=6), view=_view(fenced={101: False}))
+    assert stopping.brokers[0].state is Lifecycle.SHUTDOWN and not stopping.brokers[0].views_disagree
+
+
+def test_agreeing_views_say_so_and_a_cluster_without_the_quorum_view_is_read_as_before() -> None:
+    controller = kraft_controller("ctl", 1, active=True, registrations={101: 30})
+    agreed = _with_quorum(controller, kraft_broker("b1", 101), view=_view(fenced={101: False}))
+    assert agreed.brokers[0].state is Lifecycle.ACTIVE and not agreed.brokers[0].views_disagree
+    assert agreed.brokers[0].decided_by == "quorum" and agreed.quorum_leader_id == 1
+    assert not agreed.controller_views_disagree
+    health, _ = evaluate(fleet(controller, kraft_broker("b1", 101), at=READ_AT), HealthMemory(), Thresholds())
+    plain = health.clusters[0]
+    assert plain.brokers[0].decided_by == "jmx" and plain.quorum_leader_id is None
+
+
+def test_a_controller_jmx_calls_active_that_the_quorum_does_not_lead_is_a_disagreement() -> None:
+    zombie = kraft_controller("ctl", 1, active=True)
+    cluster = _with_quorum(zombie, kraft_broker("b1", 101), view=_view(fenced={101: False}, leader=2))
+    assert cluster.controller_views_disagree and cluster.quorum_leader_id == 2
+    rows = {f.name: {values: value for _, _, values, value in f.rows} for f in health_families(FleetHealth((cluster,)))}
+    assert rows["kafka_cluster_controller_views_disagree"] == {("c1",): 1.0}
+    assert rows["kafka_broker_views_disagree"] == {("c1", "b1", "broker"): 0.0}
+
+
+def test_a_failed_client_fetch_is_one_clear_error_not_retried_every_round(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(kafka_admin.JARS_ENV, raising=False)
+    monkeypatch.setattr(kafka_admin, "cache_root", lambda: tmp_path)
+    monkeypatch.setattr(kafka_admin, "_fetch_failure", None)
+    looked_up: list[str] = []
+    monkeypatch.setattr("shutil.which", lambda name: looked_up.append(name))
+    for _ in range(3):
+        with pytest.raises(kafka_admin.AdminClientError, match="'mvn' is not on PATH"):
+            kafka_admin.client_jars()
+    assert looked_up == ["mvn"]  # once: the next rounds get the same error until FETCH_RETRY_SECONDS pass
+
+
+def test_a_node_whose_jmx_never_answered_has_its_configured_id_so_the_quorum_can_name_it() -> None:
+    client = ScriptedClient()
+    client.failing.add(1)
+    targets = [Target("c1", "b1", Endpoint("127.0.0.1", 1), node_id=101), Target("c1", "b2", Endpoint("127.0.0.1", 2))]
+    snapshot = Scraper(targets, client, interval_seconds=1, timeout_seconds=0.3, workers=2).scrape_once()
+    assert {n.node: (n.up, n.node_id) for n in snapshot.nodes()} == {"b1": (False, 101), "b2": (True, None)}
+    settings = parse_settings({"clusters": [{"name": "c1", "nodes": [{"address": "h:1", "node_id": 101}]}]}, "t")
+    assert settings.clusters[0].nodes[0].node_id == 101
+    with pytest.raises(ConfigError, match="node_id"):
+        parse_settings({"clusters": [{"name": "c1", "nodes": [{"address": "h:1", "node_id": -1}]}]}, "t")
