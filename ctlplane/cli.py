@@ -99,11 +99,14 @@ def build_quorum_sources(settings: Settings) -> dict[str, QuorumSource]:
         security = None
         if cluster.admin is not None:
             password = cluster.admin.password()
+            certificate = cluster.admin.client_certificate()
             security = security_properties(
                 cluster.admin.security_protocol,
                 cluster.admin.sasl_mechanism,
                 cluster.admin.username,
                 password.get_secret_value() if password is not None else None,
+                ca_file=str(cluster.admin.ca_file) if cluster.admin.ca_file is not None else None,
+                certificate=(certificate[0], certificate[1].get_secret_value()) if certificate is not None else None,
             )
         sources[cluster.name] = QuorumReader(
             cluster.name,

@@ -120,25 +120,51 @@ SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
 
 
 class AdminSecurity(_Credentials):
-    """How the quorum's view (Kafka's admin client) authenticates to the cluster's listener.
+    """How the quorum's view (Kafka's admin client) reaches the cluster's listener.
 
-    `security_protocol` is the listener's, as in Kafka's `security.protocol`; SASL needs `sasl_mechanism`,
-    `username` and a password source. Only what a real cluster has been shown to accept is offered
-    (README "The quorum's view")."""
+    `security_protocol` is the listener's, as Kafka's `security.protocol`. SASL needs `sasl_mechanism`,
+    `username` and a password source. TLS trusts `ca_file` (PEM; the JVM's trust store without it) and
+    checks the listener's host name; `cert_file` + `key_file` (PEM, the key unencrypted PKCS#8) are the
+    client certificate a listener with `ssl.client.auth=required` asks for."""
 
-    security_protocol: Literal["PLAINTEXT", "SASL_PLAINTEXT"] = "PLAINTEXT"
+    security_protocol: Literal["PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL"] = "PLAINTEXT"
     sasl_mechanism: SaslMechanism | None = None
+    ca_file: Path | None = None
+    cert_file: Path | None = None
+    key_file: Path | None = None
 
     @model_validator(mode="after")
-    def _sasl_needs_a_user(self) -> AdminSecurity:
+    def _fits_the_protocol(self) -> AdminSecurity:
         sasl = self.security_protocol.startswith("SASL_")
+        tls = self.security_protocol.endswith("SSL")
         if sasl and (self.sasl_mechanism is None or self.username is None):
             raise ValueError(f"security_protocol {self.security_protocol} needs sasl_mechanism and username")
         if not sasl and (self.sasl_mechanism is not None or self.username is not None):
             raise ValueError(
                 f"sasl_mechanism and username are for SASL listeners; security_protocol is {self.security_protocol}"
             )
+        if not tls and (self.ca_file or self.cert_file or self.key_file):
+            raise ValueError(
+                f"ca_file, cert_file and key_file are for TLS listeners; security_protocol is {self.security_protocol}"
+            )
+        if (self.cert_file is None) != (self.key_file is None):
+            raise ValueError("cert_file and key_file go together")
         return self
+
+    def files(self) -> list[tuple[str, Path]]:
+        return [(name, path) for name in ("ca_file", "cert_file", "key_file") if (path := getattr(self, name))]
+
+    def client_certificate(self) -> tuple[str, SecretStr] | None:
+        """The client certificate chain and key, read now; ValueError naming the file if one cannot be."""
+        if self.cert_file is None or self.key_file is None:
+            return None
+        texts = []
+        for name, path in (("cert_file", self.cert_file), ("key_file", self.key_file)):
+            try:
+                texts.append(path.read_text())
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ValueError(f"cannot read {name} {path}: {getattr(exc, 'strerror', None) or exc}") from exc
+        return texts[0], SecretStr(texts[1])
 
 
 RoleHint = Literal["broker", "controller", "combined"]
@@ -515,6 +541,9 @@ def _check_files(settings: Settings) -> list[Problem]:
             where = f"clusters.{index}.jmx" if cluster.jmx is not None else "jmx"
             problems.append(f"{where} (cluster {cluster.name}): {exc}")
         if cluster.admin is not None:
+            for name, file in cluster.admin.files():
+                if (problem := _readable_file(file)) is not None:
+                    problems.append(f"clusters.{index}.admin.{name}: {problem}")
             try:
                 secret = cluster.admin.password()
             except ValueError as exc:

@@ -158,18 +158,31 @@ def quorum_view(info: Any, read_at: float) -> QuorumView:
     )
 
 
+# Java's wrappers around what Kafka said (Future.get's ExecutionException, and the like)
+_WRAPPERS = frozenset({"ExecutionException", "CompletionException", "UndeclaredThrowableException"})
+
+
+def _class_and_message(throwable: Any) -> tuple[str, str]:
+    name = throwable.getClass().getSimpleName() if hasattr(throwable, "getClass") else type(throwable).__name__
+    message = throwable.getMessage() if hasattr(throwable, "getMessage") else str(throwable)
+    return str(name), str(message or "")
+
+
 def _reason(exc: BaseException) -> str:
-    """The innermost cause's class and message: ExecutionException wraps what Kafka said."""
-    cause: Any = exc
-    seen = 0
-    while seen < 10:
-        inner = cause.getCause() if hasattr(cause, "getCause") else None
-        if inner is None:
-            break
-        cause, seen = inner, seen + 1
-    name = cause.getClass().getSimpleName() if hasattr(cause, "getClass") else type(cause).__name__
-    message = cause.getMessage() if hasattr(cause, "getMessage") else str(cause)
-    return f"{name}: {message}" if message else str(name)
+    """Kafka's exception and, where it has a cause, the root cause: "SslAuthenticationException: SSL
+    handshake failed (SunCertPathBuilderException: unable to find valid certification path ...)" says both
+    what failed and why."""
+    chain: list[Any] = [exc]
+    while len(chain) < 10 and (inner := chain[-1].getCause() if hasattr(chain[-1], "getCause") else None):
+        chain.append(inner)
+    said = next((t for t in chain if _class_and_message(t)[0] not in _WRAPPERS), chain[-1])
+    name, message = _class_and_message(said)
+    text = f"{name}: {message}" if message else name
+    if chain[-1] is not said:
+        root_name, root_message = _class_and_message(chain[-1])
+        if root_message not in text:
+            text += f" ({root_name}: {root_message})" if root_message else f" ({root_name})"
+    return text
 
 
 # Kafka's login modules per SASL mechanism (clients/.../security/plain, .../security/scram)
@@ -192,10 +205,18 @@ def _jaas_quoted(value: str) -> str:
 
 
 def security_properties(
-    protocol: str, mechanism: str | None = None, username: str | None = None, password: str | None = None
+    protocol: str,
+    mechanism: str | None = None,
+    username: str | None = None,
+    password: str | None = None,
+    *,
+    ca_file: str | None = None,
+    certificate: tuple[str, str] | None = None,
 ) -> dict[str, str]:
-    """The admin client's security settings: `security.protocol`, and for SASL the mechanism and an inline
-    `sasl.jaas.config` (a PASSWORD-type config, which Kafka never logs in clear)."""
+    """The admin client's security settings: `security.protocol`; for SASL the mechanism and an inline
+    `sasl.jaas.config`; for TLS the CA to trust (`ca_file`, PEM) and the client's (certificate chain, key)
+    as PEM text (KIP-651's `ssl.keystore.certificate.chain` / `ssl.keystore.key`). The password, the JAAS
+    config and the key are PASSWORD-type configs, which Kafka never logs in clear."""
     props = {"security.protocol": protocol}
     if protocol.startswith("SASL_"):
         if mechanism not in _LOGIN_MODULES or username is None or password is None:
@@ -204,6 +225,11 @@ def security_properties(
         props["sasl.jaas.config"] = (
             f"{_LOGIN_MODULES[mechanism]} required username={_jaas_quoted(username)} password={_jaas_quoted(password)};"
         )
+    if ca_file is not None:
+        props |= {"ssl.truststore.type": "PEM", "ssl.truststore.location": ca_file}
+    if certificate is not None:
+        chain, key = certificate
+        props |= {"ssl.keystore.type": "PEM", "ssl.keystore.certificate.chain": chain, "ssl.keystore.key": key}
     return props
 
 

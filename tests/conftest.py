@@ -107,10 +107,17 @@ def zk_cluster_no_listener(kafka_workdir: Path, zookeeper: ZooKeeperServer) -> I
 @pytest.fixture(scope="session")
 def kraft_cluster(kafka_workdir: Path) -> Iterator[KafkaCluster]:
     """KRaft (4.3.1 unless the matrix says otherwise), 3 controller-only + 2 broker-only nodes, broker
-    session timeout 6 s; the brokers also take SASL_USERS on a SASL_PLAINTEXT listener."""
+    session timeout 6 s; the brokers also listen with SASL_PLAINTEXT (SASL_USERS), SSL (a client
+    certificate of the cluster's pki required) and SASL_SSL."""
     started = time.monotonic()
     cluster = localkafka.start_kraft_cluster(
-        KRAFT_NAME, kafka_workdir, controllers=3, brokers=2, version=KRAFT_UNDER_TEST, sasl_users=SASL_USERS
+        KRAFT_NAME,
+        kafka_workdir,
+        controllers=3,
+        brokers=2,
+        version=KRAFT_UNDER_TEST,
+        sasl_users=SASL_USERS,
+        pki=localkafka.make_local_pki(kafka_workdir / "pki"),
     )
     _timed(f"{KRAFT_NAME} (3 controllers + 2 brokers, incl. storage format)", started)
     yield cluster

@@ -19,7 +19,8 @@ CLI: ``python -m ctlplane.localkafka up [--workdir DIR]``.
 
 Where things are: ``versions`` (the pinned releases, how a version reads), ``jars`` (Maven into the
 cache), ``process`` (a JVM: command line, logging, signals, ports), ``nodes`` (ZooKeeper and Kafka
-nodes), ``clusters`` (ZooKeeper-mode and KRaft clusters, the test fleets), ``admin`` (topics), and
+nodes), ``clusters`` (ZooKeeper-mode and KRaft clusters, the test fleets), ``tls`` (a throw-away CA for
+TLS listeners), ``admin`` (topics), and
 ``__main__`` (the CLI). This module re-exports what callers use.
 """
 
@@ -38,6 +39,7 @@ from ctlplane.localkafka.errors import ClusterStartError, JarFetchError, LocalKa
 from ctlplane.localkafka.jars import JARS_MARKER, cache_dir, ensure_jars, repo_root
 from ctlplane.localkafka.nodes import KafkaNode, ZooKeeperServer, start_zookeeper
 from ctlplane.localkafka.process import LOOPBACK, free_port, java_executable, port_open
+from ctlplane.localkafka.tls import LocalPki, make_local_pki
 from ctlplane.localkafka.versions import KRAFT_VERSION, ZK_VERSION, cluster_label, logging_flavour, major_minor
 
 __all__ = [
@@ -50,6 +52,7 @@ __all__ = [
     "KafkaCluster",
     "KafkaNode",
     "LocalKafkaError",
+    "LocalPki",
     "ZooKeeperServer",
     "cache_dir",
     "cluster_label",
@@ -63,6 +66,7 @@ __all__ = [
     "kraft_cluster_id",
     "logging_flavour",
     "major_minor",
+    "make_local_pki",
     "port_open",
     "quorum_bootstrap",
     "repo_root",

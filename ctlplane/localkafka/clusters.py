@@ -24,6 +24,7 @@ from ctlplane.localkafka.process import (
     stop_processes,
     write_log_config,
 )
+from ctlplane.localkafka.tls import LocalPki
 from ctlplane.localkafka.versions import KRAFT_VERSION, ZK_VERSION, major_minor
 
 STORAGE_TOOL_MAIN = "kafka.tools.StorageTool"
@@ -46,7 +47,7 @@ class KafkaCluster:
     zookeeper_connect: str | None = None  # full connect string incl. chroot (ZK mode)
     control_plane_listener: bool = False
     migrating: bool = False  # ZooKeeper brokers beside a KRaft quorum with the migration flag (migration.py)
-    sasl_bootstrap: str = ""  # brokers' SASL_PLAINTEXT listeners, when started with sasl_users
+    pki: LocalPki | None = None  # the CA of the brokers' TLS listeners, when started with one
 
     def node(self, name: str) -> KafkaNode:
         for n in self.nodes:
@@ -56,6 +57,10 @@ class KafkaCluster:
 
     def brokers(self) -> list[KafkaNode]:
         return [n for n in self.nodes if n.is_broker]
+
+    def listener_bootstrap(self, listener: str) -> list[str]:
+        """The broker-only nodes' addresses on `listener` (e.g. SASL_PLAINTEXT, SSL), [] where none has it."""
+        return [f"{LOOPBACK}:{n.listeners[listener]}" for n in self.brokers() if listener in n.listeners]
 
     def controllers(self) -> list[KafkaNode]:
         """KRaft controller nodes ([] in ZooKeeper mode, where a broker is the controller)."""
@@ -301,6 +306,7 @@ def start_kraft_cluster(
     controller_ports: Mapping[int, int] | None = None,
     combined: bool = False,
     sasl_users: Mapping[str, str] | None = None,
+    pki: LocalPki | None = None,
     wait: bool = True,
     timeout: float = 180,
 ) -> KafkaCluster:
@@ -315,7 +321,10 @@ def start_kraft_cluster(
     put something between a node and the quorum before the cluster starts.
     ``sasl_users`` (user -> password) gives every broker-only node a second client listener,
     ``SASL_PLAINTEXT``, that takes those users with PLAIN and SCRAM-SHA-256/512 (the SCRAM credentials are
-    written by the storage format, KIP-900, Kafka 3.5+); ``cluster.sasl_bootstrap`` lists them.
+    written by the storage format, KIP-900, Kafka 3.5+). With ``pki`` (tls.make_local_pki, its "server"
+    certificate) they also get ``SSL``, which requires a client certificate the CA signed, and with both,
+    ``SASL_SSL`` (the same users over TLS, no client certificate). ``cluster.listener_bootstrap(name)``
+    lists a listener's addresses.
     ``wait`` waits for ``wait_ready(timeout)``; on failure everything is stopped.
     """
     major, minor = major_minor(version)
@@ -352,6 +361,7 @@ def start_kraft_cluster(
         bootstrap="",
         workdir=base,
         cluster_id=cluster_id,
+        pki=pki,
     )
     serving = brokers + (controllers if combined else 0)  # nodes that hold partitions
 
@@ -397,9 +407,8 @@ def start_kraft_cluster(
             **broker_props(port),
         }
         listeners = {"PLAINTEXT": port}
-        if sasl_users:
-            listeners["SASL_PLAINTEXT"] = sasl_port = free_port()
-            props |= _sasl_listener_props(props, sasl_port, sasl_users)
+        secured = _secured_listener_props(props, listeners, sasl_users or {}, pki)
+        props |= secured
         specs.append((f"broker-{i}", i, ("broker",), port, listeners, props))
     _check_node_overrides(node_overrides, [spec[0] for spec in specs])
     for spec in specs:
@@ -426,9 +435,6 @@ def start_kraft_cluster(
                 )
             )
         cluster.bootstrap = ",".join(n.address for n in cluster.brokers())
-        cluster.sasl_bootstrap = ",".join(
-            f"{LOOPBACK}:{n.listeners['SASL_PLAINTEXT']}" for n in cluster.brokers() if "SASL_PLAINTEXT" in n.listeners
-        )
         scram = [
             f"{mechanism}=[name={user},password={password}]"
             for user, password in (sasl_users or {}).items()
@@ -498,25 +504,49 @@ def wait_for_nodes(
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
-def _sasl_listener_props(props: Mapping[str, str], port: int, users: Mapping[str, str]) -> dict[str, str]:
-    """A broker's extra SASL_PLAINTEXT listener taking `users` with PLAIN (their passwords in the listener's
-    JAAS config, PlainLoginModule's user_<name> options) and SCRAM-SHA-256/512 (credentials from the format)."""
-    plain_users = " ".join(f'user_{user}="{password}"' for user, password in users.items())
-    return {
-        "listeners": f"{props['listeners']},SASL_PLAINTEXT://{LOOPBACK}:{port}",
-        "advertised.listeners": f"{props['advertised.listeners']},SASL_PLAINTEXT://{LOOPBACK}:{port}",
-        "listener.security.protocol.map": f"{props['listener.security.protocol.map']},SASL_PLAINTEXT:SASL_PLAINTEXT",
-        "sasl.enabled.mechanisms": ",".join(("PLAIN", *SCRAM_MECHANISMS)),
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
-            f"org.apache.kafka.common.security.plain.PlainLoginModule required {plain_users};"
+def _secured_listener_props(
+    props: Mapping[str, str], listeners: dict[str, int], users: Mapping[str, str], pki: LocalPki | None
+) -> dict[str, str]:
+    """A broker's extra client listeners, each on a new port added to `listeners`: SASL_PLAINTEXT for
+    `users` (PLAIN, their passwords in the listener's JAAS config as PlainLoginModule's user_<name>
+    options; SCRAM-SHA-256/512, credentials from the format), SSL with a required client certificate for
+    `pki`, and SASL_SSL for both. Properties per listener name: `listener.name.<name>.<config>`."""
+    secured = [
+        name for name, wanted in (("SASL_PLAINTEXT", users), ("SSL", pki), ("SASL_SSL", users and pki)) if wanted
+    ]
+    if not secured:
+        return {}
+    for name in secured:
+        listeners[name] = free_port()
+    endpoints = ",".join(f"{name}://{LOOPBACK}:{listeners[name]}" for name in secured)
+    extra = {
+        "listeners": f"{props['listeners']},{endpoints}",
+        "advertised.listeners": f"{props['advertised.listeners']},{endpoints}",
+        "listener.security.protocol.map": (
+            props["listener.security.protocol.map"] + "".join(f",{name}:{name}" for name in secured)
         ),
-        **{
-            f"listener.name.sasl_plaintext.{mechanism.lower()}.sasl.jaas.config": (
-                "org.apache.kafka.common.security.scram.ScramLoginModule required;"
-            )
-            for mechanism in SCRAM_MECHANISMS
-        },
     }
+    if users:
+        plain_users = " ".join(f'user_{user}="{password}"' for user, password in users.items())
+        extra["sasl.enabled.mechanisms"] = ",".join(("PLAIN", *SCRAM_MECHANISMS))
+        for name in (n for n in secured if n.startswith("SASL_")):
+            prefix = f"listener.name.{name.lower()}"
+            extra[f"{prefix}.plain.sasl.jaas.config"] = (
+                f"org.apache.kafka.common.security.plain.PlainLoginModule required {plain_users};"
+            )
+            for mechanism in SCRAM_MECHANISMS:
+                extra[f"{prefix}.{mechanism.lower()}.sasl.jaas.config"] = (
+                    "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+                )
+    if pki is not None:
+        extra |= {
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(pki.bundle("server")),
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(pki.ca),
+            "listener.name.ssl.ssl.client.auth": "required",
+        }
+    return extra
 
 
 def format_storage(

@@ -257,37 +257,27 @@ def test_a_broker_whose_jmx_is_black_holed_is_active_by_the_quorums_word_and_the
         link.close()
 
 
-def test_sasl_plain_and_scram_read_the_quorum_and_a_wrong_password_is_one_clear_error_never_shown(
-    kraft_cluster: KafkaCluster, tmp_path: Path
-) -> None:
-    """Four views of the same nodes through the brokers' SASL_PLAINTEXT listener (conftest's sasl_users):
-    PLAIN with the password from an environment variable, SCRAM-SHA-256 from a file, SCRAM-SHA-512, and
-    PLAIN with a wrong password. The first three answer; the last is ctlplane_quorum_up 0 with Kafka's
-    reason while its JMX is read as before; neither password is on any page or in the process's output."""
-    assert kraft_cluster.sasl_bootstrap, "the session cluster has a SASL listener"
-    user, password = next(iter(SASL_USERS.items()))
-    wrong = "wrong-Pa55-" + password[::-1]
-    (tmp_path / "scram-password").write_text(password + "\n")
-    (tmp_path / "wrong-password").write_text(wrong)
+def _serve_views(
+    kraft_cluster: KafkaCluster,
+    tmp_path: Path,
+    views: dict[str, tuple[str, dict[str, str]]],
+    env: dict[str, str],
+    answering: set[str],
+) -> tuple[dict[str, dict[str, object]], list[str]]:
+    """`ctlplane run` over the same nodes once per view (name -> (the brokers' listener, the `admin:` block)),
+    until the views in `answering` are ctlplane_quorum_up 1 and the others 0 (a first round may be 0 while
+    the client connects) and every node is read; then each view's quorum as /api/v1/snapshot has it, and
+    every page (/metrics, /api/v1/*) and the process's output, to look for secrets."""
     base = clusters_config((kraft_cluster,))[0]
     base.pop("bootstrap_controllers", None)
-
-    def view(name: str, mechanism: str, secret: dict[str, str]) -> dict[str, object]:
-        admin = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": mechanism, "username": user, **secret}
-        return {**base, "name": name, "bootstrap_servers": kraft_cluster.sasl_bootstrap.split(","), "admin": admin}
-
+    clusters = []
+    for name, (listener, admin) in views.items():
+        bootstrap = kraft_cluster.listener_bootstrap(listener)
+        assert bootstrap, f"the session cluster's brokers have no {listener} listener"
+        clusters.append({**base, "name": name, "bootstrap_servers": bootstrap, "admin": admin})
     port = free_port()
     config = tmp_path / "ctlplane.yaml"
-    document = {
-        "clusters": [
-            view("sasl-plain", "PLAIN", {"password_env": "CTLPLANE_TEST_SASL_PASSWORD"}),
-            view("sasl-scram", "SCRAM-SHA-256", {"password_file": str(tmp_path / "scram-password")}),
-            view("sasl-scram-512", "SCRAM-SHA-512", {"password_env": "CTLPLANE_TEST_SASL_PASSWORD"}),
-            view("sasl-wrong", "PLAIN", {"password_file": str(tmp_path / "wrong-password")}),
-        ],
-        "scrape": {"interval_seconds": 2, "timeout_seconds": 1.5},
-        "http": {"port": port},
-    }
+    document = {"clusters": clusters, "scrape": {"interval_seconds": 2, "timeout_seconds": 1.5}, "http": {"port": port}}
     config.write_text(yaml.safe_dump(document))
     output = tmp_path / "ctlplane.out"
     with output.open("wb") as sink:
@@ -295,16 +285,12 @@ def test_sasl_plain_and_scram_read_the_quorum_and_a_wrong_password_is_one_clear_
             [sys.executable, "-m", "ctlplane.cli", "run", "--config", str(config)],
             stdout=sink,
             stderr=subprocess.STDOUT,
-            env={**os.environ, "CTLPLANE_TEST_SASL_PASSWORD": password},
+            env={**os.environ, **env},
         )
         try:
-            wanted = [
-                'ctlplane_quorum_up{cluster="sasl-plain"} 1.0',
-                'ctlplane_quorum_up{cluster="sasl-scram"} 1.0',
-                'ctlplane_quorum_up{cluster="sasl-scram-512"} 1.0',
-                'ctlplane_quorum_up{cluster="sasl-wrong"} 0.0',
-            ] + [
-                f'ctlplane_up{{cluster="sasl-wrong",node="{n.name}",role="{n.roles[0]}"}} 1.0'
+            wanted = [f'ctlplane_quorum_up{{cluster="{name}"}} {float(name in answering)}' for name in views] + [
+                f'ctlplane_up{{cluster="{name}",node="{n.name}",role="{n.roles[0]}"}} 1.0'
+                for name in views
                 for n in kraft_cluster.nodes
             ]
             deadline = time.monotonic() + 90
@@ -324,13 +310,85 @@ def test_sasl_plain_and_scram_read_the_quorum_and_a_wrong_password_is_one_clear_
                 pages.append(response.text)
             snapshot = httpx.get(f"http://127.0.0.1:{port}/api/v1/snapshot", timeout=5).json()
             quorum = {c["name"]: c.get("quorum") or {} for c in snapshot["clusters"]}
-            error = quorum["sasl-wrong"].get("error") or ""
-            # Kafka's own words (SaslAuthenticationException), prefixed with what was asked
-            assert error.startswith("bootstrap.servers ") and "Authentication failed" in error, error
-            assert quorum["sasl-plain"].get("error") is None and quorum["sasl-plain"]["leader_id"] >= 0
         finally:
             process.terminate()
             process.wait(timeout=20)
-    pages.append(output.read_text())
+    return quorum, [*pages, output.read_text()]
+
+
+def test_sasl_plain_and_scram_read_the_quorum_and_a_wrong_password_is_one_clear_error_never_shown(
+    kraft_cluster: KafkaCluster, tmp_path: Path
+) -> None:
+    """Four views of the same nodes through the brokers' SASL_PLAINTEXT listener (conftest's sasl_users):
+    PLAIN with the password from an environment variable, SCRAM-SHA-256 from a file, SCRAM-SHA-512, and
+    PLAIN with a wrong password. The first three answer; the last is ctlplane_quorum_up 0 with Kafka's
+    reason while its JMX is read as before; neither password is on any page or in the process's output."""
+    user, password = next(iter(SASL_USERS.items()))
+    wrong = "wrong-Pa55-" + password[::-1]
+    (tmp_path / "scram-password").write_text(password + "\n")
+    (tmp_path / "wrong-password").write_text(wrong)
+
+    def sasl(mechanism: str, secret: dict[str, str]) -> tuple[str, dict[str, str]]:
+        admin = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": mechanism, "username": user, **secret}
+        return "SASL_PLAINTEXT", admin
+
+    quorum, pages = _serve_views(
+        kraft_cluster,
+        tmp_path,
+        {
+            "sasl-plain": sasl("PLAIN", {"password_env": "CTLPLANE_TEST_SASL_PASSWORD"}),
+            "sasl-scram": sasl("SCRAM-SHA-256", {"password_file": str(tmp_path / "scram-password")}),
+            "sasl-scram-512": sasl("SCRAM-SHA-512", {"password_env": "CTLPLANE_TEST_SASL_PASSWORD"}),
+            "sasl-wrong": sasl("PLAIN", {"password_file": str(tmp_path / "wrong-password")}),
+        },
+        {"CTLPLANE_TEST_SASL_PASSWORD": password},
+        answering={"sasl-plain", "sasl-scram", "sasl-scram-512"},
+    )
+    error = str(quorum["sasl-wrong"].get("error") or "")
+    # Kafka's own words (SaslAuthenticationException), prefixed with what was asked
+    assert error.startswith("bootstrap.servers ") and "Authentication failed" in error, error
     for secret in (password, wrong):
         assert not [page[:200] for page in pages if secret in page], "a password is shown"
+
+
+def test_tls_listeners_read_the_quorum_with_the_clusters_ca_and_say_why_when_a_certificate_is_missing(
+    kraft_cluster: KafkaCluster, tmp_path: Path
+) -> None:
+    """Through the brokers' SSL listener (a client certificate required) and SASL_SSL (conftest's pki):
+    trusting the cluster's CA with the client certificate, and SASL PLAIN over TLS, both answer; without a
+    client certificate, or without the CA (the JVM's own trust store does not know it), the view is an
+    error in Kafka's words and the JMX view goes on; the client key is on no page and in no output."""
+    assert kraft_cluster.pki is not None, "the session cluster's brokers have TLS listeners"
+    pki = kraft_cluster.pki
+    user, password = next(iter(SASL_USERS.items()))
+    ca = str(pki.ca)
+    client = {"cert_file": str(pki.cert("client")), "key_file": str(pki.key("client"))}
+    quorum, pages = _serve_views(
+        kraft_cluster,
+        tmp_path,
+        {
+            "tls-client-cert": ("SSL", {"security_protocol": "SSL", "ca_file": ca, **client}),
+            "tls-sasl": (
+                "SASL_SSL",
+                {
+                    "security_protocol": "SASL_SSL",
+                    "ca_file": ca,
+                    "sasl_mechanism": "PLAIN",
+                    "username": user,
+                    "password_env": "CTLPLANE_TEST_SASL_PASSWORD",
+                },
+            ),
+            "tls-no-client-cert": ("SSL", {"security_protocol": "SSL", "ca_file": ca}),
+            "tls-untrusted": ("SSL", {"security_protocol": "SSL", **client}),
+        },
+        {"CTLPLANE_TEST_SASL_PASSWORD": password},
+        answering={"tls-client-cert", "tls-sasl"},
+    )
+    for name in ("tls-no-client-cert", "tls-untrusted"):
+        error = str(quorum[name].get("error") or "")
+        assert error.startswith("bootstrap.servers ") and "SslAuthenticationException" in error, error
+    # the root cause says which side: the listener refused us, or we do not trust the listener
+    assert "certification path" in str(quorum["tls-untrusted"]["error"]), quorum["tls-untrusted"]
+    key = pki.key("client").read_text().strip().splitlines()[1]  # a line of the key's base64
+    for secret in (password, key):
+        assert not [page[:200] for page in pages if secret in page], "a secret is shown"

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ctlplane.localkafka import free_port
+from ctlplane.localkafka import free_port, make_local_pki
 from exporter.app import create_app, http_server
 from exporter.config import TlsConfig, load_settings
 from exporter.health import Thresholds
@@ -23,28 +23,11 @@ from tests.e2e.browser import running
 from tests.unit.exporter.test_families import sample_fleet
 
 
-def _openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
-
-
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A CA; a server certificate for 127.0.0.1 and a client certificate signed by it; a rogue client
     certificate signed by nobody."""
-    d = tmp_path_factory.mktemp("pki")
-    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    _openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=test-ca", cwd=d)
-    (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
-    for name in ("server", "client"):
-        _openssl("req", *ec, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}", cwd=d)
-        _openssl(
-            "x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-            "-out", f"{name}.pem", "-days", "2", "-extfile", "san.ext", cwd=d,
-        )  # fmt: skip
-    _openssl(
-        "req", "-x509", *ec, "-keyout", "rogue.key", "-out", "rogue.pem", "-days", "2", "-subj", "/CN=rogue", cwd=d
-    )
-    return d
+    return make_local_pki(tmp_path_factory.mktemp("pki"), rogue=True).directory
 
 
 @contextmanager

@@ -161,8 +161,12 @@ def test_the_admin_block_needs_a_sasl_user_only_on_sasl_listeners_and_a_quorum_v
         parse_settings({"clusters": [{**servers, "admin": {"sasl_mechanism": "PLAIN"}}]}, "t")
     with pytest.raises(ConfigError, match="set bootstrap_servers or bootstrap_controllers too"):
         parse_settings({"clusters": [{**CLUSTER, "admin": {**sasl, "password_env": "ADMIN_PW"}}]}, "t")
-    with pytest.raises(ConfigError, match="security_protocol"):  # not offered until a real cluster shows it works
-        parse_settings({"clusters": [{**servers, "admin": {"security_protocol": "SSL"}}]}, "t")
+    with pytest.raises(ConfigError, match="are for TLS listeners"):
+        parse_settings({"clusters": [{**servers, "admin": {"ca_file": "/ca.pem"}}]}, "t")
+    with pytest.raises(ConfigError, match="cert_file and key_file go together"):
+        parse_settings({"clusters": [{**servers, "admin": {"security_protocol": "SSL", "cert_file": "/c.pem"}}]}, "t")
+    tls = parse_settings({"clusters": [{**servers, "admin": {"security_protocol": "SSL"}}]}, "t").clusters[0].admin
+    assert tls is not None and tls.client_certificate() is None  # the JVM's trust store, no client certificate
 
 
 def test_a_missing_or_multi_line_admin_password_is_a_config_problem_naming_the_cluster(tmp_path: Path) -> None:
@@ -181,6 +185,11 @@ def test_a_missing_or_multi_line_admin_password_is_a_config_problem_naming_the_c
     two_lines.write_text("first\nsecond\n")
     with pytest.raises(ConfigError, match="line break"):
         load_settings(settings_with(two_lines))
+    tls = {"security_protocol": "SSL", "ca_file": str(tmp_path / "no-ca.pem")}
+    config = tmp_path / "tls.yaml"
+    config.write_text(yaml.safe_dump({"clusters": [{**CLUSTER, "bootstrap_servers": ["a:9092"], "admin": tls}]}))
+    with pytest.raises(ConfigError, match=r"clusters\.0\.admin\.ca_file: "):
+        load_settings(config)
 
 
 @pytest.mark.parametrize(
@@ -197,6 +206,15 @@ def test_sasl_settings_quote_the_user_and_password_as_kafkas_jaas_parser_reads_t
     assert props["security.protocol"] == "SASL_PLAINTEXT" and props["sasl.mechanism"] == mechanism
     assert props["sasl.jaas.config"] == f'{module} required username="u" password="p\\"a\\\\ss";'
     assert kafka_admin.security_properties("PLAINTEXT") == {"security.protocol": "PLAINTEXT"}
+    tls = kafka_admin.security_properties("SSL", ca_file="/ca.pem", certificate=("CHAIN", "KEY"))
+    assert tls == {
+        "security.protocol": "SSL",
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": "/ca.pem",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.certificate.chain": "CHAIN",
+        "ssl.keystore.key": "KEY",
+    }
     with pytest.raises(ValueError, match="line break"):
         kafka_admin.security_properties("SASL_PLAINTEXT", mechanism, "u", "a\nb")
 
@@ -365,3 +383,45 @@ def test_a_node_whose_jmx_never_answered_has_its_configured_id_so_the_quorum_can
     assert settings.clusters[0].nodes[0].node_id == 101
     with pytest.raises(ConfigError, match="node_id"):
         parse_settings({"clusters": [{"name": "c1", "nodes": [{"address": "h:1", "node_id": -1}]}]}, "t")
+
+
+class _Throwable:
+    """A stand-in for a Java exception as JPype shows it: getClass().getSimpleName(), getMessage(), getCause()."""
+
+    def __init__(self, name: str, message: str | None, cause: _Throwable | None = None) -> None:
+        self.name, self.message, self.cause = name, message, cause
+
+    def getClass(self) -> _Throwable:
+        return self
+
+    def getSimpleName(self) -> str:
+        return self.name
+
+    def getMessage(self) -> str | None:
+        return self.message
+
+    def getCause(self) -> _Throwable | None:
+        return self.cause
+
+
+def test_an_admin_error_says_what_kafka_said_and_its_root_cause() -> None:
+    untrusted = _Throwable(
+        "ExecutionException",
+        "wrapped",
+        _Throwable(
+            "SslAuthenticationException",
+            "SSL handshake failed",
+            _Throwable(
+                "SSLHandshakeException",
+                "PKIX path building failed",
+                _Throwable("SunCertPathBuilderException", "no path"),
+            ),
+        ),
+    )
+    assert kafka_admin._reason(untrusted) == (  # type: ignore[arg-type]
+        "SslAuthenticationException: SSL handshake failed (SunCertPathBuilderException: no path)"
+    )
+    sasl = _Throwable("ExecutionException", "x", _Throwable("SaslAuthenticationException", "Authentication failed"))
+    assert kafka_admin._reason(sasl) == "SaslAuthenticationException: Authentication failed"  # type: ignore[arg-type]
+    bare = _Throwable("TimeoutException", None)
+    assert kafka_admin._reason(bare) == "TimeoutException"  # type: ignore[arg-type]
