@@ -298,10 +298,9 @@ def quorum_families(snapshot: FleetSnapshot) -> list[Family]:
             replica_lag = view.lag_records(replica)
             if replica_lag is not None:
                 lag.add(labels, float(replica_lag))
-            if replica.last_fetch_at is not None:
-                fetch_age.add(labels, max(0.0, view.read_at - replica.last_fetch_at))
-            if replica.last_caught_up_at is not None:
-                caught_up_age.add(labels, max(0.0, view.read_at - replica.last_caught_up_at))
+            for family, at in ((fetch_age, replica.last_fetch_at), (caught_up_age, replica.last_caught_up_at)):
+                if (age := view.age(at)) is not None:
+                    family.add(labels, age)
         for broker_id, is_fenced in sorted((view.fenced or {}).items()):
             fenced.add((cluster.name, names.get(broker_id, str(broker_id)), "broker"), 1.0 if is_fenced else 0.0)
     families = [up, leader, epoch, high_watermark, log_end, lag, fetch_age, caught_up_age, fenced]

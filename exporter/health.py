@@ -605,9 +605,9 @@ def _quorum_word(
     view = cluster.quorum
     if view is None or not view.up or node_id is None:
         return None
-    replica = next((r for r in view.replicas if r.replica_id == node_id), None)
-    fetched = _age(view.read_at, replica.last_fetch_at if replica is not None else None)
-    caught_up = _age(view.read_at, replica.last_caught_up_at if replica is not None else None)
+    replica = view.replica(node_id)
+    fetched = view.age(replica.last_fetch_at) if replica is not None else None
+    caught_up = view.age(replica.last_caught_up_at) if replica is not None else None
     said = "never caught up" if caught_up is None else f"caught up {caught_up:.0f}s ago"
     alive = (
         not gone
@@ -625,10 +625,6 @@ def _quorum_word(
     if fenced is None and alive and count == 0:
         return Lifecycle.ACTIVE, f"quorum: fetching, {said}, and controller FencedBrokerCount=0"
     return None
-
-
-def _age(now: float, then: float | None) -> float | None:
-    return None if then is None else max(0.0, now - then)
 
 
 def _with_quorum(

@@ -140,10 +140,17 @@ class QuorumView:
     def up(self) -> bool:
         return self.error is None
 
+    def replica(self, replica_id: int | None) -> QuorumReplica | None:
+        return next((r for r in self.replicas if r.replica_id == replica_id), None)
+
+    def age(self, at: float | None) -> float | None:
+        """Seconds from `at` (a replica's last fetch or catch-up) to this answer, never negative."""
+        return None if at is None else max(0.0, self.read_at - at)
+
     def lag_records(self, replica: QuorumReplica) -> int | None:
         """The leader's log end offset minus the replica's: the Lag column of kafka-metadata-quorum.sh
         describe --replication (MetadataQuorumCommand.quorumInfoToRows); None without the leader's row."""
-        leader = next((r for r in self.replicas if r.replica_id == self.leader_id), None)
+        leader = self.replica(self.leader_id)
         return None if leader is None else leader.log_end_offset - replica.log_end_offset
 
 

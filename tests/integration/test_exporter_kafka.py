@@ -18,6 +18,7 @@ from exporter.catalog import CATALOG, Mode, Role, SeriesType
 from exporter.health import Lifecycle
 from exporter.model import ClusterSnapshot
 from exporter.releases import catalogue_series
+from tests.integration.served import metrics_until
 from tests.integration.watch import Watch
 from tests.kafka_versions import KRAFT_NAME, KRAFT_UNDER_TEST, ZK_LISTENER, ZK_NAME, ZK_NOLISTENER_NAME, ZK_UNDER_TEST
 
@@ -164,17 +165,15 @@ def test_ctlplane_run_serves_both_real_clusters_on_metrics(
         wanted = [f'kafka_cluster_active_controllers{{cluster="{c}"}} 1.0' for c in (ZK_NAME, KRAFT_NAME)]
         if quorum_bootstrap(kraft_cluster):  # the quorum's own view too, through the CLI's wiring
             wanted.append(f'ctlplane_quorum_up{{cluster="{KRAFT_NAME}"}} 1.0')
-        deadline = time.monotonic() + 90
-        text = ""
-        while not all(line in text for line in wanted):
-            assert process.poll() is None, process.stdout.read().decode()  # type: ignore[union-attr]
-            assert time.monotonic() < deadline, f"no single active controller per cluster on /metrics:\n{text}"
-            time.sleep(1)
-            try:
-                body = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).content
-            except httpx.HTTPError:
-                continue
-            text = body.decode()
+        body = metrics_until(
+            f"http://127.0.0.1:{port}",
+            wanted,
+            process,
+            lambda: process.stdout.read().decode(),  # type: ignore[union-attr]
+            90,
+            "no single active controller per cluster on /metrics",
+        )
+        text = body.decode()
         assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200
         check = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True, check=False)
         assert check.returncode == 0, check.stdout.decode() + check.stderr.decode()

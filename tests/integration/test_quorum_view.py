@@ -34,6 +34,7 @@ from exporter.kafka_admin import QuorumReader
 from exporter.model import ClusterSnapshot, QuorumView
 from exporter.scraper import Scraper
 from exporter.state import ExporterState, Observation
+from tests.integration.served import metrics_until
 from tests.integration.watch import Watch, shared_client, targets_of
 from tests.kafka_versions import KRAFT_NAME, KRAFT_UNDER_TEST, SASL_USERS
 
@@ -293,16 +294,9 @@ def _serve_views(
                 for name in views
                 for n in kraft_cluster.nodes
             ]
-            deadline = time.monotonic() + 90
-            text = ""
-            while not all(line in text for line in wanted):
-                assert process.poll() is None, output.read_text()
-                assert time.monotonic() < deadline, f"missing {[w for w in wanted if w not in text]}:\n{text}"
-                time.sleep(1)
-                try:
-                    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
-                except httpx.HTTPError:
-                    continue
+            text = metrics_until(
+                f"http://127.0.0.1:{port}", wanted, process, output.read_text, 90, "the views' quorum and nodes"
+            ).decode()
             pages = [text]
             for path in ("/api/v1/snapshot", "/api/v1/health"):
                 response = httpx.get(f"http://127.0.0.1:{port}{path}", timeout=5)

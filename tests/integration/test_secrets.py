@@ -8,7 +8,6 @@ import os
 import secrets
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -16,6 +15,7 @@ import yaml
 
 from ctlplane.localkafka import free_port
 from tests.integration.jmxserver import jmx_server
+from tests.integration.served import metrics_until
 from tests.integration.watch import shared_client
 
 
@@ -63,16 +63,15 @@ def test_the_jmx_password_is_used_and_never_shown(tmp_path: Path) -> None:
             )
         try:
             base = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 60
-            metrics = ""
-            while 'ctlplane_up{cluster="secured",node="broker-1",role="broker"} 1.0' not in metrics:
-                assert process.poll() is None, log.read_text()
-                assert time.monotonic() < deadline, f"the node was never read with the password:\n{metrics}"
-                time.sleep(0.5)
-                try:
-                    metrics = httpx.get(f"{base}/metrics", timeout=5).text
-                except httpx.HTTPError:
-                    continue
+            metrics_until(
+                base,
+                ['ctlplane_up{cluster="secured",node="broker-1",role="broker"} 1.0'],
+                process,
+                log.read_text,
+                60,
+                "the node was never read with the password",
+                pause=0.5,
+            )
             shown = {
                 path: httpx.get(f"{base}{path}", timeout=10).text
                 for path in (
