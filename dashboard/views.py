@@ -97,6 +97,17 @@ def format_ratio(value: float | None) -> str:
     return f"{value * 100:.0f}%"
 
 
+def _lag_cell(text: str, source: str | None) -> html.Td:
+    """A metadata lag figure, saying where it came from: where JMX could not say it is the quorum leader's
+    view of what the broker fetched (README "The quorum's view")."""
+    if source is None:
+        return html.Td(text)
+    extra = {"data-lag-source": source}
+    if source != "jmx":
+        extra["title"] = "from the quorum's view (describeMetadataQuorum): JMX could not say"
+    return html.Td(text, **extra)  # type: ignore[arg-type]  # data-* props: accepted at run time
+
+
 def badge(text: str, level: Level, **extra: str) -> html.Span:
     return html.Span(
         text,
@@ -405,14 +416,15 @@ def _node_row(node: NodeSnapshot, broker: BrokerHealth | None, active: str | Non
         # the quorum's view decided against the node's own JMX (README "The quorum's view")
         flags.append(badge("VIEWS DISAGREE", Level.WARN, **{"data-views-disagree": "true"}))
     queues = [control_plane_value(node, series, twin) for series, twin in CP_TWINS]
+    source = broker.metadata_lag_source if broker is not None else None
     return html.Tr(
         [
             html.Td(node.node + (f" (id {node.node_id})" if node.node_id is not None else ""), className="node"),
             html.Td(role, className="role-cell"),
             html.Td(badge(state, level), className="state"),
             html.Td(evidence, className="evidence"),
-            html.Td(format_number(broker.metadata_lag_records if broker else None)),
-            html.Td(format_number(broker.metadata_lag_seconds if broker else None, digits=1)),
+            _lag_cell(format_number(broker.metadata_lag_records if broker else None), source),
+            _lag_cell(format_number(broker.metadata_lag_seconds if broker else None, digits=1), source),
             html.Td(flags or DASH),
             html.Td(format_number(queues[0])),
             html.Td(format_number(queues[1])),

@@ -170,6 +170,7 @@ def health_families(health: FleetHealth) -> list[Family]:
     lifecycle = gauge("kafka_broker_lifecycle_state", [*NODE_LABELS, "state"])
     lag_records = gauge("kafka_broker_metadata_lag_records", NODE_LABELS)
     lag_seconds = gauge("kafka_broker_metadata_lag_seconds", NODE_LABELS)
+    lag_source = gauge("kafka_broker_metadata_lag_source_info", [*NODE_LABELS, "source"])
     stale = gauge("kafka_broker_metadata_stale", NODE_LABELS)
     frozen = gauge("kafka_broker_metadata_frozen", NODE_LABELS)
     saturated = gauge("kafka_control_plane_saturated", NODE_LABELS)
@@ -201,6 +202,8 @@ def health_families(health: FleetHealth) -> list[Family]:
                 lag_records.add(labels, broker.metadata_lag_records)
             if broker.metadata_lag_seconds is not None:
                 lag_seconds.add(labels, broker.metadata_lag_seconds)
+            if broker.metadata_lag_source is not None:
+                lag_source.add((*labels, broker.metadata_lag_source), 1.0)
             if broker.up:
                 stale.add(labels, 1.0 if broker.stale else 0.0)
                 frozen.add(labels, 1.0 if broker.frozen else 0.0)
@@ -219,6 +222,7 @@ def health_families(health: FleetHealth) -> list[Family]:
         lifecycle,
         lag_records,
         lag_seconds,
+        lag_source,
         stale,
         frozen,
         saturated,

@@ -16,7 +16,7 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from exporter.catalog import Mode, Role
-from exporter.model import ClusterSnapshot, Failure, FleetSnapshot, NodeSnapshot
+from exporter.model import ClusterSnapshot, Failure, FleetSnapshot, NodeSnapshot, QuorumView
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +80,11 @@ class BrokerHealth:
     # view, Admin API, where the cluster has one and it says enough); `views_disagree` when the two differ.
     decided_by: str = "jmx"
     views_disagree: bool = False
+    # Where the metadata lag figures came from: "jmx" (the broker's applied offset and record time, the
+    # image it serves), "quorum" (what the quorum's leader last saw the broker fetch: describeMetadataQuorum,
+    # where the broker's or the active controller's JMX could not say), "jmx+quorum" (one figure each), or
+    # None (no figure).
+    metadata_lag_source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -586,6 +591,22 @@ def _frozen(history: Sequence[tuple[float, float]], scrapes: int) -> bool:
     return len(applied) == 1 and window[-1][1] > window[0][1] and window[-1][1] > window[-1][0]
 
 
+def _quorum_lag(view: QuorumView | None, node_id: int | None) -> tuple[float | None, float | None]:
+    """(lag records, lag seconds) of one node as the quorum's leader sees it: its log end offset behind the
+    leader's, and the time since it last caught up (describeMetadataQuorum, KIP-836). This is the log the
+    broker fetched, not the image it applied; it stands in where JMX cannot say (the broker's JMX down or
+    black-holed, or the active controller's unreadable), and it keeps counting for a broker that stopped:
+    the leader keeps an observer it has not heard from for five minutes (LeaderState.clearInactiveObservers,
+    OBSERVER_SESSION_TIMEOUT_MS)."""
+    if view is None or not view.up or node_id is None:
+        return None, None
+    replica = view.replica(node_id)
+    if replica is None:
+        return None, None
+    records = view.lag_records(replica)
+    return (None if records is None else float(max(0, records))), view.age(replica.last_caught_up_at)
+
+
 # A broker observer long-polls the leader for metadata without pause (KafkaRaftClient's fetch loop), so a
 # live one has fetched within a few seconds; a crashed or frozen one stops at once.
 QUORUM_FETCHING_SECONDS = 5.0
@@ -670,6 +691,15 @@ def evaluate_cluster(
         # a migrating cluster has ZooKeeper-mode and KRaft brokers side by side: each is read by its own kind
         node_mode = node.mode if node.mode is not None else mode
         lag_records, lag_seconds, applied, committed = _metadata_lag(node, active, node_mode, waits, now)
+        lag_source = "jmx" if lag_records is not None or lag_seconds is not None else None
+        if node_mode is not Mode.ZOOKEEPER and (lag_records is None or lag_seconds is None):
+            quorum_records, quorum_seconds = _quorum_lag(cluster.quorum, node.node_id)
+            if (lag_records is None and quorum_records is not None) or (
+                lag_seconds is None and quorum_seconds is not None
+            ):
+                lag_source = "quorum" if lag_source is None else "jmx+quorum"
+            lag_records = quorum_records if lag_records is None else lag_records
+            lag_seconds = quorum_seconds if lag_seconds is None else lag_seconds
         if applied is not None and committed is not None:
             offsets[node.node] = (
                 *offsets.get(node.node, ())[-thresholds.metadata_frozen_scrapes :],
@@ -725,6 +755,7 @@ def evaluate_cluster(
                 evidence=evidence,
                 metadata_lag_records=lag_records,
                 metadata_lag_seconds=lag_seconds,
+                metadata_lag_source=lag_source,
                 stale=stale,
                 frozen=frozen,
                 control_plane_listener=listener,

@@ -187,6 +187,7 @@ def health_to_dict(health: FleetHealth, snapshot: FleetSnapshot) -> dict[str, An
                         "control_plane_saturated": b.control_plane_saturated,
                         "decided_by": b.decided_by,
                         "views_disagree": b.views_disagree,
+                        "metadata_lag_source": b.metadata_lag_source,
                     }
                     for b in cluster.brokers
                 ],
@@ -232,6 +233,7 @@ def health_from_dict(document: Mapping[str, Any]) -> FleetHealth:
                         control_plane_saturated=b["control_plane_saturated"],
                         decided_by=b.get("decided_by", "jmx"),
                         views_disagree=b.get("views_disagree", False),
+                        metadata_lag_source=b.get("metadata_lag_source"),
                     )
                     for b in cluster["brokers"]
                 ),

@@ -189,7 +189,12 @@ class PagingStack:
         path = self.workdir / f"{name}.log"
         return path.read_text(errors="replace")[-4000:] if path.exists() else ""
 
-    def start(self, targets: Sequence[ScrapeTarget], timeout: float = 120) -> None:
+    @property
+    def alertmanager_url(self) -> str:
+        return f"http://127.0.0.1:{self.alertmanager_port}"
+
+    def start_alertmanager(self) -> subprocess.Popen[bytes]:
+        """Alertmanager with the shipped routing and inhibitions, paging the local receiver."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         secrets = self.workdir / "secrets"
         secrets.mkdir(exist_ok=True)
@@ -197,8 +202,7 @@ class PagingStack:
         am_config.write_text(
             yaml.safe_dump(alertmanager_test_config(self.receiver.url, secrets, self.fast_grouping), sort_keys=False)
         )
-        am_url = f"http://127.0.0.1:{self.alertmanager_port}"
-        alertmanager = self._spawn(
+        return self._spawn(
             "alertmanager",
             [
                 ALERTMANAGER,
@@ -206,9 +210,16 @@ class PagingStack:
                 f"--storage.path={self.workdir / 'am-data'}",
                 f"--web.listen-address=127.0.0.1:{self.alertmanager_port}",
                 "--cluster.listen-address=",  # no gossip port
-                f"--web.external-url={am_url}",
+                f"--web.external-url={self.alertmanager_url}",
             ],
         )
+
+    def wait_alertmanager_ready(self, process: subprocess.Popen[bytes], timeout: float = 120) -> None:
+        ready = f"{self.alertmanager_url}/-/ready"
+        wait_until("alertmanager ready", lambda: http_get(ready)[0] == 200, timeout, process)
+
+    def start(self, targets: Sequence[ScrapeTarget], timeout: float = 120) -> None:
+        alertmanager = self.start_alertmanager()
         ctl_config = self.workdir / "ctlplane.yml"
         ctl_config.write_text(
             yaml.safe_dump(
@@ -260,7 +271,7 @@ class PagingStack:
                 f"--web.listen-address=127.0.0.1:{self.prometheus_port}",
             ],
         )
-        wait_until("alertmanager ready", lambda: http_get(f"{am_url}/-/ready")[0] == 200, timeout, alertmanager)
+        self.wait_alertmanager_ready(alertmanager, timeout)
         wait_until(
             "prometheus ready", lambda: http_get(f"{self.prometheus_url}/-/ready")[0] == 200, timeout, prometheus
         )

@@ -28,7 +28,7 @@ from ctlplane.localkafka import (
 )
 from ctlplane.netcut import CuttableLink
 from exporter.families import health_families, quorum_families
-from exporter.health import Lifecycle, Thresholds
+from exporter.health import BrokerHealth, Lifecycle, Thresholds
 from exporter.jmx.base import Endpoint
 from exporter.kafka_admin import QuorumReader
 from exporter.model import ClusterSnapshot, QuorumView
@@ -119,9 +119,14 @@ def test_the_quorum_series_name_every_node_of_the_cluster_beside_its_jmx(
 
 
 @needs_bootstrap_controllers
-def test_a_black_holed_quorum_is_an_error_value_and_the_jmx_view_goes_on(kraft_cluster: KafkaCluster) -> None:
+def test_a_black_holed_quorum_is_an_error_value_and_the_jmx_view_goes_on(
+    kraft_cluster: KafkaCluster, reader: QuorumReader
+) -> None:
     """Every controller address behind a link that holds bytes (a partition, not a refusal): the Admin call
     gives up at its own deadline, the round says why, and every node's JMX is read as before."""
+    # The JVM's first Admin client loads Kafka's client classes, a second or more before its own deadline
+    # starts; read the real quorum once so the deadline below is the Admin call's, whatever ran before.
+    assert reader.read().up
     links = [CuttableLink((LOOPBACK, node.listeners["CONTROLLER"])) for node in kraft_cluster.controllers()]
     for link in links:
         link.cut()
@@ -178,42 +183,72 @@ def test_probe_shows_the_quorum_view_beside_each_broker(kraft_cluster: KafkaClus
         assert "| quorum: lag " in line and "caught up" in line, line
 
 
-def test_a_hung_broker_is_fenced_by_name_and_its_quorum_lag_grows(kraft_cluster: KafkaCluster) -> None:
-    """SIGSTOP of a broker, asked through the brokers (bootstrap_servers): the quorum's leader stops hearing
-    from it, so the time since it last caught up grows; once the active controller fences it (after
-    broker.session.timeout.ms, 6 s here) describeCluster names it fenced on 4.0+ (KIP-1073), where JMX
-    gives only FencedBrokerCount before 4.1. Resumed, it is unfenced. Before 4.0 the brokers cannot say,
-    and the view says why instead of guessing."""
-    shared_client()
-    quorum = QuorumReader(KRAFT_NAME, kraft_cluster.bootstrap.split(","), controllers=False, timeout_seconds=3.0)
+def test_a_hung_broker_is_fenced_by_name_and_its_lag_comes_from_the_quorum(kraft_cluster: KafkaCluster) -> None:
+    """SIGSTOP of a broker, the quorum asked through the brokers (bootstrap_servers): its JMX stops
+    answering, so its metadata lag is the quorum's - the time since the leader last saw it caught up grows
+    past the 6 s session. Once the active controller fences it, describeCluster names it fenced on 4.0+
+    (KIP-1073), where JMX gives only FencedBrokerCount before 4.1, and that decides its state. Resumed, it
+    is unfenced and its lag is its own JMX's again. Before 4.0 the brokers cannot say who is fenced, and
+    the view says why instead of guessing."""
     victim, other = kraft_cluster.brokers()
+    quorum = QuorumReader(KRAFT_NAME, kraft_cluster.bootstrap.split(","), controllers=False, timeout_seconds=2.0)
+    scraper = Scraper(
+        targets_of(kraft_cluster),
+        shared_client(),
+        interval_seconds=1,
+        timeout_seconds=2,
+        workers=8,
+        quorum_sources={KRAFT_NAME: quorum},
+    )
+    state = ExporterState(scraper.latest(), Thresholds())
+    scraper.subscribe(state.observe)
+    names = major_minor(KRAFT_UNDER_TEST) >= (4, 0)
+
+    def round_() -> tuple[QuorumView, BrokerHealth]:
+        scraper.scrape_once()
+        observed = state.current()
+        view = _cluster(observed).quorum
+        health = observed.health.cluster(KRAFT_NAME)
+        broker = health.broker(victim.name) if health is not None else None
+        assert view is not None and broker is not None, observed.snapshot
+        return view, broker
+
     try:
-        first = quorum.read()
-        assert first.up, first.error
-        if major_minor(KRAFT_UNDER_TEST) < (4, 0):
-            assert first.fenced is None and "UnsupportedVersion" in (first.registrations_error or ""), first
-            return
-        assert first.fenced == {victim.node_id: False, other.node_id: False}, first
+        view, broker = round_()
+        assert view.up, view.error
+        assert broker.metadata_lag_source == "jmx", broker
+        if names:
+            assert view.fenced == {victim.node_id: False, other.node_id: False}, view
+        else:
+            assert view.fenced is None and "UnsupportedVersion" in (view.registrations_error or ""), view
         victim.pause()
         try:
             deadline = time.monotonic() + 60
-            view = quorum.read()
-            while not (view.fenced or {}).get(victim.node_id):
-                assert time.monotonic() < deadline, f"not fenced by name within 60 s: {view}"
+            while True:
+                view, broker = round_()
+                past_session = broker.metadata_lag_seconds is not None and broker.metadata_lag_seconds > 8.0
+                if past_session and (not names or (view.fenced or {}).get(victim.node_id)):
+                    break
+                assert time.monotonic() < deadline, f"no quorum lag past the session / not fenced in 60 s: {broker}"
                 time.sleep(1)
-                view = quorum.read()
-            replica = next(r for r in view.replicas if r.replica_id == victim.node_id)
-            assert replica.last_caught_up_at is not None
-            assert view.read_at - replica.last_caught_up_at > 5.0, replica  # past the 6 s session, about
-            assert view.fenced == {victim.node_id: True, other.node_id: False}, view
+            assert not broker.up and broker.metadata_lag_source == "quorum", broker
+            replica = view.replica(victim.node_id)
+            assert replica is not None and broker.metadata_lag_seconds == view.age(replica.last_caught_up_at)
+            if names:
+                assert view.fenced == {victim.node_id: True, other.node_id: False}, view
+                assert broker.state is Lifecycle.FENCED and broker.decided_by == "quorum", broker
         finally:
             victim.resume()
         deadline = time.monotonic() + 60
-        while (view := quorum.read()).fenced != {victim.node_id: False, other.node_id: False}:
-            assert time.monotonic() < deadline, f"not unfenced within 60 s: {view}"
+        while True:
+            view, broker = round_()
+            unfenced = not names or view.fenced == {victim.node_id: False, other.node_id: False}
+            if unfenced and broker.state is Lifecycle.ACTIVE and broker.metadata_lag_source == "jmx":
+                break
+            assert time.monotonic() < deadline, f"not unfenced, its lag its own, within 60 s: {view} {broker}"
             time.sleep(1)
     finally:
-        quorum.close()
+        scraper.stop()
 
 
 def test_a_broker_whose_jmx_is_black_holed_is_active_by_the_quorums_word_and_the_views_disagree(
@@ -247,6 +282,9 @@ def test_a_broker_whose_jmx_is_black_holed_is_active_by_the_quorums_word_and_the
             time.sleep(0.5)
         assert not broker.up and broker.views_disagree, broker
         assert "its own JMX says UNREACHABLE" in broker.evidence, broker.evidence
+        # its lag, which its JMX cannot give, is the quorum's: caught up
+        assert broker.metadata_lag_source == "quorum" and not broker.stale, broker
+        assert broker.metadata_lag_seconds is not None and broker.metadata_lag_seconds < 5.0, broker
         assert health is not None and not health.controller_views_disagree
         rows = {
             f.name: {values: value for _, _, values, value in f.rows} for f in health_families(state.current().health)

@@ -307,6 +307,16 @@ class TestClusterView:
         without = replace(health, quorum_leader_id=None, controller_views_disagree=False)
         assert "quorum's leader" not in list(texts(as_dict(views.controller_card(without, [], T0))))
 
+    def test_lag_the_quorum_gave_says_so_on_its_cells(self) -> None:
+        snapshot = ClusterSnapshot("c1", (node("b1", node_id=101, up=False),))
+        for source, titled in (("quorum", True), ("jmx+quorum", True), ("jmx", False)):
+            lagging = replace(broker("b1", node_id=101), metadata_lag_seconds=45.0, metadata_lag_source=source)
+            health = cluster_health(brokers=(lagging,))
+            [row] = find(as_dict(views.node_table(snapshot, health)), **{"data-node": "b1"})
+            cells = find(row, **{"data-lag-source": source})
+            assert len(cells) == 2 and "45.0" in list(texts(row))
+            assert all(("quorum's view" in cell["props"].get("title", "")) is titled for cell in cells)
+
     def test_unknown_cluster(self) -> None:
         tree = as_dict(views.cluster_view("nope", observation(()), [], NO_ALERTS, T0))
         assert "No cluster named 'nope' in the exporter's config." in list(texts(tree))
