@@ -18,7 +18,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from exporter.config import TlsConfig
-from exporter.families import Family, MetricsPage
+from exporter.families import Family, MetricsPage, accepts_gzip
 from exporter.httpguard import GuardedFastAPI
 from exporter.jsonapi import health_to_dict, snapshot_to_dict
 from exporter.state import Observation
@@ -77,27 +77,30 @@ def run_until_stopped(server: uvicorn.Server) -> None:
 
 
 class PageResponse(Response):
-    """A small part made per request, then a cached page sent as it is, in slices.
+    """A body of parts - the page cached per round, then a small tail made per request - sent as they
+    are, in slices.
 
-    /metrics is the snapshot age (per request) before the page cached per round (~8 MB at 1,000 nodes).
-    Joining them copied the page on every request; sending the page in slices also lets uvicorn's flow
-    control hold at most about one slice per slow client instead of a copy of the rest of the page.
+    /metrics is ~8 MB at 1,000 nodes. Joining the parts copied the page on every request; sending it in
+    slices also lets uvicorn's flow control hold at most about one slice per slow client instead of a
+    copy of the rest of the page.
     """
 
     SLICE_BYTES = 256 * 1024
 
-    def __init__(self, head: bytes, page: bytes, media_type: str) -> None:
+    def __init__(self, parts: Sequence[bytes], media_type: str, gzipped: bool = False) -> None:
         super().__init__(b"", media_type=media_type)
-        self.head = head
-        self.page = page
-        self.headers["content-length"] = str(len(head) + len(page))
+        self.parts = parts
+        self.headers["content-length"] = str(sum(len(part) for part in parts))
+        self.headers["vary"] = "Accept-Encoding"
+        if gzipped:
+            self.headers["content-encoding"] = "gzip"
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
-        await send({"type": "http.response.body", "body": self.head, "more_body": True})
-        for start in range(0, len(self.page), self.SLICE_BYTES):
-            chunk = self.page[start : start + self.SLICE_BYTES]
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        for part in self.parts:
+            for start in range(0, len(part), self.SLICE_BYTES):
+                chunk = part[start : start + self.SLICE_BYTES]
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
@@ -125,10 +128,11 @@ def create_app(
     @app.get("/metrics", response_class=Response)
     def metrics(request: Request) -> Response:
         current = source()
-        head, body, content_type = page.render_parts(
-            current.snapshot, current.health, request.headers.get("accept"), clock(), per_request()
+        gzipped = accepts_gzip(request.headers.get("accept-encoding"))
+        parts, content_type = page.render_parts(
+            current.snapshot, current.health, request.headers.get("accept"), clock(), per_request(), gzipped
         )
-        return PageResponse(head, body, content_type)
+        return PageResponse(parts, content_type, gzipped)
 
     @app.get("/api/v1/snapshot")
     def snapshot() -> JSONResponse:

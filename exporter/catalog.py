@@ -477,16 +477,16 @@ HEALTH_SERIES: Mapping[str, str] = MappingProxyType(
         "kafka_broker_lifecycle_state": "1 for the broker's current KIP-631 lifecycle state (INITIAL, FENCED, "
         "ACTIVE, SHUTDOWN) or UNREACHABLE, 0 for the others",
         "kafka_broker_metadata_lag_records": "KRaft: active controller's LastCommittedRecordOffset minus the "
-        "broker's last-applied-record-offset, or where JMX cannot say, the quorum leader's log end offset minus the "
-        "broker's (kafka_broker_metadata_lag_source_info); ZooKeeper: requests queued for the broker by the "
-        "controller",
+        "broker's last-applied-record-offset, or where its JMX does not answer, the quorum leader's log end "
+        "offset minus the broker's (kafka_broker_metadata_lag_source_info); ZooKeeper: requests queued for the "
+        "broker by the controller",
         "kafka_broker_metadata_lag_seconds": "KRaft: now minus the append time of the broker's last applied "
-        "metadata record (none before its first image), or where JMX cannot say, the time since the quorum's leader "
-        "last saw it caught up; ZooKeeper: how long the active controller's requests "
+        "metadata record (none before its first image), or where its JMX does not answer, the time since the "
+        "quorum's leader last saw it caught up; ZooKeeper: how long the active controller's requests "
         "for the broker waited in its queue since the last round (KIP-237)",
         "kafka_broker_metadata_lag_source_info": "1 for where the broker's metadata lag figures came from: jmx (its "
         "applied offset and record time), quorum (its fetched log end offset and last caught-up time as the quorum's "
-        "leader saw them, describeMetadataQuorum, where JMX could not say), or jmx+quorum (one figure each)",
+        "leader saw them, describeMetadataQuorum, where the broker's JMX did not answer and did not refuse)",
         "kafka_broker_metadata_stale": "1 if the broker's metadata lag is over the configured thresholds, or frozen",
         "kafka_broker_metadata_frozen": "1 if the broker's applied metadata offset has not moved for N scrapes "
         "while the quorum committed more",

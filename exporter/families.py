@@ -10,8 +10,11 @@ Example output (one ZooKeeper-mode broker with the control-plane listener):
 from __future__ import annotations
 
 import math
+import struct
 import threading
+import zlib
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from functools import partial
 
 from prometheus_client import exposition
@@ -492,24 +495,75 @@ class _Families:
         return self._families
 
 
-class MetricsPage:
-    """Renders /metrics for the latest snapshot once per content type, then serves the cached bytes.
+def accepts_gzip(accept_encoding: str | None) -> bool:
+    """Whether an Accept-Encoding header takes gzip (RFC 9110 12.5.3: a coding with q=0 is refused).
+    Prometheus asks for gzip on every scrape unless its scrape config turns compression off."""
+    for item in (accept_encoding or "").split(","):
+        coding, *params = (part.strip().lower() for part in item.split(";"))
+        if coding not in ("gzip", "x-gzip"):
+            continue
+        q = next((param[2:] for param in params if param.startswith("q=")), "1")
+        try:
+            return float(q) > 0
+        except ValueError:
+            return False
+    return False
 
-    Only the snapshot age is computed per request, so a scrape of /metrics does no JMX I/O and, after
-    the first request for a snapshot, almost no work.
+
+# Fast compression: the page is label-heavy text that level 1 already shrinks about tenfold, and it is
+# compressed once per round, not per scrape.
+GZIP_LEVEL = 1
+# RFC 1952 2.3: magic, CM=8 (deflate), no flags, MTIME 0 (none), XFL 0, OS 255 (unknown)
+GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+
+
+@dataclass(frozen=True)
+class Deflated:
+    """Raw deflate of a page, ended by a sync flush (byte-aligned, not the final block), with the CRC-32 and
+    length of what it holds: the front of a gzip body any tail can follow (`gzip_tail`)."""
+
+    data: bytes
+    crc: int
+    size: int
+
+    @classmethod
+    def of(cls, page: bytes) -> Deflated:
+        compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
+        return cls(compressor.compress(page) + compressor.flush(zlib.Z_SYNC_FLUSH), zlib.crc32(page), len(page))
+
+
+def gzip_tail(front: Deflated, tail: bytes) -> bytes:
+    """The rest of one gzip member whose body is GZIP_HEADER + front.data: the tail, deflated by a fresh
+    compressor as the final blocks (deflate blocks need not share a compressor, RFC 1951 3.2.3), and the
+    trailer: CRC-32 and length of front + tail (RFC 1952 2.3.1). One member, so every gzip reader takes it,
+    and the page itself is compressed once per round, not per scrape."""
+    compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
+    crc = zlib.crc32(tail, front.crc)
+    size = (front.size + len(tail)) & 0xFFFFFFFF
+    return compressor.compress(tail) + compressor.flush(zlib.Z_FINISH) + struct.pack("<II", crc, size)
+
+
+class MetricsPage:
+    """Renders /metrics for the latest snapshot once per content type (and deflates it once, when a
+    scraper asks for gzip), then serves the cached bytes.
+
+    Only the tail - the snapshot age, the history writer's self-metrics and OpenMetrics' `# EOF` - is
+    made per request, so a scrape of /metrics does no JMX I/O and, after the first request for a
+    snapshot, almost no work.
     """
 
     def __init__(self, version: str = "dev") -> None:
         self.version = version
         self._lock = threading.Lock()
-        self._cache: dict[tuple[int, float, str], bytes] = {}
+        self._pages: dict[tuple[int, float, str], bytes] = {}
+        self._deflated: dict[tuple[int, float, str], Deflated] = {}
 
     def render(
         self, snapshot: FleetSnapshot, health: FleetHealth | None, accept: str | None, now: float
     ) -> tuple[bytes, str]:
         """The whole page and its content type."""
-        head, body, content_type = self.render_parts(snapshot, health, accept, now)
-        return head + body, content_type
+        parts, content_type = self.render_parts(snapshot, health, accept, now)
+        return b"".join(parts), content_type
 
     def render_parts(
         self,
@@ -518,18 +572,27 @@ class MetricsPage:
         accept: str | None,
         now: float,
         per_request: Sequence[Family] = (),
-    ) -> tuple[bytes, bytes, str]:
-        """(the part made for this request, the cached page, content type): served one after the other,
-        without joining them into a copy of the page per request. `per_request` families (the history
-        writer's) go into the first part with the snapshot age."""
+        gzipped: bool = False,
+    ) -> tuple[tuple[bytes, ...], str]:
+        """The body's parts, to be sent one after the other without joining them into a copy of the page
+        per request, and the content type: the page cached for the snapshot, then the tail made for this
+        request (`per_request` families go there with the snapshot age). `gzipped`: one gzip member, the
+        page's deflate cached too."""
         encoder, content_type = choose_encoder(accept or "")
         key = (snapshot.sequence, snapshot.taken_at, content_type)
         with self._lock:
-            body = self._cache.get(key)
-            if body is None:
-                body = encode(collect_families(snapshot, health, self.version), encoder)
+            page = self._pages.get(key)
+            if page is None:
+                # the page ends before OpenMetrics' `# EOF`: the tail closes it
+                page = encode(collect_families(snapshot, health, self.version), encoder).removesuffix(b"# EOF\n")
                 # keep only the newest snapshot's pages (one per content type)
-                self._cache = {k: v for k, v in self._cache.items() if k[:2] == key[:2]}
-                self._cache[key] = body
-        age = encode([snapshot_age_family(max(0.0, now - snapshot.taken_at)), *per_request], encoder)
-        return age.removesuffix(b"# EOF\n"), body, content_type
+                self._pages = {k: v for k, v in self._pages.items() if k[:2] == key[:2]}
+                self._deflated = {k: v for k, v in self._deflated.items() if k[:2] == key[:2]}
+                self._pages[key] = page
+            front = self._deflated.get(key) if gzipped else None
+            if gzipped and front is None:
+                front = self._deflated[key] = Deflated.of(page)
+        tail = encode([snapshot_age_family(max(0.0, now - snapshot.taken_at)), *per_request], encoder)
+        if front is None:
+            return (page, tail), content_type
+        return (GZIP_HEADER, front.data, gzip_tail(front, tail)), content_type

@@ -82,8 +82,7 @@ class BrokerHealth:
     views_disagree: bool = False
     # Where the metadata lag figures came from: "jmx" (the broker's applied offset and record time, the
     # image it serves), "quorum" (what the quorum's leader last saw the broker fetch: describeMetadataQuorum,
-    # where the broker's or the active controller's JMX could not say), "jmx+quorum" (one figure each), or
-    # None (no figure).
+    # where the broker's JMX did not answer but did not refuse either), or None (no figure).
     metadata_lag_source: str | None = None
 
 
@@ -594,10 +593,9 @@ def _frozen(history: Sequence[tuple[float, float]], scrapes: int) -> bool:
 def _quorum_lag(view: QuorumView | None, node_id: int | None) -> tuple[float | None, float | None]:
     """(lag records, lag seconds) of one node as the quorum's leader sees it: its log end offset behind the
     leader's, and the time since it last caught up (describeMetadataQuorum, KIP-836). This is the log the
-    broker fetched, not the image it applied; it stands in where JMX cannot say (the broker's JMX down or
-    black-holed, or the active controller's unreadable), and it keeps counting for a broker that stopped:
-    the leader keeps an observer it has not heard from for five minutes (LeaderState.clearInactiveObservers,
-    OBSERVER_SESSION_TIMEOUT_MS)."""
+    broker fetched, not the image it applied; it stands in where the broker's JMX does not answer, and it
+    keeps counting for a broker that stopped fetching: the leader keeps an observer it has not heard from
+    for five minutes (LeaderState.clearInactiveObservers, OBSERVER_SESSION_TIMEOUT_MS)."""
     if view is None or not view.up or node_id is None:
         return None, None
     replica = view.replica(node_id)
@@ -692,14 +690,12 @@ def evaluate_cluster(
         node_mode = node.mode if node.mode is not None else mode
         lag_records, lag_seconds, applied, committed = _metadata_lag(node, active, node_mode, waits, now)
         lag_source = "jmx" if lag_records is not None or lag_seconds is not None else None
-        if node_mode is not Mode.ZOOKEEPER and (lag_records is None or lag_seconds is None):
-            quorum_records, quorum_seconds = _quorum_lag(cluster.quorum, node.node_id)
-            if (lag_records is None and quorum_records is not None) or (
-                lag_seconds is None and quorum_seconds is not None
-            ):
-                lag_source = "quorum" if lag_source is None else "jmx+quorum"
-            lag_records = quorum_records if lag_records is None else lag_records
-            lag_seconds = quorum_seconds if lag_seconds is None else lag_seconds
+        if not node.up and node.failure is not Failure.GONE and node_mode is not Mode.ZOOKEEPER:
+            # its JMX cannot say, but the process may be there (hung, or cut off from ctlplane): the quorum
+            # says. Not for a refused connection: a stopped broker serves no metadata, and the leader would
+            # report a cleanly stopped one ever further behind for minutes, a page for no fault.
+            lag_records, lag_seconds = _quorum_lag(cluster.quorum, node.node_id)
+            lag_source = "quorum" if lag_records is not None or lag_seconds is not None else None
         if applied is not None and committed is not None:
             offsets[node.node] = (
                 *offsets.get(node.node, ())[-thresholds.metadata_frozen_scrapes :],

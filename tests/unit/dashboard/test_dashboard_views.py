@@ -309,7 +309,7 @@ class TestClusterView:
 
     def test_lag_the_quorum_gave_says_so_on_its_cells(self) -> None:
         snapshot = ClusterSnapshot("c1", (node("b1", node_id=101, up=False),))
-        for source, titled in (("quorum", True), ("jmx+quorum", True), ("jmx", False)):
+        for source, titled in (("quorum", True), ("jmx", False)):
             lagging = replace(broker("b1", node_id=101), metadata_lag_seconds=45.0, metadata_lag_source=source)
             health = cluster_health(brokers=(lagging,))
             [row] = find(as_dict(views.node_table(snapshot, health)), **{"data-node": "b1"})

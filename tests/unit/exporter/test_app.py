@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import base64
+import gzip
+import zlib
 
 import bcrypt
 from fastapi.testclient import TestClient
@@ -36,10 +38,41 @@ def test_metrics_sent_in_slices_is_the_whole_page_with_its_length(monkeypatch) -
     current = state.current()
     for accept in (None, "application/openmetrics-text;version=1.0.0"):
         headers = {"Accept": accept} if accept else {}
-        response = http.get("/metrics", headers=headers)
+        response = http.get("/metrics", headers={**headers, "Accept-Encoding": "identity"})
         page, _ = MetricsPage("test").render(current.snapshot, current.health, accept, 1005.0)
-        assert response.content == page
+        assert response.content == page and "content-encoding" not in response.headers
         assert response.headers["content-length"] == str(len(page))
+
+
+def _raw(http: TestClient, headers: dict[str, str]) -> tuple[bytes, dict[str, str]]:
+    """The body as sent, not decoded by the client."""
+    with http.stream("GET", "/metrics", headers=headers) as response:
+        return b"".join(response.iter_raw()), dict(response.headers)
+
+
+def test_metrics_are_one_gzip_member_when_asked_the_page_deflated_once_per_round(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Prometheus asks for gzip on every scrape. The body is one gzip member (every gzip reader takes it,
+    httpx's too, which stops after the first member), its page part compressed once per snapshot and the
+    age made per request; a q=0 gzip, or none asked, is plain text."""
+    monkeypatch.setattr(PageResponse, "SLICE_BYTES", 7)
+    http, state = client()
+    current = state.current()
+    for accept in (None, "application/openmetrics-text;version=1.0.0"):
+        page, _ = MetricsPage("test").render(current.snapshot, current.health, accept, 1005.0)
+        headers = {"Accept": accept} if accept else {}
+        raw, sent = _raw(http, {**headers, "Accept-Encoding": "gzip"})
+        assert sent["content-encoding"] == "gzip" and sent["vary"] == "Accept-Encoding"
+        assert sent["content-length"] == str(len(raw)) and len(raw) < len(page) / 3
+        member = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        assert member.decompress(raw) == page and member.eof and member.unused_data == b""
+        assert http.get("/metrics", headers={**headers, "Accept-Encoding": "br, gzip;q=0.5"}).content == page
+    plain, sent = _raw(http, {"Accept-Encoding": "gzip;q=0, identity"})
+    assert "content-encoding" not in sent and plain.startswith(b"# HELP")
+    metrics_page = MetricsPage("test")
+    first, _ = metrics_page.render_parts(current.snapshot, current.health, None, 1005.0, gzipped=True)
+    later, _ = metrics_page.render_parts(current.snapshot, current.health, None, 1009.0, gzipped=True)
+    assert later[1] is first[1] and later[2] != first[2]  # the page's deflate reused; a fresh age
+    assert gzip.decompress(b"".join(later)).endswith(b"ctlplane_snapshot_age_seconds 9.0\n")
 
 
 def test_snapshot_json_round_trips() -> None:

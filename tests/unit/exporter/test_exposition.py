@@ -148,15 +148,15 @@ def test_names_outside_the_legacy_charset_fall_back_to_prometheus_client() -> No
         assert encode([family], encoder) == encoder(_Families([family.to_metric()])), accept
 
 
-def test_page_prepends_the_age_and_matches_prometheus_client() -> None:
+def test_page_appends_the_age_and_matches_prometheus_client() -> None:
     snapshot = every_kind_fleet()
     health, _ = evaluate(snapshot, HealthMemory(), Thresholds())
     page = MetricsPage('te"st')
     for accept in ACCEPT_HEADERS:
         encoder, _ = choose_encoder(accept or "")
-        age = encoder(_Families([snapshot_age_family(4.5).to_metric()])).removesuffix(b"# EOF\n")
+        age = encoder(_Families([snapshot_age_family(4.5).to_metric()]))  # OpenMetrics: with its # EOF
         body, _ = page.render(snapshot, health, accept, now=1004.5)
-        assert body == age + reference(snapshot, accept), accept
+        assert body == reference(snapshot, accept).removesuffix(b"# EOF\n") + age, accept
 
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is installed by `make test`")

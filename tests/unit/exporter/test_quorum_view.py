@@ -359,10 +359,11 @@ def test_a_controller_jmx_calls_active_that_the_quorum_does_not_lead_is_a_disagr
     assert rows["kafka_broker_views_disagree"] == {("c1", "b1", "broker"): 0.0}
 
 
-def test_metadata_lag_comes_from_the_quorum_where_jmx_cannot_say_and_says_so() -> None:
+def test_metadata_lag_comes_from_the_quorum_where_the_brokers_jmx_does_not_answer_and_says_so() -> None:
     """The broker's own applied offset and record time where its JMX answers (the image it serves); the
-    quorum leader's view of what it fetched where it does not, so a hung broker's lag keeps growing and a
-    black-holed one is seen caught up."""
+    quorum leader's view of what it fetched where its JMX does not answer, so a hung broker's lag keeps
+    growing and a black-holed one is seen caught up. Not for a refused connection: a broker stopped
+    cleanly (SHUTDOWN, pages nothing) would otherwise fall ever further behind in the leader's view."""
     controller = kraft_controller("ctl", 1, active=True, committed=100)
     answering = _with_quorum(controller, kraft_broker("b1", 101, applied=90, lag_seconds=0.4), view=_view(fenced=None))
     jmx = answering.brokers[0]
@@ -376,29 +377,27 @@ def test_metadata_lag_comes_from_the_quorum_where_jmx_cannot_say_and_says_so() -
             QuorumReplica(101, False, 100, READ_AT - 45, READ_AT - 45),
         ),
     )
-    quorum = _with_quorum(controller, hung, view=behind).brokers[0]
+    cluster = _with_quorum(controller, hung, view=behind)
+    quorum = cluster.brokers[0]
     assert (quorum.metadata_lag_records, quorum.metadata_lag_seconds) == (80.0, 45.0)
     assert quorum.metadata_lag_source == "quorum" and quorum.stale and quorum.state is Lifecycle.FENCED
-    rows = {
-        f.name: {v: x for _, _, v, x in f.rows}
-        for f in health_families(FleetHealth((_with_quorum(controller, hung, view=behind),)))
-    }
+    rows = {f.name: {v: x for _, _, v, x in f.rows} for f in health_families(FleetHealth((cluster,)))}
     assert rows["kafka_broker_metadata_lag_seconds"] == {("c1", "b1", "broker"): 45.0}
     assert rows["kafka_broker_metadata_lag_source_info"] == {("c1", "b1", "broker", "quorum"): 1.0}
 
-    # the active controller's JMX unreadable: the broker's own record time, the quorum's record count
-    unread = kraft_controller("ctl", 1, active=True, up=False)
-    mixed = _with_quorum(unread, kraft_broker("b1", 101, lag_seconds=0.4), view=_view(fenced={101: False})).brokers[0]
-    assert (mixed.metadata_lag_records, mixed.metadata_lag_seconds, mixed.metadata_lag_source) == (
-        0.0,
-        0.4,
-        "jmx+quorum",
-    )
-
-    absent = _with_quorum(controller, hung, view=replace(_view(fenced=None), replicas=())).brokers[0]
-    assert (absent.metadata_lag_records, absent.metadata_lag_seconds, absent.metadata_lag_source) == (None, None, None)
+    stopped = _with_quorum(controller, kraft_broker("b1", 101, up=False), view=behind).brokers[0]  # refused
+    absent = _with_quorum(controller, hung, view=replace(behind, replicas=behind.replicas[:1])).brokers[0]
     no_view, _ = evaluate(fleet(controller, hung, at=READ_AT), HealthMemory(), Thresholds())
-    assert no_view.clusters[0].brokers[0].metadata_lag_source is None
+    for broker in (stopped, absent, no_view.clusters[0].brokers[0]):
+        assert (broker.metadata_lag_records, broker.metadata_lag_seconds, broker.metadata_lag_source) == (
+            None,
+            None,
+            None,
+        )
+    # the active controller's JMX unreadable: the broker's own record time, and no record count (as before)
+    unread = kraft_controller("ctl", 1, active=True, up=False)
+    own = _with_quorum(unread, kraft_broker("b1", 101, lag_seconds=0.4), view=_view(fenced={101: False})).brokers[0]
+    assert (own.metadata_lag_records, own.metadata_lag_seconds, own.metadata_lag_source) == (None, 0.4, "jmx")
 
 
 def test_a_failed_client_fetch_is_one_clear_error_not_retried_every_round(
