@@ -49,7 +49,13 @@ CASES = [
         ("KafkaClusterUnreachable", "critical", {}),
         ("KafkaBrokerUnreachable", "critical", NODE),
     ),
+    (
+        "cluster-unreachable-mutes-controller-count",
+        ("KafkaClusterUnreachable", "critical", {}),
+        ("KafkaNoActiveController", "critical", {}),
+    ),
     ("exporter-down-mutes-all", ("CtlplaneExporterDown", "critical", {}), ("KafkaBrokerFenced", "critical", NODE)),
+    ("snapshot-stale-mutes-all", ("CtlplaneSnapshotStale", "critical", {}), ("KafkaBrokerFenced", "critical", NODE)),
 ]
 SETTLE_SECONDS = 8  # four group_intervals after the last expected page: a muted alert would have paged by then
 

@@ -13,7 +13,7 @@ import yaml
 
 from exporter import kafka_admin
 from exporter.config import ConfigError, parse_settings
-from exporter.families import health_families, quorum_families
+from exporter.families import Family, health_families, quorum_families
 from exporter.health import ClusterHealth, FleetHealth, HealthMemory, Lifecycle, Thresholds, evaluate
 from exporter.jmx.base import Endpoint
 from exporter.jsonapi import snapshot_from_dict, snapshot_to_dict
@@ -92,10 +92,14 @@ def test_a_quorum_that_does_not_answer_is_an_error_value_read_once_and_the_nodes
     scraper.stop()
 
 
+def _by_name(families: list[Family]) -> dict[str, dict[tuple[str, ...], float]]:
+    """Each family's samples by their label values."""
+    return {family.name: {values: value for _, _, values, value in family.rows} for family in families}
+
+
 def _rows(view: QuorumView | None) -> dict[str, dict[tuple[str, ...], float]]:
     cluster = ClusterSnapshot("c1", (), view)
-    families = quorum_families(FleetSnapshot(1, READ_AT, 0.1, (cluster,)))
-    return {family.name: {values: value for _, _, values, value in family.rows} for family in families}
+    return _by_name(quorum_families(FleetSnapshot(1, READ_AT, 0.1, (cluster,))))
 
 
 def test_quorum_series_say_what_kafka_metadata_quorum_describe_says() -> None:
@@ -354,7 +358,7 @@ def test_a_controller_jmx_calls_active_that_the_quorum_does_not_lead_is_a_disagr
     zombie = kraft_controller("ctl", 1, active=True)
     cluster = _with_quorum(zombie, kraft_broker("b1", 101), view=_view(fenced={101: False}, leader=2))
     assert cluster.controller_views_disagree and cluster.quorum_leader_id == 2
-    rows = {f.name: {values: value for _, _, values, value in f.rows} for f in health_families(FleetHealth((cluster,)))}
+    rows = _by_name(health_families(FleetHealth((cluster,))))
     assert rows["kafka_cluster_controller_views_disagree"] == {("c1",): 1.0}
     assert rows["kafka_broker_views_disagree"] == {("c1", "b1", "broker"): 0.0}
 
@@ -381,7 +385,7 @@ def test_metadata_lag_comes_from_the_quorum_where_the_brokers_jmx_does_not_answe
     quorum = cluster.brokers[0]
     assert (quorum.metadata_lag_records, quorum.metadata_lag_seconds) == (80.0, 45.0)
     assert quorum.metadata_lag_source == "quorum" and quorum.stale and quorum.state is Lifecycle.FENCED
-    rows = {f.name: {v: x for _, _, v, x in f.rows} for f in health_families(FleetHealth((cluster,)))}
+    rows = _by_name(health_families(FleetHealth((cluster,))))
     assert rows["kafka_broker_metadata_lag_seconds"] == {("c1", "b1", "broker"): 45.0}
     assert rows["kafka_broker_metadata_lag_source_info"] == {("c1", "b1", "broker", "quorum"): 1.0}
 
