@@ -45,7 +45,7 @@ test: $(INSTALLED) system-deps-test jars lint
 test-matrix: $(INSTALLED) system-deps-test jars
 	$(BIN)/python -m tools.matrix $(MATRIX)
 
-bench: $(INSTALLED) jars
+bench: $(INSTALLED) system-deps-test jars
 	$(BIN)/python -m bench.scrape_cost
 	$(BIN)/python -m bench.fleet
 	$(BIN)/python -m bench.blackhole
@@ -54,6 +54,7 @@ bench: $(INSTALLED) jars
 	$(BIN)/python -m bench.hostile_values
 	$(BIN)/python -m bench.hostile_inputs
 	$(BIN)/python -m bench.pipeline
+	$(BIN)/python -m bench.paging
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

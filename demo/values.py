@@ -271,6 +271,9 @@ def _series_value(
             return m.now.leader.node_id if m.now.leader is not None else -1
         case "kafka_broker_state":
             return 3  # RUNNING; a fenced KRaft broker keeps RUNNING (the controller knows better)
+        case "kafka_broker_leader_partitions":
+            # a fenced broker's leaderships move to other replicas (ReplicationControlManager.handleBrokerFenced)
+            return 0 if _registration_fenced(m, str(node.node_id)) else 12
         case "kafka_broker_last_applied_record_offset":
             return float(_applied_lag(m, node)[0])
         case "kafka_broker_last_applied_record_timestamp_seconds":

@@ -375,6 +375,12 @@ CATALOG: tuple[MetricSpec, ...] = (
           "BrokerState: 0 not running, 1 starting, 2 recovery, 3 running, 6 pending controlled "
           "shutdown, 7 shutting down (stays 3 after the controller fences a running KRaft broker)",
           modes=ALL_MODES, roles=BROKER, since="0.10"),
+    # What a clean stop would leave: Kafka flags a KRaft broker's controlled shutdown only while it leads
+    # partitions (BrokerHeartbeatManager.calculateNextBrokerState: no leaderships -> SHUTDOWN_NOW, fenced
+    # like a crash), so exporter/health.py reads the last count a vanished broker reported.
+    _spec("kafka_broker_leader_partitions", "kafka.server:type=ReplicaManager,name=LeaderCount", "Value", G,
+          GAUGE, "Partitions this broker leads (ReplicaManager LeaderCount)",
+          modes=ALL_MODES, roles=BROKER, since="0.10"),
     _spec("kafka_broker_last_applied_record_offset", "kafka.server:type=broker-metadata-metrics",
           "last-applied-record-offset", K, GAUGE, "Offset of the last metadata record the broker applied",
           modes=KRAFT, roles=BROKER, since="3.3"),
@@ -487,6 +493,10 @@ HEALTH_SERIES: Mapping[str, str] = MappingProxyType(
         "kafka_broker_metadata_lag_source_info": "1 for where the broker's metadata lag figures came from: jmx (its "
         "applied offset and record time), quorum (its fetched log end offset and last caught-up time as the quorum's "
         "leader saw them, describeMetadataQuorum, where the broker's JMX did not answer and did not refuse)",
+        "kafka_broker_fenced_unplanned": "1 if the broker is FENCED and no planned stop reads the same: a KRaft "
+        "broker whose process runs (BrokerState RUNNING) yet is fenced, or one gone while leading partitions on a "
+        "Kafka 4.1+ cluster, whose controller would have flagged its controlled shutdown; 0 otherwise (ZooKeeper "
+        "mode, Kafka before 4.1, a broker that led nothing: a clean stop reads FENCED there too)",
         "kafka_broker_metadata_stale": "1 if the broker's metadata lag is over the configured thresholds, or frozen",
         "kafka_broker_metadata_frozen": "1 if the broker's applied metadata offset has not moved for N scrapes "
         "while the quorum committed more",

@@ -178,6 +178,7 @@ def health_families(health: FleetHealth) -> list[Family]:
     frozen = gauge("kafka_broker_metadata_frozen", NODE_LABELS)
     saturated = gauge("kafka_control_plane_saturated", NODE_LABELS)
     views = gauge("kafka_broker_views_disagree", NODE_LABELS)
+    unplanned = gauge("kafka_broker_fenced_unplanned", NODE_LABELS)
     controller_views = gauge("kafka_cluster_controller_views_disagree", ["cluster"])
     for cluster in health.clusters:
         with_quorum = cluster.quorum_leader_id is not None  # the quorum answered this round
@@ -201,6 +202,7 @@ def health_families(health: FleetHealth) -> list[Family]:
             labels = (broker.cluster, broker.node, broker.role.value)
             for state in Lifecycle:
                 lifecycle.add((*labels, state.value), 1.0 if broker.state is state else 0.0)
+            unplanned.add(labels, 1.0 if broker.fenced_unplanned else 0.0)
             if broker.metadata_lag_records is not None:
                 lag_records.add(labels, broker.metadata_lag_records)
             if broker.metadata_lag_seconds is not None:
@@ -223,6 +225,7 @@ def health_families(health: FleetHealth) -> list[Family]:
         failovers,
         last_failover,
         lifecycle,
+        unplanned,
         lag_records,
         lag_seconds,
         lag_source,

@@ -84,6 +84,9 @@ class BrokerHealth:
     # image it serves), "quorum" (what the quorum's leader last saw the broker fetch: describeMetadataQuorum,
     # where the broker's JMX did not answer but did not refuse either), or None (no figure).
     metadata_lag_source: str | None = None
+    # FENCED with evidence that no planned stop reads the same (`_fenced_unplanned`): the alert rules page
+    # on it sooner than on a FENCED that a clean stop or a restart could also explain.
+    fenced_unplanned: bool = False
 
 
 @dataclass(frozen=True)
@@ -138,6 +141,7 @@ class _ClusterMemory:
     offsets: Mapping[str, tuple[tuple[float, float], ...]] = field(default_factory=lambda: MappingProxyType({}))
     states: Mapping[str, Lifecycle] = field(default_factory=lambda: MappingProxyType({}))  # last lifecycle
     broker_state_read: frozenset[str] = frozenset()  # nodes whose last read had BrokerState
+    leading: frozenset[str] = frozenset()  # brokers whose last answered read had LeaderCount > 0
     # The highest raft epoch seen: a claimant below it has been deposed, even when no node that knows the
     # newer epoch can be read this round. Forgotten after EPOCH_FLOOR_ROUNDS rounds in which every reachable
     # node reports less (a cluster rebuilt from scratch starts again at epoch 1).
@@ -492,6 +496,29 @@ def _infer_fenced(
     ]
 
 
+def _fenced_unplanned(
+    broker: BrokerHealth, node: NodeSnapshot, mode: Mode | None, names_shutdown: bool, led: bool
+) -> bool:
+    """FENCED, and no planned stop or restart reads the same, so a page need not wait out a restart.
+
+    - A KRaft broker whose process runs (BrokerState RUNNING) yet is fenced: its heartbeats no longer reach
+      the controller (cut off, or hung past broker.session.timeout.ms). Stopping or starting a broker shows
+      its own BrokerState (PENDING_CONTROLLED_SHUTDOWN, STARTING, RECOVERY), never RUNNING while fenced.
+    - A KRaft broker gone (JMX not answering) that led partitions when last read, on a cluster whose
+      controller names controlled shutdowns (Kafka 4.1+, ControlledShutdownBrokerCount): a clean stop of a
+      leader sets the registration's inControlledShutdown (BrokerHeartbeatManager.calculateNextBrokerState
+      -> CONTROLLED_SHUTDOWN, ReplicationControlManager.handleBrokerInControlledShutdown), which ctlplane
+      reads as SHUTDOWN, so FENCED here is a crash, a hang or a partition.
+    Not: a broker that led nothing (Kafka grants it SHUTDOWN_NOW and fences it like a crash), any gone
+    broker before Kafka 4.1 (KAFKA-18666), ZooKeeper mode (its session alerts name a lost registration).
+    """
+    if broker.state is not Lifecycle.FENCED or mode is Mode.ZOOKEEPER:
+        return False
+    if node.up:
+        return node.value("kafka_broker_state") == 3.0
+    return names_shutdown and led
+
+
 def _loaded(offset: float | None) -> float | None:
     """Kafka reports -1 before a node has published its first metadata image: not loaded, never lag."""
     return offset if offset is not None and math.isfinite(offset) and offset >= 0 else None
@@ -764,9 +791,28 @@ def evaluate_cluster(
     # per-broker gauge (a 4.1+ controller restarted since the brokers registered), by FencedBrokerCount
     vanished = frozenset(n.node for n in cluster.nodes if n.failure is Failure.GONE)
     fenced = _zookeeper_deregistered(cluster, active, _infer_fenced(cluster, active, brokers, frozenset(registered)))
-    final = tuple(
+    decided = [
         _with_quorum(cluster, active, broker, broker.node in vanished, thresholds)
         for broker in _controlled_shutdown_evidence(active, fenced, vanished)
+    ]
+    nodes = {node.node: node for node in cluster.nodes}
+    leading = set(memory.leading & known)
+    for node in cluster.nodes:
+        if node.up and (count := node.value("kafka_broker_leader_partitions")) is not None:
+            (leading.add if count > 0 else leading.discard)(node.node)
+    names_shutdown = active is not None and active.has("kafka_controller_controlled_shutdown_brokers")
+    final = tuple(
+        replace(
+            broker,
+            fenced_unplanned=_fenced_unplanned(
+                broker,
+                nodes[broker.node],
+                nodes[broker.node].mode or mode,
+                names_shutdown,
+                broker.node in leading,
+            ),
+        )
+        for broker in decided
     )
     memory = replace(
         memory,
@@ -774,6 +820,7 @@ def evaluate_cluster(
         queue_waits=MappingProxyType({k: v for k, v in waits.items() if k[1] in known}),
         states=MappingProxyType({b.node: b.state for b in final}),
         broker_state_read=frozenset(n.node for n in cluster.nodes if n.up and n.has("kafka_broker_state")),
+        leading=frozenset(leading),
     )
     phase = _migration_phase(cluster, active)
     quorum = cluster.quorum

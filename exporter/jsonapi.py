@@ -188,6 +188,7 @@ def health_to_dict(health: FleetHealth, snapshot: FleetSnapshot) -> dict[str, An
                         "decided_by": b.decided_by,
                         "views_disagree": b.views_disagree,
                         "metadata_lag_source": b.metadata_lag_source,
+                        "fenced_unplanned": b.fenced_unplanned,
                     }
                     for b in cluster.brokers
                 ],
@@ -234,6 +235,7 @@ def health_from_dict(document: Mapping[str, Any]) -> FleetHealth:
                         decided_by=b.get("decided_by", "jmx"),
                         views_disagree=b.get("views_disagree", False),
                         metadata_lag_source=b.get("metadata_lag_source"),
+                        fenced_unplanned=b.get("fenced_unplanned", False),
                     )
                     for b in cluster["brokers"]
                 ),

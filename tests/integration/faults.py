@@ -217,6 +217,14 @@ def pages_then_resolves(
     ]
 
 
+def pages_nothing(last: int) -> list[Expectation]:
+    """Nothing critical and nothing warning fires at any round up to `last`."""
+    return [
+        Expectation("critical", last, frozenset(), ever=True),
+        Expectation("warning", last, frozenset(), ever=True),
+    ]
+
+
 def replay(timeline: Timeline, fault: str, expectations: Sequence[Expectation], description: str, tmp: Path) -> Path:
     """Write the recorded timeline as a promtool test named `<label>-<fault>` and run it against the
     shipped rules; `description` says what was done, the timeline adds the Kafka version and mode.

@@ -85,8 +85,27 @@ def test_rules_exist_and_names_are_unique() -> None:
         "control-plane.rules.yml",
         "exporter.rules.yml",
     }
-    assert len(ALERT_IDS) == len(set(ALERT_IDS))
     assert all(re.fullmatch(r"[A-Z][A-Za-z]+", name) for name in ALERT_IDS)
+    # One name, one alert. KafkaBrokerFenced alone is split by evidence: its rules are exclusive (the same
+    # expression `and` / `unless` one condition), differ only in `for:`, the description and `evidence`.
+    names = [name for name in ALERT_IDS if ALERT_IDS.count(name) > 1]
+    assert set(names) <= {"KafkaBrokerFenced"}, names
+    tiers = [rule for rule in ALL_ALERTS if rule["alert"] == "KafkaBrokerFenced"]
+    assert len(tiers) == 2
+    fast, slow = sorted(tiers, key=lambda rule: _seconds(str(rule["for"])))
+    base, _, condition = str(fast["expr"]).partition(" and ")
+    assert str(slow["expr"]) == f"{base} unless {condition}"
+    assert {k: v for k, v in fast["labels"].items() if k != "evidence"} == {
+        k: v for k, v in slow["labels"].items() if k != "evidence"
+    }
+    assert (fast["labels"]["evidence"], slow["labels"]["evidence"]) == ("unplanned", "sustained")
+    assert {k: v for k, v in fast["annotations"].items() if k != "description"} == {
+        k: v for k, v in slow["annotations"].items() if k != "description"
+    }
+
+
+def _seconds(duration: str) -> float:
+    return float(duration[:-1]) * {"s": 1, "m": 60, "h": 3600}[duration[-1]]
 
 
 @pytest.mark.parametrize("rule", ALL_ALERTS, ids=ALERT_IDS)

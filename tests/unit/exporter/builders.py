@@ -95,15 +95,20 @@ def kraft_broker(
     up: bool = True,
     cluster: str = "c1",
     failure: Failure = Failure.GONE,
+    leaders: float | None = None,
 ) -> NodeSnapshot:
+    """`leaders`: the broker's LeaderCount gauge, left out when None."""
+    values: dict[str | tuple[str, tuple[tuple[str, str], ...]], float] = {
+        "kafka_broker_state": broker_state,
+        "kafka_broker_last_applied_record_offset": applied,
+        "kafka_broker_last_applied_record_lag_seconds": lag_seconds,
+        "kafka_raft_current_epoch": 5,
+    }
+    if leaders is not None:
+        values["kafka_broker_leader_partitions"] = leaders
     return node(
         name,
-        {
-            "kafka_broker_state": broker_state,
-            "kafka_broker_last_applied_record_offset": applied,
-            "kafka_broker_last_applied_record_lag_seconds": lag_seconds,
-            "kafka_raft_current_epoch": 5,
-        },
+        values,
         role=Role.BROKER,
         node_id=node_id,
         at=at,

@@ -78,8 +78,11 @@ def test_listener_off_broker_has_no_control_plane_series_and_says_so() -> None:
 def test_down_node_is_reported_by_up_only() -> None:
     lines = [line for line in render_text(sample_fleet()).decode().splitlines() if 'node="b3"' in line]
     assert 'ctlplane_up{cluster="zk",node="b3",role="broker"} 0.0' in lines
-    assert not [line for line in lines if line.startswith("kafka_") and "lifecycle" not in line]
+    # no reading of it, only ctlplane's judgement of its lifecycle (and whether a fencing is unplanned)
+    judgements = ("kafka_broker_lifecycle_state{", "kafka_broker_fenced_unplanned{")
+    assert not [line for line in lines if line.startswith("kafka_") and not line.startswith(judgements)]
     assert 'kafka_broker_lifecycle_state{cluster="zk",node="b3",role="broker",state="UNREACHABLE"} 1.0' in lines
+    assert 'kafka_broker_fenced_unplanned{cluster="zk",node="b3",role="broker"} 0.0' in lines
 
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is installed by `make test`")

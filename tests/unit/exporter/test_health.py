@@ -692,3 +692,80 @@ def test_a_finished_migration_says_post_migration_and_a_cluster_born_kraft_has_n
     assert cluster.mode is Mode.KRAFT and cluster.migration_phase == "POST_MIGRATION"
     cluster, _ = _health(kraft_controller("c1", 1, active=True), kraft_broker("b1", 101))
     assert cluster.migration_phase is None
+
+
+def _unplanned_after(
+    last_read: NodeSnapshot, now: NodeSnapshot, *, names_shutdown: bool, registration: float = 10
+) -> BrokerHealth:
+    """b1 read as `last_read` while ACTIVE, then as `now` with the controller's registration state for it;
+    `names_shutdown`: the controller has ControlledShutdownBrokerCount (Kafka 4.1+), here 0."""
+
+    def controller(state: float) -> NodeSnapshot:
+        c = kraft_controller("c1", 1, active=True, registrations={101: state})
+        if not names_shutdown:
+            return c
+        return replace(c, samples=(*c.samples, Sample("kafka_controller_controlled_shutdown_brokers", (), 0.0)))
+
+    _, memory = _health(controller(30), last_read)
+    cluster, _ = _health(controller(registration), now, memory=memory)
+    return cluster.brokers[0]
+
+
+def test_a_leader_gone_and_fenced_where_kafka_names_controlled_shutdowns_is_an_unplanned_fencing() -> None:
+    # 4.1+: a clean stop of a leader would have left inControlledShutdown (SHUTDOWN); fenced without it is a crash
+    gone = kraft_broker("b1", 101, up=False)
+    broker = _unplanned_after(kraft_broker("b1", 101, leaders=3), gone, names_shutdown=True)
+    assert broker.state is Lifecycle.FENCED and broker.fenced_unplanned
+    # the same with a hang (JMX times out): the process is there, fenced by its missed heartbeats
+    hung = kraft_broker("b1", 101, up=False, failure=Failure.TIMEOUT)
+    assert _unplanned_after(kraft_broker("b1", 101, leaders=3), hung, names_shutdown=True).fenced_unplanned
+
+
+def test_a_fencing_a_clean_stop_could_explain_is_not_unplanned() -> None:
+    gone = kraft_broker("b1", 101, up=False)
+    # it led nothing: Kafka grants such a broker SHUTDOWN_NOW and fences it like a crash
+    # (BrokerHeartbeatManager.calculateNextBrokerState), with no inControlledShutdown to tell them apart
+    led_nothing = _unplanned_after(kraft_broker("b1", 101, leaders=0), gone, names_shutdown=True)
+    assert led_nothing.state is Lifecycle.FENCED and not led_nothing.fenced_unplanned
+    # its leader count never read: nothing says a clean stop would have been flagged
+    unknown = _unplanned_after(kraft_broker("b1", 101), gone, names_shutdown=True)
+    assert unknown.state is Lifecycle.FENCED and not unknown.fenced_unplanned
+    # before Kafka 4.1 no controller names a controlled shutdown at all
+    old = _unplanned_after(kraft_broker("b1", 101, leaders=3), gone, names_shutdown=False)
+    assert old.state is Lifecycle.FENCED and not old.fenced_unplanned
+    # not fenced at all
+    active = _unplanned_after(kraft_broker("b1", 101, leaders=3), gone, names_shutdown=True, registration=30)
+    assert active.state is Lifecycle.UNREACHABLE and not active.fenced_unplanned
+
+
+def test_a_running_broker_the_controller_fenced_is_unplanned_on_every_kraft_release() -> None:
+    # BrokerState RUNNING while fenced: its heartbeats stopped reaching the controller (cut off); a stop or a
+    # start shows its own BrokerState instead, so no planned operation reads like this
+    running = kraft_broker("b1", 101)
+    for names_shutdown in (False, True):
+        broker = _unplanned_after(running, running, names_shutdown=names_shutdown)
+        assert broker.state is Lifecycle.FENCED and broker.fenced_unplanned, broker.evidence
+    # JMX up before BrokerState is registered (a restarting JVM) while the old registration is still fenced
+    no_broker_state = node("b1", {"kafka_raft_current_epoch": 5}, node_id=101)
+    early = _unplanned_after(kraft_broker("b1", 101, up=False), no_broker_state, names_shutdown=True)
+    assert not early.fenced_unplanned, early.evidence
+
+
+def test_a_zookeeper_mode_fencing_is_never_unplanned() -> None:
+    # its ZooKeeper session alerts name a lost registration (alerts/alertmanager.yml inhibits the fencing page)
+    queue = "kafka_controller_channel_queue_size"
+    controller = node(
+        "b1",
+        {"kafka_broker_state": 3, "kafka_controller_active": 1, (queue, (("broker", "1"),)): 0},
+        mode=Mode.ZOOKEEPER,
+        node_id=1,
+    )
+    lost = node(
+        "b2",
+        {"kafka_broker_state": 3, ("kafka_zookeeper_session_state", (("state", "CONNECTING"),)): 1},
+        mode=Mode.ZOOKEEPER,
+        node_id=2,
+    )
+    cluster, _ = _health(controller, lost)
+    b2 = cluster.broker("b2")
+    assert b2 is not None and b2.state is Lifecycle.FENCED and not b2.fenced_unplanned

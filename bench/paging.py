@@ -1,0 +1,70 @@
+"""Time to page on real KRaft: a hung broker -> PagerDuty trigger, several runs, median and worst.
+
+Runs tests/e2e/test_paging.py (real Kafka 4.3, ctlplane, Prometheus and Alertmanager at the shipped 15 s
+intervals and rules, a local receiver in PagerDuty's place) `--runs` times, each in a fresh pytest session
+(a fresh cluster, so every run starts at a random phase of ctlplane's round and Prometheus' scrape and
+evaluation), and prints what each run measured from SIGSTOP to the trigger and from SIGCONT to the
+resolve. Figures only: nothing here is asserted. Run: `python -m bench.paging [--runs 5]`.
+
+Targets (issue 16): <= 60 s median, <= 75 s worst, with no new false pages (the recorded fault and
+restart rows: `python -m tools.page_sweep`). The latency budget is in docs/alerts.md "How fast a page comes".
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FIGURE = re.compile(
+    r"\[paging e2e\] \S+ SIGSTOP -> KafkaBrokerFenced trigger: ([\d.]+) s; SIGCONT -> resolve: ([\d.]+) s"
+)
+MEDIAN_TARGET_SECONDS = 60.0
+WORST_TARGET_SECONDS = 75.0
+
+
+def one_run() -> tuple[float, float] | None:
+    """(seconds to page, seconds to resolve) of one run, or None if the test failed (its output is shown)."""
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-s", "tests/e2e/test_paging.py"]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    match = FIGURE.search(result.stdout)
+    if result.returncode != 0 or match is None:
+        sys.stdout.write(result.stdout[-3000:] + result.stderr[-2000:])
+        return None
+    return float(match[1]), float(match[2])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    pages, resolves, failed = [], [], 0
+    for run in range(1, args.runs + 1):
+        figures = one_run()
+        if figures is None:
+            failed += 1
+            sys.stdout.write(f"run {run}: the paging test failed\n")
+            continue
+        pages.append(figures[0])
+        resolves.append(figures[1])
+        sys.stdout.write(f"run {run}: page {figures[0]:.1f} s, resolve {figures[1]:.1f} s\n")
+        sys.stdout.flush()
+    if not pages:
+        return 1
+    sys.stdout.write(
+        "\n| figure | measured | target |\n|---|---|---|\n"
+        f"| hung broker -> PagerDuty trigger, median of {len(pages)} | {statistics.median(pages):.1f} s "
+        f"| <= {MEDIAN_TARGET_SECONDS:g} s |\n"
+        f"| the same, worst | {max(pages):.1f} s | <= {WORST_TARGET_SECONDS:g} s |\n"
+        f"| resumed -> resolve, median / worst | {statistics.median(resolves):.1f} / {max(resolves):.1f} s | - |\n"
+        f"| runs that failed | {failed} | 0 |\n"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
