@@ -45,6 +45,9 @@ def observe(*snapshots_at: float, fenced_at: frozenset[float] = frozenset()) -> 
     ]
 
 
+ROWS_PER_ROUND = 23  # rows of one observe() round: the expected set of the first test
+
+
 def as_tuples(table: pa.Table) -> set[tuple[object, ...]]:
     return {(r["node"], r["role"], r["series"], r["labels"], r["value"], r["state"]) for r in table.to_pylist()}
 
@@ -69,6 +72,7 @@ def test_rows_of_one_round_cover_every_sample_and_the_health_series() -> None:
         ("b1", "broker", "kafka_broker_last_applied_record_lag_seconds", "", 0.2, "INITIAL"),
         ("b1", "broker", "kafka_raft_current_epoch", "", 5.0, "INITIAL"),
         ("b1", "broker", "kafka_broker_lifecycle_state", "state=INITIAL", 1.0, "INITIAL"),
+        ("b1", "broker", "kafka_broker_fenced_unplanned", "", 0.0, "INITIAL"),
         ("b1", "broker", "kafka_broker_metadata_lag_records", "", 4000.0, "INITIAL"),
         ("b1", "broker", "kafka_broker_metadata_lag_seconds", "", 0.2, "INITIAL"),
         ("b1", "broker", "kafka_broker_metadata_stale", "", 1.0, "INITIAL"),
@@ -111,7 +115,7 @@ def test_flush_writes_one_file_per_day_and_cluster_readable_as_a_dataset(tmp_pat
     observations = observe(T, T + 15, day2)
     for observation in observations:
         writer.observe(observation)
-    assert writer.pending_rows() == 3 * 22
+    assert writer.pending_rows() == 3 * ROWS_PER_ROUND
     written = writer.flush()
     assert sorted(p.relative_to(tmp_path).parent.as_posix() for p in written) == [
         "date=2024-05-01/cluster=c1",
@@ -120,7 +124,7 @@ def test_flush_writes_one_file_per_day_and_cluster_readable_as_a_dataset(tmp_pat
     assert all(p.name.startswith("part-") and p.suffix == ".parquet" for p in written)
     assert writer.pending_rows() == 0
     back = ds.dataset(tmp_path, format="parquet", partitioning="hive").to_table()
-    assert back.num_rows == 3 * 22
+    assert back.num_rows == 3 * ROWS_PER_ROUND
     assert sorted(set(back.column("date").to_pylist())) == ["2024-05-01", "2024-05-02"]
     assert writer.flush() == []  # nothing buffered, nothing written
 
@@ -137,9 +141,9 @@ def test_a_failed_rename_leaves_no_file_and_keeps_the_rows(tmp_path: Path, monke
         writer.flush()
     monkeypatch.undo()
     assert list(tmp_path.rglob("*.tmp")) == [] and list(archive_files(tmp_path)) == []
-    assert writer.pending_rows() == 22
+    assert writer.pending_rows() == ROWS_PER_ROUND
     writer.flush()
-    assert ds.dataset(tmp_path, format="parquet", partitioning="hive").to_table().num_rows == 22
+    assert ds.dataset(tmp_path, format="parquet", partitioning="hive").to_table().num_rows == ROWS_PER_ROUND
 
 
 @pytest.mark.parametrize("prefix", ["part", "import"])  # the writer's and a `history import`'s
@@ -198,7 +202,7 @@ def test_the_flusher_thread_writes_and_close_flushes_the_rest(tmp_path: Path) ->
     writer = HistoryWriter(tmp_path, flush_seconds=3600, clock=lambda: T).start()
     writer.observe(observe(T)[0])
     writer.close()
-    assert ds.dataset(tmp_path, format="parquet", partitioning="hive").to_table().num_rows == 22
+    assert ds.dataset(tmp_path, format="parquet", partitioning="hive").to_table().num_rows == ROWS_PER_ROUND
 
 
 @pytest.fixture
@@ -240,18 +244,19 @@ def test_a_full_disk_keeps_the_rows_for_the_next_flush_and_leaves_no_temporary_f
     with pytest.raises(OSError):
         writer.flush()
     assert list(root.rglob("*.tmp")) == [], "the temporary file of the failed write is removed"
-    assert writer.pending_rows() == 40 * 22, "the rows of the failed flush are kept"
+    assert writer.pending_rows() == 40 * ROWS_PER_ROUND, "the rows of the failed flush are kept"
     assert writer.stats().write_errors_total == 1
     page = TestClient(create_app(lambda: observations[-1], interval_seconds=15, per_request=writer.families))
     served = page.get("/metrics").text
     assert (
-        "ctlplane_history_write_errors_total 1.0" in served and f"ctlplane_history_buffered_rows {40 * 22}.0" in served
+        "ctlplane_history_write_errors_total 1.0" in served
+        and f"ctlplane_history_buffered_rows {40 * ROWS_PER_ROUND}.0" in served
     )
     assert "ctlplane_history_last_flush_timestamp_seconds" not in served  # nothing written yet
     filler.unlink()
     writer.observe(observe(T + 15 * 40)[0])
     writer.flush()
-    assert _archived_rows(root) == 41 * 22 and writer.pending_rows() == 0
+    assert _archived_rows(root) == 41 * ROWS_PER_ROUND and writer.pending_rows() == 0
     assert writer.stats().rows_dropped_total == 0
     assert "ctlplane_history_last_flush_timestamp_seconds 1.7145648e+09" in page.get("/metrics").text
 
@@ -285,7 +290,7 @@ def test_the_buffer_kept_across_failures_is_bounded_and_what_it_drops_is_counted
         writer.observe(observation)
         with pytest.raises(OSError):
             writer.flush()
-    assert writer.pending_rows() == 50 and writer.stats().rows_dropped_total == 3 * 22 - 50
+    assert writer.pending_rows() == 50 and writer.stats().rows_dropped_total == 3 * ROWS_PER_ROUND - 50
     assert writer.stats().write_errors_total == 3
 
 
@@ -317,11 +322,11 @@ def test_a_write_that_fails_after_some_partitions_gives_back_only_the_rest(tmp_p
     blocker.write_text("a file where the second day's directory goes")
     with pytest.raises(OSError):
         writer.flush()
-    assert writer.pending_rows() == 22, "the first day is on disk; only the second's rows are kept"
+    assert writer.pending_rows() == ROWS_PER_ROUND, "the first day is on disk; only the second's rows are kept"
     blocker.unlink()
     writer.flush()
     back = ds.dataset(tmp_path, format="parquet", partitioning="hive").to_table()
-    assert back.num_rows == 2 * 22 and len(set(back.column("timestamp").to_pylist())) == 2
+    assert back.num_rows == 2 * ROWS_PER_ROUND and len(set(back.column("timestamp").to_pylist())) == 2
 
 
 def test_two_writers_of_one_archive_never_replace_each_others_files(tmp_path: Path) -> None:
@@ -333,4 +338,4 @@ def test_two_writers_of_one_archive_never_replace_each_others_files(tmp_path: Pa
         writer.observe(observation)
         writer.flush()
     back = ds.dataset(tmp_path, format="parquet", partitioning="hive").to_table()
-    assert back.num_rows == 2 * 22 and len(set(back.column("timestamp").to_pylist())) == 2
+    assert back.num_rows == 2 * ROWS_PER_ROUND and len(set(back.column("timestamp").to_pylist())) == 2
