@@ -267,11 +267,20 @@ def test_a_rolling_restart_never_reads_as_an_unplanned_fencing_and_pages_nothing
     (kafka_broker_fenced_unplanned, the 15 s rule), and nothing pages: a restart never does."""
     quiet, leader = kraft_cluster.brokers()[0], kraft_cluster.brokers()[1]
     with _topic_around_fault(kraft, kraft_cluster, "ctlplane-rolling", [[leader.node_id, quiet.node_id]] * 4, leader):
+        # An earlier test's topic may still be on its way out (deleteTopics returns before the brokers drop
+        # their leaderships): wait until each broker's own LeaderCount says what this row needs.
+        kraft.until(
+            lambda o: (
+                _leader_partitions(o, KRAFT, quiet.name) == 0 and (_leader_partitions(o, KRAFT, leader.name) or 0) >= 4
+            ),
+            60,
+            f"{quiet.name} leading nothing and {leader.name} leading the topic",
+        )
         timeline = Timeline(kraft, kraft_cluster)
         timeline.round()
         before = timeline.observations[-1]
-        assert _leader_partitions(before, KRAFT, quiet.name) == 0, "broker-1 must lead nothing for this row"
-        assert (_leader_partitions(before, KRAFT, leader.name) or 0) >= 4
+        assert _leader_partitions(before, KRAFT, quiet.name) == 0, timeline.evidence(quiet.name)
+        assert (_leader_partitions(before, KRAFT, leader.name) or 0) >= 4, timeline.evidence(leader.name)
         _restart(timeline, quiet)
         quiet_until = len(timeline.observations)
         timeline.round()

@@ -100,6 +100,27 @@ def test_sweep_pages_minutes_and_caught_match_a_hand_computed_case(spark: SparkS
     assertDataFrameEqual(actual, spark.createDataFrame(expected, ddl), checkRowOrder=False)
 
 
+def test_sweep_of_the_unplanned_fencing_flag_counts_what_the_15_s_rule_would_page(spark: SparkSession) -> None:
+    # docs/alerts.md: `ctlplane pipeline sweep --series kafka_broker_fenced_unplanned --thresholds 1 --for ...`
+    flag = "kafka_broker_fenced_unplanned"
+    crash = [(0, 0), (15, 1), (30, 1), (45, 1), (60, 1), (75, 0)]
+    rows = [
+        *(row(t, "b1", flag, v) for t, v in crash),
+        *(row(t, "b2", flag, 1 if t == 30 else 0) for t in range(0, 90, 15)),  # one round: a blip
+        *(row(t, "b3", flag, 0) for t in range(0, 90, 15)),  # a restart: FENCED maybe, never unplanned
+    ]
+    none = spark.createDataFrame([], EPISODE_DDL)
+    actual = transforms.sweep(archive(spark, rows), flag, [1], [0, 15, 30], RULES.gap_seconds, none)
+    expected = [("c1", 1.0, 0.0, 2, 45 / 60), ("c1", 1.0, 15.0, 1, 30 / 60), ("c1", 1.0, 30.0, 1, 15 / 60)]
+    assertDataFrameEqual(
+        actual.select("cluster", "threshold", "for_seconds", "pages", "minutes_firing"),
+        spark.createDataFrame(
+            expected, "cluster string, threshold double, for_seconds double, pages long, minutes_firing double"
+        ),
+        checkRowOrder=False,
+    )
+
+
 def test_daily_summary_and_worst_nodes(spark: SparkSession) -> None:
     day2 = 86_400
     found = spark.createDataFrame(
