@@ -53,8 +53,8 @@ def test_the_shipped_pair_waits_only_where_the_fencing_is_unplanned() -> None:
 
 def test_shipped_is_what_the_rules_say() -> None:
     rules = yaml.safe_load(RULES.read_text())["groups"][0]["rules"]
-    fors = sorted(str(r["for"]) for r in rules if r.get("alert") == "KafkaBrokerFenced")
-    assert fors == ["15s", "1m"] and SHIPPED == (15.0, 60.0)
+    fors = {r["labels"]["evidence"]: str(r["for"]) for r in rules if r.get("alert") == "KafkaBrokerFenced"}
+    assert fors == {"unplanned": "15s", "sustained": "1m"} and SHIPPED == (15.0, 60.0)
 
 
 def test_the_shipped_rules_page_every_recorded_crash_and_no_recorded_restart() -> None:
