@@ -169,6 +169,9 @@ class ClusterSnapshot:
                 return mode
         return None
 
+    def node(self, name: str) -> NodeSnapshot | None:
+        return next((node for node in self.nodes if node.node == name), None)
+
 
 @dataclass(frozen=True)
 class FleetSnapshot:

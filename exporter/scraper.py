@@ -46,6 +46,16 @@ from exporter.readings import identify, plan_queries, samples_from_readings
 
 log = logging.getLogger(__name__)
 
+# A round waits for a node whose last read timed out (a suspect) at most this long, or SUSPECT_READS_WAITED
+# times its last successful read, if longer (a node far away), and never longer than the scrape timeout.
+# A hung broker's read fails only on the RMI timeouts, a third of the scrape timeout each (cli.py): held to
+# that, every round (and with it every other node's fresh values, a controller's fencing of the hung broker)
+# was published ~3.3 s late for as long as it hung (issue 16, time to page). A broker back from a hang
+# answers a fresh connection's read in ~0.1-0.3 s (the fault-table recordings' round durations); if it is
+# slower, its read is served by the next snapshot (a late read), so it is down one round longer, no more.
+SUSPECT_WAIT_SECONDS = 1.0
+SUSPECT_READS_WAITED = 3.0
+
 SnapshotListener = Callable[[FleetSnapshot], object]
 
 
@@ -84,6 +94,7 @@ class _NodeMemory:
     read: Future[_Read] | None = None
     read_round: int = 0  # the round that submitted `read`
     timed_out: bool = False  # the last read that finished failed as a timeout (the node may hang again)
+    good_read_seconds: float = 0.0  # how long its last successful read took
 
 
 @dataclass(frozen=True)
@@ -320,6 +331,7 @@ class Scraper:
         sequence = self._latest.sequence + 1
         late: dict[Target, Future[_Read]] = {}
         fresh: list[Future[_Read]] = []
+        suspects: list[tuple[float, Future[_Read]]] = []  # (seconds it may be waited for, its read)
         due: list[Target] = []
         for target in self.targets:
             memory = self._memory[target]
@@ -339,10 +351,15 @@ class Scraper:
                 functools.partial(self._read, target), timed_out=memory.timed_out
             )
             memory.read_round = sequence
-            fresh.append(memory.read)
+            if memory.timed_out:
+                suspects.append((self._allowance(memory), memory.read))
+            else:
+                fresh.append(memory.read)
         quorum_reads = self._submit_quorum_reads(sequence)
         pending: list[Future[Any]] = [*fresh, *(read for read, _ in quorum_reads.values())]
         wait(pending, timeout=self.timeout_seconds)
+        for allowance, read in sorted(suspects, key=lambda suspect: suspect[0]):
+            wait([read], timeout=max(0.0, allowance - (time.perf_counter() - started)))
         nodes = [self._node_snapshot(target, late.get(target), taken_at, sequence) for target in self.targets]
         now = self.clock()
         quorums = {
@@ -371,6 +388,13 @@ class Scraper:
         self._listeners.notify(snapshot)
         return snapshot
 
+    def _allowance(self, memory: _NodeMemory) -> float:
+        """How long a round waits for the fresh read of a node: the scrape timeout, or for a node whose last
+        read timed out, SUSPECT_WAIT_SECONDS (see there)."""
+        if not memory.timed_out:
+            return self.timeout_seconds
+        return min(self.timeout_seconds, max(SUSPECT_WAIT_SECONDS, SUSPECT_READS_WAITED * memory.good_read_seconds))
+
     def _submit_quorum_reads(self, sequence: int) -> dict[str, tuple[Future[QuorumView], int]]:
         """One quorum read per cluster at a time: a read still running from an earlier round is waited for
         again, not doubled (an unanswering quorum holds its one thread, not more)."""
@@ -389,17 +413,19 @@ class Scraper:
         future = memory.read
         error: str | None = None
         failure = Failure.TIMEOUT  # unless the read failed with a reason of its own
+        waited = self._allowance(memory)  # before a finished read updates memory.timed_out
         if future is not None and future.done():
             memory.read = None  # consumed: the next round reads the node again
             memory.timed_out = _timed_out(future)
         elif late is not None:
             future = late
         elif future is None or future.running():
-            error = (
-                f"no answer within {self.timeout_seconds:g}s"
-                if memory.read_round == sequence
-                else "previous read still running (node stalled?)"
-            )
+            if memory.read_round != sequence:
+                error = "previous read still running (node stalled?)"
+            elif memory.timed_out:
+                error = f"no answer within {waited:g}s (its last read timed out: the round waits for it no longer)"
+            else:
+                error = f"no answer within {waited:g}s"
         else:
             error = (
                 "read still queued (more reads than the cluster's workers can do per round)"
@@ -433,7 +459,7 @@ class Scraper:
                 memory.node_id,
                 memory.version,
                 False,
-                self.timeout_seconds if future is not None and not future.done() else 0.0,
+                waited if future is not None and not future.done() else 0.0,
                 error,
                 memory.errors_total,
                 taken_at,
@@ -441,6 +467,7 @@ class Scraper:
             )
         assert future is not None
         read = future.result()
+        memory.good_read_seconds = read.duration
         if identity.role is not Role.UNKNOWN:
             memory.role, memory.mode = identity.role, identity.mode
         memory.node_id = identity.node_id if identity.node_id is not None else memory.node_id

@@ -21,9 +21,9 @@ import pytest
 from ctlplane.blackhole import BlackHoles
 from ctlplane.localkafka import KafkaCluster
 from exporter.jmx.base import Endpoint, JmxClient, JmxError
-from exporter.model import Failure, MBeanQuery, RawReading
+from exporter.model import Failure, FleetSnapshot, MBeanQuery, NodeSnapshot, RawReading
 from exporter.readings import plan_queries
-from exporter.scraper import Scraper, Target
+from exporter.scraper import SUSPECT_WAIT_SECONDS, Scraper, Target
 from tests.integration.jmxserver import jmx_server
 from tests.integration.watch import shared_client, targets_of
 
@@ -156,6 +156,47 @@ def test_a_cluster_of_black_holed_nodes_does_not_starve_a_healthy_cluster(
             assert timed_out > 0  # connects gave up on their own: the workers came back within the rounds
         finally:
             scraper._pool.shutdown(wait=False, cancel_futures=True)  # the shared client stays open
+
+
+BROKER_STATE = "kafka.server:type=KafkaServer,name=BrokerState"
+
+
+def test_a_node_whose_last_read_timed_out_no_longer_holds_the_round_to_the_timeout() -> None:
+    """A hung broker (its JMX accepts calls and never answers them) beside a healthy one, over real RMI.
+
+    Its first read runs into the RMI timeouts and fails as a timeout within the round. Each later round
+    reads it again but waits for it only briefly: were the round held to the scrape timeout each time,
+    every snapshot (the healthy node's fresh values, a controller's fencing of the hung one) would be
+    published that much later while the node stays hung (issue 16: time to page)."""
+    from jpype import JClass
+
+    shared_client()
+    running = JClass("java.lang.Integer")(3)  # BrokerState RUNNING
+    answering = {BROKER_STATE: {"Value": lambda: running}}
+    with jmx_server(answering) as healthy_port, jmx_server(answering, delay_seconds=12.0) as hung_port:
+        targets = [
+            Target("c1", "healthy", Endpoint("127.0.0.1", healthy_port)),
+            Target("c1", "hung", Endpoint("127.0.0.1", hung_port)),
+        ]
+        scraper = Scraper(targets, shared_client(), interval_seconds=10.0, timeout_seconds=9.0, workers=4)
+        try:
+            first = scraper.scrape_once()
+            hung = _node(first, "hung")
+            assert hung is not None and not hung.up and hung.failure is Failure.TIMEOUT, hung
+            second = scraper.scrape_once()
+        finally:
+            scraper._pool.shutdown(wait=False, cancel_futures=True)  # the shared client stays open
+    healthy, hung = _node(second, "healthy"), _node(second, "hung")
+    assert healthy is not None and healthy.up, healthy
+    assert hung is not None and not hung.up, hung
+    assert "its last read timed out" in (hung.error or ""), hung.error
+    assert hung.scrape_duration_seconds == SUSPECT_WAIT_SECONDS < scraper.timeout_seconds  # the wait it had
+    assert second.round_duration_seconds < scraper.timeout_seconds  # the bound that applied, not a speed
+
+
+def _node(snapshot: FleetSnapshot, name: str) -> NodeSnapshot | None:
+    cluster = snapshot.cluster("c1")
+    return None if cluster is None else cluster.node(name)
 
 
 def _readable(client: JmxClient, endpoint: Endpoint) -> bool:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 
 from exporter.jmx.base import Endpoint, JmxError
-from exporter.model import MBeanQuery, RawReading
+from exporter.model import Failure, MBeanQuery, RawReading
 from exporter.scraper import Scraper, Target
 
 BROKER_STATE = "kafka.server:type=KafkaServer,name=BrokerState"
@@ -90,3 +91,46 @@ def test_listeners_get_every_snapshot_and_a_failing_listener_does_not_stop_the_r
     s.scrape_once()
     s.scrape_once()
     assert seen == [1, 2] and s.latest().sequence == 2
+
+
+class PacedClient:
+    """Each read of a port takes the next of its scripted outcomes: seconds to answer, or None for a read
+    that fails as a timeout (what a hung broker's read does once the RMI timeouts run out)."""
+
+    def __init__(self, script: dict[int, list[float | None]]) -> None:
+        self.script = script
+
+    def read(self, endpoint: Endpoint, queries: Sequence[MBeanQuery]) -> list[RawReading]:
+        outcome = self.script[endpoint.port].pop(0) if self.script[endpoint.port] else 0.0
+        if outcome is None:
+            raise JmxError(f"{endpoint.address}: timed out", Failure.TIMEOUT)
+        time.sleep(outcome)
+        return [RawReading(BROKER_STATE, BROKER_STATE, {"type": "KafkaServer", "name": "BrokerState"}, {"Value": 3.0})]
+
+    def close(self) -> None:
+        pass
+
+
+def test_after_a_timeout_the_round_waits_for_a_node_as_long_as_its_reads_usually_take() -> None:
+    # b1 answers in 1.3 s (a node far away), then times out once, then answers in 1.3 s again: waited for
+    # three times its usual read, so it is up at once. b2 answered fast, times out, then answers in 2.5 s:
+    # waited for SUSPECT_WAIT_SECONDS (or while the round waits for b1), so it is down that round only.
+    client = PacedClient({1: [1.3, None, 1.3], 2: [0.0, None, 2.5, 0.0], 3: []})
+    s = Scraper(
+        [Target("c1", f"b{port}", Endpoint("127.0.0.1", port)) for port in (1, 2, 3)],
+        client,
+        interval_seconds=10,
+        timeout_seconds=8,
+        workers=4,
+    )
+    rounds = [s.scrape_once() for _ in range(3)]
+    time.sleep(1.5)  # b2's slow read ends before the next round, as it would within a 15 s interval
+    rounds.append(s.scrape_once())
+    up = [{n.node: n.up for n in r.nodes()} for r in rounds]
+    assert up[0] == {"b1": True, "b2": True, "b3": True}
+    assert up[1] == {"b1": False, "b2": False, "b3": True}  # both timed out
+    assert up[2] == {"b1": True, "b2": False, "b3": True}, rounds[2]
+    b2 = rounds[2].cluster("c1").node("b2")  # type: ignore[union-attr]
+    assert b2 is not None and "its last read timed out" in (b2.error or "") and b2.scrape_duration_seconds == 1.0
+    assert up[3] == {"b1": True, "b2": True, "b3": True}
+    s.stop()
