@@ -308,7 +308,8 @@ class PagingStack:
         self._stack.close()
 
 
-def _seconds(duration: str) -> float:
+def duration_seconds(duration: str) -> float:
+    """A Prometheus/Alertmanager duration of one unit (`15s`, `1m`, `4h`) in seconds."""
     units = {"s": 1, "m": 60, "h": 3600}
     return float(duration[:-1]) * units[duration[-1]]
 
@@ -324,7 +325,7 @@ def shortened_rules(directory: Path, divisor: float, interval: str) -> list[Path
             group["interval"] = interval
             for rule in group["rules"]:
                 if "for" in rule:
-                    rule["for"] = f"{max(5.0, _seconds(rule['for']) / divisor):g}s"
+                    rule["for"] = f"{max(5.0, duration_seconds(rule['for']) / divisor):g}s"
         copy = directory / path.name
         copy.write_text(yaml.safe_dump(document, sort_keys=False))
         copies.append(copy)

@@ -26,7 +26,7 @@ from tests.e2e.paging_stack import ROUTING_KEYS, Event, PagingStack, ScrapeTarge
 pytestmark = pytest.mark.kafka
 
 # Generous bounds: the expected figures are ~45-80 s to page and ~30-90 s to resolve (15 s scrape,
-# 15 s evaluation, `for: 15s` of the unplanned rule, group_wait 10 s, group_interval 1m), on 2 shared cores.
+# 15 s evaluation, `for: 15s` of the unplanned rule, group_wait 5 s, group_interval 1m), on 2 shared cores.
 PAGE_DEADLINE_SECONDS = 300
 RESOLVE_DEADLINE_SECONDS = 300
 TOPIC = "ctlplane-paging"  # led by the paused broker

@@ -13,6 +13,7 @@ import yaml
 
 from exporter.catalog import Mode, Role, all_series_names
 from exporter.health import Lifecycle
+from tests.e2e.paging_stack import duration_seconds
 
 ALERTS = Path(__file__).resolve().parents[3] / "alerts"
 RUNBOOK_BASE = "https://github.com/ctlplane/ctlplane/blob/main/alerts/runbooks/"
@@ -189,6 +190,29 @@ def test_alertmanager_routes_by_severity_to_pagerduty_with_key_files() -> None:
         assert pagerduty["send_resolved"] is True
         assert "runbook_url" in pagerduty["links"][0]["href"]
     assert len(key_files) == 2, "critical and low-urgency go to different PagerDuty services"
+
+
+def test_the_critical_group_wait_only_batches_the_alerts_of_one_evaluation() -> None:
+    """Why the critical route's `group_wait` can be short (it adds to every page: docs/alerts.md "How fast
+    a page comes"). Alertmanager groups by cluster and alertname, every alertname is defined in one rule
+    group, and Prometheus evaluates a group's rules together, sending each rule's alerts as it goes, so a
+    notification group's alerts arrive from one evaluation at a time, a group interval apart. A
+    `group_wait` shorter than that interval batches exactly the alerts of the first evaluation, as any
+    longer one under it would; the rest follow after `group_interval` either way."""
+    config = _alertmanager()
+    assert set(config["route"]["group_by"]) >= {"cluster", "alertname"}
+    critical = next(r for r in config["route"]["routes"] if r["matchers"] == ['severity="critical"'])
+    groups: dict[str, set[str]] = {}
+    intervals = set()
+    for path in _rule_files():
+        for group in yaml.safe_load(path.read_text())["groups"]:
+            intervals.add(duration_seconds(group["interval"]))
+            for rule in group["rules"]:
+                if "alert" in rule:
+                    groups.setdefault(rule["alert"], set()).add(f"{path.name}:{group['name']}")
+    assert {name: where for name, where in groups.items() if len(where) > 1} == {}
+    # a few seconds for a group's evaluation and Prometheus' notifier batches, well under one interval
+    assert 2 <= duration_seconds(critical["group_wait"]) <= min(intervals) / 2
 
 
 def test_inhibitions_reference_real_alerts() -> None:
