@@ -98,9 +98,10 @@ def test_every_phase_of_a_migration_reads_right(migrating: tuple[KafkaCluster, W
     snapshot = o.snapshot.cluster(MIGRATING)
     assert snapshot is not None
     for broker in cluster.brokers():
-        node = next(n for n in snapshot.nodes if n.node == broker.name)
-        assert node.role is Role.BROKER and node.has("kafka_raft_current_leader"), node  # the raft observer
-    kraft_leader = next(n for n in snapshot.nodes if n.node == "controller-1")
+        node = snapshot.node(broker.name)  # the raft observer:
+        assert node is not None and node.role is Role.BROKER and node.has("kafka_raft_current_leader"), node
+    kraft_leader = snapshot.node("controller-1")
+    assert kraft_leader is not None
     queues = {dict(s.labels)["broker"] for s in kraft_leader.series_samples("kafka_controller_channel_queue_size")}
     assert queues == {str(b.node_id) for b in cluster.brokers()}, queues
     _controller_is_the_kraft_leader(cluster_health(o, MIGRATING))

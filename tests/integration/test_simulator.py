@@ -49,7 +49,9 @@ class Watch:
     def value(self, cluster: str, node: str, series: str) -> float | None:
         snapshot = self.state.current().snapshot.cluster(cluster)
         assert snapshot is not None
-        return next(n for n in snapshot.nodes if n.node == node).value(series)
+        read = snapshot.node(node)
+        assert read is not None, node
+        return read.value(series)
 
 
 def healthy(health: ClusterHealth, snapshot: ClusterSnapshot) -> bool:

@@ -154,11 +154,12 @@ def test_hostile_values_never_break_the_round_health_or_exposition_of_anyone_els
     good, bad = snapshot.cluster("good"), snapshot.cluster("bad")
     assert good is not None and bad is not None
     assert all(n.up for n in good.nodes)
-    assert next(n for n in bad.nodes if n.node == "ok").up, "a sibling of the hostile node is unaffected"
+    ok = bad.node("ok")
+    assert ok is not None and ok.up, "a sibling of the hostile node is unaffected"
     assert health.cluster("good") == BASELINE[1].cluster("good")
     assert _good_lines(body) == _good_lines(BASELINE[2])
-    hostile = next(n for n in bad.nodes if n.node == "hostile")
-    assert hostile.up or hostile.error, "a hostile node that cannot be mapped says why"
+    hostile = bad.node("hostile")
+    assert hostile is not None and (hostile.up or hostile.error), "a hostile node that cannot be mapped says why"
 
 
 def test_a_cluster_whose_health_cannot_be_evaluated_is_reported_and_the_others_are_served(monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -194,6 +195,6 @@ def test_a_node_whose_readings_cannot_be_mapped_is_down_with_the_reason(monkeypa
     snapshot, _health, body = _run(FakeClient(), with_hostile=True)
     bad = snapshot.cluster("bad")
     assert bad is not None
-    ok = next(n for n in bad.nodes if n.node == "ok")
-    assert not ok.up and ok.error == "unmappable MBean values: ValueError: unmappable"
+    ok = bad.node("ok")
+    assert ok is not None and not ok.up and ok.error == "unmappable MBean values: ValueError: unmappable"
     assert _good_lines(body) == _good_lines(BASELINE[2])
