@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from exporter.javac import JavacError
-from exporter.jmx import connect_timeouts
+from exporter.jmx import connect_timeouts, node_reader
 from exporter.jmx.base import Endpoint, JmxError
 from exporter.model import Failure, MBeanQuery, RawReading
 
@@ -95,12 +95,18 @@ def start_jvm(
         if jpype.isJVMStarted():
             return
         timeout_ms = str(max(1, int(timeout_seconds * 1000)))
+        timeouts_compiled = False
         try:
             classpath = [str(connect_timeouts.class_dir())]
+            timeouts_compiled = True
         except JavacError as exc:
             # Reading still works, only without connect timeouts: better than no exporter at all.
             log.error("JMX connect timeouts disabled (%s): an unreachable node holds a worker for ~2 min", exc)
             classpath = []
+        try:
+            classpath.append(str(node_reader.class_dir()))
+        except JavacError as exc:
+            log.error("node reads run in Python (%s): ~4x the CPU per read with many workers", exc)
         args = [
             f"-Xmx{max_heap}",
             "-XX:+UseSerialGC",
@@ -115,7 +121,7 @@ def start_jvm(
         if truststore_password:
             args.append(f"-Djavax.net.ssl.trustStorePassword={truststore_password}")
         jpype.startJVM(*args, classpath=classpath, convertStrings=False)
-        if classpath:
+        if timeouts_compiled:
             connect_timeouts.install()
 
 
@@ -192,17 +198,78 @@ class _Connection:
         return names
 
     def read(self, queries: Sequence[MBeanQuery], deadline: float) -> list[RawReading]:
-        """Read every query; raise _DeadlineExceeded rather than start an RPC after `deadline` (monotonic)."""
-        from java.lang import Number, String
+        """Read every query; raise _DeadlineExceeded rather than start an RPC after `deadline` (monotonic).
+
+        In one call into Java (node_reader.py) where the class could be compiled, else MBean by MBean."""
+        reader = _node_reader()
+        if reader is None:
+            return self.read_each(queries, deadline)
+        from java.lang import String
+        from javax.management import ObjectName
+
+        now = time.monotonic()
+        plan = [(query, *resolved) for query in queries for resolved in self._resolve(query, now, deadline)]
+        names = _jarray(ObjectName, [name for _, name, _, _ in plan])
+        attributes = _jarray(String[:], [self._attributes_of(query) for query, _, _, _ in plan])
+        budget = int((deadline - time.monotonic()) * 1e9)
+        if budget <= 0:
+            raise _DeadlineExceeded
+        try:
+            result = reader.read(self.server, names, attributes, budget, MAX_STRING_CHARS)
+        except reader.DeadlineExceeded:
+            raise _DeadlineExceeded from None
+        status = bytes(memoryview(result.status))
+        kinds = bytes(memoryview(result.kinds))
+        numbers = memoryview(result.numbers).tolist()
+        readings = []
+        offset = 0  # the MBean's first cell: Result's cells are every MBean's requested attributes, in order
+        for index, (query, _, canonical, keys) in enumerate(plan):
+            first, offset = offset, offset + len(query.attributes)
+            if status[index] == node_reader.GONE:
+                self.resolved.pop(query, None)  # unregistered since resolved (a broker left): resolve again
+                continue
+            if status[index] == node_reader.REJECTED:
+                self._log_rejected(canonical, result.problems[index])
+                continue
+            values: dict[str, float | str] = {}
+            for cell, attribute in enumerate(query.attributes, start=first):
+                kind = kinds[cell]
+                if kind == node_reader.NUMBER:
+                    values[attribute] = numbers[cell]
+                elif kind == node_reader.TEXT:
+                    values[attribute] = str(result.texts[cell])
+                elif kind == node_reader.TOO_LONG:
+                    self._log_too_long(canonical, int(numbers[cell]))
+            readings.append(RawReading(query.pattern, canonical, keys, values))
+        return readings
+
+    def _attributes_of(self, query: MBeanQuery) -> Any:
+        from java.lang import String
+
+        attributes = self.attribute_arrays.get(query)
+        if attributes is None:
+            attributes = self.attribute_arrays[query] = _jarray(String, list(query.attributes))
+        return attributes
+
+    def _log_rejected(self, canonical: str, reason: object) -> None:
+        # SERIAL_FILTER refused a value's class: this MBean is left out, the node read goes on
+        log.warning("%s: %s: a value refused by the deserialisation filter: %s", self.address, canonical, reason)
+
+    def _log_too_long(self, canonical: str, length: int) -> None:
+        log.warning("%s: %s: a %d-character value left out", self.address, canonical, length)
+
+    def read_each(self, queries: Sequence[MBeanQuery], deadline: float) -> list[RawReading]:
+        """read(), one getAttributes call from Python per MBean: where the Java reader is not compiled, and
+        the reference its answers are compared with (tests/integration/test_node_reader.py)."""
+        from java.lang import Boolean, Number
         from java.rmi import UnmarshalException
         from javax.management import InstanceNotFoundException
 
         now = time.monotonic()
         readings = []
         for query in queries:
-            attributes = self.attribute_arrays.get(query)
-            if attributes is None:
-                attributes = self.attribute_arrays[query] = _jarray(String, list(query.attributes))
+            attributes = self._attributes_of(query)
+            requested = set(query.attributes)
             for name, canonical, keys in self._resolve(query, now, deadline):
                 _check(deadline)
                 try:
@@ -214,36 +281,49 @@ class _Connection:
                 except UnmarshalException as exc:
                     if "REJECTED" not in str(exc.getCause() or ""):
                         raise
-                    # SERIAL_FILTER refused a value's class: this MBean is left out, the node read goes on
-                    log.warning(
-                        "%s: %s: a value refused by the deserialisation filter: %s",
-                        self.address,
-                        canonical,
-                        exc.getCause(),
-                    )
+                    self._log_rejected(canonical, exc.getCause())
                     continue
                 values: dict[str, float | str] = {}
                 for attribute in result:  # the AttributeList itself: asList() is one more Java call per MBean
+                    name_of = str(attribute.getName())
+                    if name_of not in requested:  # an agent may answer more than it was asked
+                        continue
                     value = attribute.getValue()
                     # JPype boxes Double/Float as Python floats and Long/Integer/Short/Byte as ints, so
                     # float() converts them without a doubleValue() round trip into Java (~20% of this
                     # loop); Boolean is an int too but no Number, and other Numbers keep doubleValue()
                     if isinstance(value, float) or (isinstance(value, int) and isinstance(value, Number)):
-                        values[str(attribute.getName())] = float(value)
+                        values[name_of] = float(value)
                     elif isinstance(value, Number):
-                        values[str(attribute.getName())] = float(value.doubleValue())
+                        values[name_of] = float(value.doubleValue())
                     elif value is not None:
-                        text = str(value)  # toString() of a String is itself; other objects are their text
+                        # toString() of a String is itself, other objects are their text; JPype's str() of a
+                        # Boolean is Python's ("True"), Java's is "true", as the Java reader says
+                        text = str(value).lower() if isinstance(value, Boolean) else str(value)
                         if len(text) > MAX_STRING_CHARS:
-                            log.warning("%s: %s: a %d-character value left out", self.address, canonical, len(text))
+                            self._log_too_long(canonical, len(text))
                             continue
-                        values[str(attribute.getName())] = text
+                        values[name_of] = text
                 readings.append(RawReading(query.pattern, canonical, keys, values))
         return readings
 
 
 class _DeadlineExceeded(Exception):
     pass
+
+
+_READER: list[Any] = []  # [the NodeReader class, or None where it was not compiled]: looked up once
+
+
+def _node_reader() -> Any:
+    if not _READER:
+        from jpype import JClass
+
+        try:
+            _READER.append(JClass(node_reader.CLASS))
+        except Exception:  # not on the class path: start_jvm logged why
+            _READER.append(None)
+    return _READER[0]
 
 
 def _check(deadline: float) -> None:

@@ -19,14 +19,20 @@ Values = Mapping[str, Callable[[], Any]]
 
 class ServedPort(int):
     """The server's port; `register(name, values)` adds an MBean while it runs (a broker that just became the
-    controller registering its per-broker queues)."""
+    controller registering its per-broker queues), `unregister(name)` removes one (a broker that left)."""
 
-    def __new__(cls, port: int, register: Callable[[str, Values], object]) -> ServedPort:
+    def __new__(
+        cls, port: int, register: Callable[[str, Values], object], unregister: Callable[[str], object]
+    ) -> ServedPort:
         served = super().__new__(cls, port)
-        served.register = register  # type: ignore[attr-defined]
+        served.register = register  # type: ignore[method-assign]
+        served.unregister = unregister  # type: ignore[method-assign]
         return served
 
     def register(self, name: str, values: Values) -> object:  # replaced per instance
+        raise NotImplementedError
+
+    def unregister(self, name: str) -> object:  # replaced per instance
         raise NotImplementedError
 
 
@@ -122,7 +128,11 @@ def jmx_server(
     connector.start()
     try:
         ObjectName = JClass("javax.management.ObjectName")
-        yield ServedPort(port, lambda name, values: server.registerMBean(Served(name, values), ObjectName(name)))
+        yield ServedPort(
+            port,
+            lambda name, values: server.registerMBean(Served(name, values), ObjectName(name)),
+            lambda name: server.unregisterMBean(ObjectName(name)),
+        )
     finally:
         connector.stop()
         JClass("java.rmi.server.UnicastRemoteObject").unexportObject(registry, True)
