@@ -79,7 +79,7 @@ def main() -> int:
             state = ExporterState(scraper.latest(), Thresholds())
             scraper.subscribe(state.observe)
             page = MetricsPage()
-            walls, cpus, sim_cpus, renders, render_cpus, gzips = [], [], [], [], [], []
+            walls, cpus, sim_cpus, renders, render_cpus, gzips, serves = [], [], [], [], [], [], []
             cold_wall = cold_cpu = 0.0
             up = warmup = 0
             round_index = 0
@@ -100,6 +100,11 @@ def main() -> int:
                 gzip_start = time.perf_counter()
                 parts, _ = page.render_parts(current.snapshot, current.health, None, time.time(), gzipped=True)
                 gzip_ms, wire = (time.perf_counter() - gzip_start) * 1000, sum(len(part) for part in parts)
+                # what a scrape costs once the page is made (the exporter makes it when the round ends,
+                # MetricsPage.prepare): the cached page and its deflate, a fresh age and gzip trailer
+                served_start = time.perf_counter()
+                page.render_parts(current.snapshot, current.health, None, time.time(), gzipped=True)
+                served_ms = (time.perf_counter() - served_start) * 1000
                 cpu = _cpu_seconds() - cpu
                 sim_cpu = _process_cpu_seconds(simulator.pid) - sim_cpu
                 up = sum(node.up for node in snapshot.nodes())
@@ -114,11 +119,13 @@ def main() -> int:
                     renders.append(render)
                     render_cpus.append(render_cpu)
                     gzips.append(gzip_ms)
+                    serves.append(served_ms)
                 if steady < 0 and (up == size or round_index >= args.warmup_rounds):
                     steady = round_index + 1
                 print(
                     f"  {size} nodes, round {round_index}: {wall:.2f} s, {up} up, cpu {cpu:.2f} s, "
-                    f"/metrics {render * 1000:.0f} ms ({render_cpu * 1000:.0f} ms cpu), gzip {gzip_ms:.0f} ms "
+                    f"/metrics {render * 1000:.0f} ms ({render_cpu * 1000:.0f} ms cpu), gzip {gzip_ms:.0f} ms, "
+                    f"served {served_ms:.1f} ms, "
                     f"{len(body)} -> {wire} bytes, {load()}"
                 )
                 round_index += 1
@@ -137,7 +144,8 @@ def main() -> int:
             rows.append(
                 (size, up, cold_wall, cold_cpu, warmup, statistics.median(walls), max(walls), statistics.median(cpus),
                  rss, threads, statistics.median(renders) * 1000, len(body), statistics.median(sim_cpus), sim_rss,
-                 sim_threads, statistics.median(render_cpus) * 1000, statistics.median(gzips), wire)
+                 sim_threads, statistics.median(render_cpus) * 1000, statistics.median(gzips), wire,
+                 statistics.median(serves))
             )  # fmt: skip
             client.close()  # the next size connects afresh
     finally:
@@ -146,7 +154,7 @@ def main() -> int:
     header = (
         f"{'nodes':>5} {'up':>5} {'cold s':>7} {'cold cpu':>8} {'warmup':>6} {'round s':>8} {'max s':>6} "
         f"{'cpu s':>6} {'RSS MB':>7} {'thr':>5} {'/metrics ms':>11} {'cpu ms':>6} {'bytes':>9} {'sim cpu':>7} "
-        f"{'sim MB':>7} {'sim thr':>7} {'gzip ms':>7} {'gzip bytes':>10}"
+        f"{'sim MB':>7} {'sim thr':>7} {'gzip ms':>7} {'gzip bytes':>10} {'served ms':>9}"
     )
     print(
         f"\ninterval {args.interval:g} s, timeout {args.timeout:g} s, {args.workers} workers, "
@@ -158,9 +166,12 @@ def main() -> int:
         print(
             f"{r[0]:>5} {r[1]:>5} {r[2]:>7.2f} {r[3]:>8.2f} {r[4]:>6} {r[5]:>8.2f} {r[6]:>6.2f} {r[7]:>6.2f} "
             f"{r[8]:>7.0f} {r[9]:>5} {r[10]:>11.1f} {r[15]:>6.0f} {r[11]:>9} {r[12]:>7.2f} {r[13]:>7.0f} {r[14]:>7} "
-            f"{r[16]:>7.1f} {r[17]:>10}"
+            f"{r[16]:>7.1f} {r[17]:>10} {r[18]:>9.1f}"
         )
-    print("targets (issue 16): /metrics <= 60 ms render; gzip when asked, <= 1 MB on the wire at 1,000 nodes")
+    print(
+        "targets (issue 16): /metrics <= 60 ms render (the page is made when the round ends; `served` is a "
+        "scrape of it); gzip when asked, <= 1 MB on the wire at 1,000 nodes"
+    )
     return 0
 
 

@@ -192,6 +192,7 @@ def serve(settings: Settings) -> int:
             version=_version(),
             basic_auth_users=http.basic_auth_users,
             per_request=writer.families if writer is not None else tuple,
+            observations=state.subscribe,
         )
         if settings.dashboard.enabled:
             from dashboard.cli import mount_dashboard

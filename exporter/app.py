@@ -112,9 +112,11 @@ def create_app(
     basic_auth_users: Mapping[str, str] | None = None,
     clock: Callable[[], float] = time.time,
     per_request: Callable[[], Sequence[Family]] = tuple,
+    observations: Callable[[Callable[[Observation], None]], None] | None = None,
 ) -> FastAPI:
     """The exporter's HTTP app. `per_request` gives families made fresh for each /metrics request (the
-    history writer's self-metrics), beside the page cached per round."""
+    history writer's self-metrics), beside the page cached per round. `observations` (ExporterState.
+    subscribe) lets the app make each round's /metrics page when the round ends, not at its first scrape."""
     # Auth and the body cap wrap every route, the docs and the dashboard mounted later alike, and run
     # before any of them reads a byte of the request (exporter/httpguard.py).
     app = GuardedFastAPI(
@@ -122,6 +124,8 @@ def create_app(
     )
     page = MetricsPage(version)
     app.state.observation_source = source
+    if observations is not None:
+        observations(lambda observation: page.prepare(observation.snapshot, observation.health))
 
     # A plain (sync) route rather than make_asgi_app: no 307 redirect to /metrics/, and rendering runs
     # in the threadpool instead of the event loop.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import struct
 import threading
+import time
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -546,6 +547,11 @@ def gzip_tail(front: Deflated, tail: bytes) -> bytes:
     return compressor.compress(tail) + compressor.flush(zlib.Z_FINISH) + struct.pack("<II", crc, size)
 
 
+# A form of the page (content type, gzip) is made ahead for each new snapshot while a scraper asked for it
+# this recently: a few of Prometheus' scrape intervals.
+ASKED_SECONDS = 300.0
+
+
 @dataclass
 class _CachedPage:
     """One snapshot's page in one content type, and its deflate once a scraper has asked for gzip."""
@@ -563,10 +569,24 @@ class MetricsPage:
     snapshot, almost no work.
     """
 
-    def __init__(self, version: str = "dev") -> None:
+    def __init__(self, version: str = "dev", clock: Callable[[], float] = time.monotonic) -> None:
         self.version = version
+        self.clock = clock
         self._lock = threading.Lock()
         self._pages: dict[tuple[int, float, str], _CachedPage] = {}
+        # (content type, gzipped) -> an Accept header that chose it, and when it was last asked for
+        self._asked: dict[tuple[str, bool], tuple[str | None, float]] = {}
+
+    def prepare(self, snapshot: FleetSnapshot, health: FleetHealth | None) -> None:
+        """Make this snapshot's page in each form scrapers asked for in the last ASKED_SECONDS, when the
+        snapshot is made (in the scrape thread) rather than at the first scrape after it: a scrape is then
+        served from the cache (a 1,000-node page took ~250 ms to make, docs/demo.md)."""
+        with self._lock:
+            now = self.clock()
+            self._asked = {key: asked for key, asked in self._asked.items() if now - asked[1] <= ASKED_SECONDS}
+            wanted = [(accept, gzipped) for (_, gzipped), (accept, _) in self._asked.items()]
+        for accept, gzipped in wanted:
+            self._page(snapshot, health, accept, gzipped)
 
     def render(
         self, snapshot: FleetSnapshot, health: FleetHealth | None, accept: str | None, now: float
@@ -588,6 +608,19 @@ class MetricsPage:
         per request, and the content type: the page cached for the snapshot, then the tail made for this
         request (`per_request` families go there with the snapshot age). `gzipped`: one gzip member, the
         page's deflate cached too."""
+        encoder, content_type, cached, front = self._page(snapshot, health, accept, gzipped)
+        with self._lock:
+            self._asked[(content_type, gzipped)] = (accept, self.clock())
+        tail = encode([snapshot_age_family(max(0.0, now - snapshot.taken_at)), *per_request], encoder)
+        if front is None:
+            return (cached.text, tail), content_type
+        return (GZIP_HEADER, front.data, gzip_tail(front, tail)), content_type
+
+    def _page(
+        self, snapshot: FleetSnapshot, health: FleetHealth | None, accept: str | None, gzipped: bool
+    ) -> tuple[Callable[..., bytes], str, _CachedPage, Deflated | None]:
+        """The snapshot's page for this Accept header, made once (under the lock, so two requests or a
+        request and prepare() never make the same page twice)."""
         encoder, content_type = choose_encoder(accept or "")
         key = (snapshot.sequence, snapshot.taken_at, content_type)
         with self._lock:
@@ -600,8 +633,4 @@ class MetricsPage:
                 cached = self._pages[key] = _CachedPage(text)
             if gzipped and cached.deflated is None:
                 cached.deflated = Deflated.of(cached.text)
-            front = cached.deflated if gzipped else None
-        tail = encode([snapshot_age_family(max(0.0, now - snapshot.taken_at)), *per_request], encoder)
-        if front is None:
-            return (cached.text, tail), content_type
-        return (GZIP_HEADER, front.data, gzip_tail(front, tail)), content_type
+            return encoder, content_type, cached, cached.deflated if gzipped else None

@@ -3,6 +3,7 @@ from __future__ import annotations
 import base64
 import gzip
 import zlib
+from dataclasses import replace
 
 import bcrypt
 from fastapi.testclient import TestClient
@@ -73,6 +74,56 @@ def test_metrics_are_one_gzip_member_when_asked_the_page_deflated_once_per_round
     later, _ = metrics_page.render_parts(current.snapshot, current.health, None, 1009.0, gzipped=True)
     assert later[1] is first[1] and later[2] != first[2]  # the page's deflate reused; a fresh age
     assert gzip.decompress(b"".join(later)).endswith(b"ctlplane_snapshot_age_seconds 9.0\n")
+
+
+def test_each_rounds_page_is_made_when_the_round_ends_in_the_forms_scrapers_asked_for(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A scrape after a round is served from the cache: the page (and its gzip) was made in the scrape
+    thread when the round's observation came, for each form asked for lately, not at the first scrape."""
+    import exporter.families as families
+
+    made: list[int] = []
+    collect = families.collect_families
+    monkeypatch.setattr(
+        families, "collect_families", lambda snapshot, *a: made.append(snapshot.sequence) or collect(snapshot, *a)
+    )
+    state = ExporterState(sample_fleet(), Thresholds())
+    http = TestClient(
+        create_app(state.current, interval_seconds=15, clock=lambda: 1005.0, observations=state.subscribe)
+    )
+    openmetrics = {"Accept": "application/openmetrics-text;version=1.0.0", "Accept-Encoding": "gzip"}
+    http.get("/metrics", headers={"Accept-Encoding": "gzip"})
+    http.get("/metrics", headers=openmetrics)
+    first = state.current().snapshot.sequence
+    assert made == [first, first]  # the first snapshot's two forms, made by those scrapes
+    state.observe(replace(sample_fleet(), sequence=first + 1))
+    assert made == [first, first, first + 1, first + 1]  # made ahead, in the observing thread
+    text = http.get("/metrics", headers={"Accept-Encoding": "gzip"})
+    om = http.get("/metrics", headers=openmetrics)
+    assert made == [first, first, first + 1, first + 1]  # both served from what was made ahead
+    current = state.current()
+    for response, accept in ((text, None), (om, openmetrics["Accept"])):
+        page, _ = MetricsPage().render(current.snapshot, current.health, accept, 1005.0)
+        assert response.content == page
+
+
+def test_a_form_no_scraper_asked_for_lately_is_not_made_ahead(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import exporter.families as families
+
+    made: list[int] = []
+    collect = families.collect_families
+    monkeypatch.setattr(
+        families, "collect_families", lambda snapshot, *a: made.append(snapshot.sequence) or collect(snapshot, *a)
+    )
+    now = [0.0]
+    page = MetricsPage(clock=lambda: now[0])
+    snapshot = sample_fleet()
+    page.render_parts(snapshot, None, None, 1005.0)
+    now[0] = families.ASKED_SECONDS
+    page.prepare(replace(snapshot, sequence=snapshot.sequence + 1), None)
+    now[0] = 2 * families.ASKED_SECONDS + 1
+    page.prepare(replace(snapshot, sequence=snapshot.sequence + 2), None)
+    # asked for at 0 s: made ahead at ASKED_SECONDS, no longer after
+    assert made == [snapshot.sequence, snapshot.sequence + 1]
 
 
 def test_snapshot_json_round_trips() -> None:
