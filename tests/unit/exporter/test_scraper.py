@@ -99,13 +99,19 @@ class PacedClient:
 
     def __init__(self, script: dict[int, list[float | None]]) -> None:
         self.script = script
+        self.answered = {port: threading.Semaphore(0) for port in script}  # released as each read returns
 
     def read(self, endpoint: Endpoint, queries: Sequence[MBeanQuery]) -> list[RawReading]:
         outcome = self.script[endpoint.port].pop(0) if self.script[endpoint.port] else 0.0
-        if outcome is None:
-            raise JmxError(f"{endpoint.address}: timed out", Failure.TIMEOUT)
-        time.sleep(outcome)
-        return [RawReading(BROKER_STATE, BROKER_STATE, {"type": "KafkaServer", "name": "BrokerState"}, {"Value": 3.0})]
+        try:
+            if outcome is None:
+                raise JmxError(f"{endpoint.address}: timed out", Failure.TIMEOUT)
+            time.sleep(outcome)
+            return [
+                RawReading(BROKER_STATE, BROKER_STATE, {"type": "KafkaServer", "name": "BrokerState"}, {"Value": 3.0})
+            ]
+        finally:
+            self.answered[endpoint.port].release()
 
     def close(self) -> None:
         pass
@@ -124,7 +130,8 @@ def test_after_a_timeout_the_round_waits_for_a_node_as_long_as_its_reads_usually
         workers=4,
     )
     rounds = [s.scrape_once() for _ in range(3)]
-    time.sleep(1.5)  # b2's slow read ends before the next round, as it would within a 15 s interval
+    for _ in range(3):  # b2's slow third read ends before the next round, as it would within a 15 s interval
+        assert client.answered[2].acquire(timeout=30)
     rounds.append(s.scrape_once())
     up = [{n.node: n.up for n in r.nodes()} for r in rounds]
     assert up[0] == {"b1": True, "b2": True, "b3": True}
