@@ -191,9 +191,12 @@ class _Connection:
                     MAX_MBEANS_PER_QUERY,
                 )
                 break
-            keys = {str(k): str(v) for k, v in name.getKeyPropertyList().items()}
+            canonical = str(name.getCanonicalName())
+            keys = key_properties(canonical)
+            if keys is None:  # a quoted value: ask Java (one crossing per key, each a GIL hand-over)
+                keys = {str(k): str(v) for k, v in name.getKeyPropertyList().items()}
             if query.accepts(keys):
-                names.append((name, str(name.getCanonicalName()), keys))
+                names.append((name, canonical, keys))
         self.resolved[query] = _Resolved(names, now)
         return names
 
@@ -306,6 +309,20 @@ class _Connection:
                         values[name_of] = text
                 readings.append(RawReading(query.pattern, canonical, keys, values))
         return readings
+
+
+def key_properties(canonical: str) -> dict[str, str] | None:
+    """The key properties of a canonical ObjectName (`domain:k1=v1,k2=v2`, ObjectName.getCanonicalName),
+    parsed in Python; None if a value is quoted (it may hold `,` or `=`: let Java parse it). The same as
+    getKeyPropertyList(), which a 1,000-node fleet iterated through JPype for ~2% of its GIL time."""
+    _, _, properties = canonical.partition(":")
+    if '"' in properties:
+        return None
+    keys = {}
+    for pair in properties.split(","):
+        key, _, value = pair.partition("=")
+        keys[key] = value
+    return keys
 
 
 class _DeadlineExceeded(Exception):

@@ -12,7 +12,13 @@ import pytest
 
 from ctlplane.localkafka import KafkaCluster
 from exporter.jmx.base import Endpoint
-from exporter.jmx.jpype_client import MAX_STRING_CHARS, JPypeJmxClient, _DeadlineExceeded, _node_reader
+from exporter.jmx.jpype_client import (
+    MAX_STRING_CHARS,
+    JPypeJmxClient,
+    _DeadlineExceeded,
+    _node_reader,
+    key_properties,
+)
 from exporter.model import MBeanQuery, RawReading
 from exporter.readings import plan_queries
 from tests.integration.jmxserver import jmx_server
@@ -160,3 +166,26 @@ def test_a_real_brokers_mbeans_read_the_same_either_way(client: JPypeJmxClient, 
     assert len(in_java) > 10
     version = [r.values for r in in_java if r.pattern == "kafka.server:type=app-info,id=*"]
     assert version == [r.values for r in in_python if r.pattern == "kafka.server:type=app-info,id=*"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "kafka.server:type=app-info,id=1",
+        "kafka.network:type=RequestMetrics,name=TotalTimeMs,request=Fetch",
+        "kafka.controller:type=ControllerChannelManager,name=QueueSize,broker-id=3",
+        "odd domain.ü:z=last,a=first value,m=ü ☃ 😀",
+        'ctlplane.test:type=Quoted,name="a,b=c:d\\"e"',
+    ],
+)
+def test_key_properties_parsed_in_python_are_javas(text: str) -> None:
+    from jpype import JClass
+
+    shared_client()
+    name = JClass("javax.management.ObjectName")(text)
+    java = {str(k): str(v) for k, v in name.getKeyPropertyList().items()}
+    parsed = key_properties(str(name.getCanonicalName()))
+    if '"' in text:
+        assert parsed is None  # Java parses quoted values
+    else:
+        assert parsed == java
