@@ -62,9 +62,11 @@ def test_a_stalled_node_is_down_within_the_timeout_and_not_read_again_until_it_r
     assert client.reads.count(3) == 1
     client.stalled.clear()
     client.release.set()
-    deadline_rounds = 20
-    while deadline_rounds and not all(n.up for n in s.scrape_once().nodes()):
-        deadline_rounds -= 1
+    # rounds that wait for nothing take a millisecond: give the released read's thread time to run
+    # (CI once ran out of 20 back-to-back rounds on a loaded machine before it had)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not all(n.up for n in s.scrape_once().nodes()):
+        time.sleep(0.05)
     assert all(n.up for n in s.latest().nodes()) and s.latest().sequence >= 3
     s.stop()
 
