@@ -153,6 +153,9 @@ def main() -> None:
             root = args.dir / f"m{millions}"
             if not root.exists():
                 started = time.perf_counter()
+                # the history writer makes the directories under its root, whose parent must exist (as the
+                # exporter's history.path's does)
+                args.dir.mkdir(parents=True, exist_ok=True)
                 rows = generate(root, millions)
                 print(f"generated {rows:,} rows in {time.perf_counter() - started:.1f} s -> {root}")
             out = args.dir / f"out{millions}"
