@@ -214,9 +214,8 @@ class _Connection:
         plan = [(query, *resolved) for query in queries for resolved in self._resolve(query, now, deadline)]
         names = _jarray(ObjectName, [name for _, name, _, _ in plan])
         attributes = _jarray(String[:], [self._attributes_of(query) for query, _, _, _ in plan])
-        budget = int((deadline - time.monotonic()) * 1e9)
-        if budget <= 0:
-            raise _DeadlineExceeded
+        _check(deadline)
+        budget = max(1, int((deadline - time.monotonic()) * 1e9))  # Java keeps the rest of the deadline
         try:
             result = reader.read(self.server, names, attributes, budget, MAX_STRING_CHARS)
         except reader.DeadlineExceeded:
