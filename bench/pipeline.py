@@ -5,7 +5,8 @@
 (As a module: run as a script, bench/ would come first on sys.path and this file would shadow `pipeline`.)
 
 Generates an archive in the exporter's own layout (exporter.history.write_partitioned): 20 clusters x
-6 nodes x 5 series every 15 s with deterministic faults, then times each engine reading that Parquet
+6 nodes x 5 series every 15 s with deterministic faults, plus each cluster's count of active
+controllers (the exporter's own series), then times each engine reading that Parquet
 and writing its result as Parquet. DuckDB is a bench-only dependency.
 """
 
@@ -23,7 +24,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type information
 
-from exporter.history import HISTORY_SCHEMA, write_partitioned
+from exporter.history import ACTIVE_CONTROLLERS_SERIES, HISTORY_SCHEMA, write_partitioned
 from pipeline import transforms
 from pipeline.io import read_archive, write_table
 from pipeline.rules import EpisodeRules, Kind
@@ -78,6 +79,28 @@ def generate(root: Path, million_rows: int) -> int:
             },
             schema=HISTORY_SCHEMA,
         )
+        # the exporter's own count per cluster and round (node ""), what the controller episodes read
+        rounds_c, clusters_c = np.repeat(r, CLUSTERS), np.tile(np.arange(CLUSTERS), len(r))
+        counted = np.where((rounds_c + clusters_c * 11) % 500 < 3, 0.0, 1.0) + np.where(
+            (rounds_c + clusters_c * 13) % 700 < 3, 1.0, 0.0
+        )
+        n_c = len(rounds_c)
+        cluster_rows = pa.table(
+            {
+                "timestamp": pa.array(T0_US + rounds_c * int(INTERVAL * 1e6)).cast(
+                    HISTORY_SCHEMA.field("timestamp").type
+                ),
+                "cluster": pa.array(np.char.add("c", clusters_c.astype(str))),
+                "node": pa.array(np.full(n_c, "")),
+                "role": pa.array(np.full(n_c, "")),
+                "series": pa.array(np.full(n_c, ACTIVE_CONTROLLERS_SERIES)),
+                "labels": pa.array(np.full(n_c, "")),
+                "value": pa.array(counted),
+                "state": pa.nulls(n_c, pa.string()),
+            },
+            schema=HISTORY_SCHEMA,
+        )
+        table = pa.concat_tables([table, cluster_rows])
         write_partitioned(root, table, lambda: next(sequence))
         total += table.num_rows
     return total
@@ -104,12 +127,9 @@ def duckdb_episodes(root: Path, out: Path) -> int:
              max(CASE WHEN series = '{transforms.QUEUE_SIZE}' THEN value END) FROM src
         WHERE (series = '{transforms.QUEUE_SIZE}' AND value >= {RULES.queue_saturation_size})
            OR (series IN {transforms.IDLE_RATIOS} AND value < {RULES.idle_saturation_ratio}) GROUP BY ALL
-      UNION ALL SELECT cluster, '', CASE WHEN active < 0.5 THEN 'no_active_controller'
-             ELSE 'several_active_controllers' END, b, active FROM (
-        SELECT cluster, make_timestamp(epoch_us(timestamp) // {int(INTERVAL * 1e6)} * {int(INTERVAL * 1e6)}) AS b,
-               sum(CASE WHEN series = 'kafka_controller_active' THEN value ELSE 0 END) AS active
-        FROM src WHERE series IN ('kafka_controller_active', 'ctlplane_up') GROUP BY ALL)
-        WHERE active < 0.5 OR active >= 1.5),
+      UNION ALL SELECT cluster, '', CASE WHEN value < 0.5 THEN 'no_active_controller'
+             ELSE 'several_active_controllers' END, timestamp, max(value) FROM src
+        WHERE series = '{ACTIVE_CONTROLLERS_SERIES}' AND (value < 0.5 OR value >= 1.5) GROUP BY ALL),
     f AS (SELECT *, CASE WHEN lag(timestamp) OVER w IS NULL
                   OR epoch_us(timestamp) - epoch_us(lag(timestamp) OVER w) > {gap} THEN 1 ELSE 0 END AS brk
           FROM q WINDOW w AS (PARTITION BY cluster, node, kind ORDER BY timestamp)),

@@ -1,20 +1,23 @@
 """Pure DataFrame -> DataFrame transforms over the archive (`exporter.history.HISTORY_SCHEMA` rows).
 
-Every detector filters to the rows in its condition first and only then runs the window (gaps and
-islands): a time gap larger than `EpisodeRules.gap_seconds` between consecutive qualifying samples of
-the same key ends an island. On two cores this is ~3.6x faster than windowing over every row, and it
-is exact while the gap tolerance is below two scrape intervals (shared/reference/spark.md).
+The episodes are found in one pass over the archive (churn in a second, over its own series): every
+sample is labelled with the kind it qualifies for, the rows that qualify for none are dropped first,
+and only then runs one window (gaps and islands) over all kinds: a time gap larger than
+`EpisodeRules.gap_seconds` between consecutive qualifying samples of the same key ends an island. On
+two cores filtering first is ~3.6x faster than windowing over every row, and it is exact while the
+gap tolerance is below two scrape intervals (shared/reference/spark.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import reduce
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from exporter.history import LIFECYCLE_SERIES, UP_SERIES
+from exporter.history import ACTIVE_CONTROLLERS_SERIES, LIFECYCLE_SERIES, UP_SERIES
 from pipeline.rules import EpisodeRules, Kind
 
 EPISODE_COLUMNS = ("cluster", "node", "kind", "start", "end", "duration_seconds", "peak", "samples")
@@ -23,10 +26,9 @@ LAG_SECONDS = "kafka_broker_metadata_lag_seconds"
 FROZEN = "kafka_broker_metadata_frozen"
 QUEUE_SIZE = "kafka_control_plane_request_queue_size"
 IDLE_RATIOS = ("kafka_control_plane_request_handler_idle_ratio", "kafka_control_plane_network_processor_idle_ratio")
-CONTROLLER_ACTIVE = "kafka_controller_active"
 FAILOVERS = "kafka_controller_failovers_total"
 # Every series the detectors read: the jobs read only these rows (and only the columns they use).
-EPISODE_SERIES = (LAG_RECORDS, LAG_SECONDS, FROZEN, QUEUE_SIZE, *IDLE_RATIOS, CONTROLLER_ACTIVE, FAILOVERS,
+EPISODE_SERIES = (LAG_RECORDS, LAG_SECONDS, FROZEN, QUEUE_SIZE, *IDLE_RATIOS, ACTIVE_CONTROLLERS_SERIES, FAILOVERS,
                   LIFECYCLE_SERIES, UP_SERIES)  # fmt: skip
 
 
@@ -34,10 +36,13 @@ def _micros(column: str = "timestamp") -> Column:
     return F.unix_micros(F.col(column))
 
 
-def islands(qualifying: DataFrame, keys: Sequence[str], gap_seconds: float) -> DataFrame:
+def islands(
+    qualifying: DataFrame, keys: Sequence[str], gap_seconds: float, peak_of: Callable[[str], Column] = F.max
+) -> DataFrame:
     """Runs of qualifying samples per key: (keys, start, end, duration_seconds, peak, samples).
 
-    `qualifying` has the keys, `timestamp` and `peak_value` (nullable), one row per key and timestamp.
+    `qualifying` has the keys, `timestamp` and `peak_value` (nullable), one row per key and timestamp;
+    `peak` is `peak_of` over the run's `peak_value`s (the worst value by default, or e.g. their sum).
     """
     ordered = Window.partitionBy(*keys).orderBy("t")
     running = ordered.rowsBetween(Window.unboundedPreceding, Window.currentRow)
@@ -52,12 +57,83 @@ def islands(qualifying: DataFrame, keys: Sequence[str], gap_seconds: float) -> D
         .agg(
             F.min("timestamp").alias("start"),
             F.max("timestamp").alias("end"),
-            F.max("peak_value").cast("double").alias("peak"),
+            peak_of("peak_value").cast("double").alias("peak"),
             F.count(F.lit(1)).alias("samples"),
         )
         .withColumn("duration_seconds", (_micros("end") - _micros("start")).cast("double") / 1_000_000)
         .drop("island")
     )
+
+
+@dataclass(frozen=True)
+class Condition:
+    """What a kind reads: the series, when one sample qualifies, and the value its peak keeps."""
+
+    series: tuple[str, ...]
+    qualifies: Column
+    peak: Column | None = None
+
+
+def conditions(rules: EpisodeRules) -> dict[Kind, Condition]:
+    """Every kind found from single samples (all but churn). A sample qualifies for one kind at most (a
+    unit test holds it), which lets one CASE over one scan label every sample."""
+    series, value = F.col("series"), F.col("value")
+    # The exporter's own count, what KafkaNoActiveController / KafkaSeveralActiveControllers page on
+    # (alerts/controller.rules.yml), not a sum of the nodes' ActiveControllerCount: during a ZooKeeper
+    # migration's PRE_MIGRATION the ZooKeeper brokers' controller claims too, and the exporter does not
+    # count it (exporter/health.py `_claimants`). Written every round, 0 when no node could be read.
+    controllers = series == ACTIVE_CONTROLLERS_SERIES
+    return {
+        # metadata lag at or over the records or seconds threshold, or the applied offset frozen
+        Kind.STALE_METADATA: Condition(
+            (LAG_RECORDS, LAG_SECONDS, FROZEN),
+            ((series == LAG_RECORDS) & (value >= rules.metadata_stale_records))
+            | ((series == LAG_SECONDS) & (value >= rules.metadata_stale_seconds))
+            | ((series == FROZEN) & (value >= 1)),
+            F.when(series == LAG_RECORDS, value),
+        ),
+        Kind.FENCED: Condition(
+            (LIFECYCLE_SERIES,), (series == LIFECYCLE_SERIES) & (F.col("labels") == "state=FENCED") & (value >= 1)
+        ),
+        # ctlplane could not read the node (any role)
+        Kind.UNREACHABLE: Condition((UP_SERIES,), (series == UP_SERIES) & (value < 1)),
+        Kind.NO_ACTIVE_CONTROLLER: Condition((ACTIVE_CONTROLLERS_SERIES,), controllers & (value < 0.5), value),
+        Kind.SEVERAL_ACTIVE_CONTROLLERS: Condition((ACTIVE_CONTROLLERS_SERIES,), controllers & (value >= 1.5), value),
+        # the control-plane queue near its capacity of 20, or its threads nearly never idle
+        Kind.CONTROL_PLANE_SATURATED: Condition(
+            (QUEUE_SIZE, *IDLE_RATIOS),
+            ((series == QUEUE_SIZE) & (value >= rules.queue_saturation_size))
+            | (series.isin(*IDLE_RATIOS) & (value < rules.idle_saturation_ratio)),
+            F.when(series == QUEUE_SIZE, value),
+        ),
+    }
+
+
+def _single_pass_episodes(rows: DataFrame, rules: EpisodeRules, wanted: set[Kind]) -> DataFrame:
+    """Every episode of the wanted kinds but churn from one scan of `rows`.
+
+    Each sample is labelled with the kind it qualifies for (one CASE), samples that qualify for none are
+    dropped, one aggregation reduces a node's qualifying samples of one round to their peak (lag records
+    and lag seconds may both qualify), and one window finds the islands of every kind. Before: a scan,
+    a shuffle and a window per kind, 5x the I/O.
+    """
+    chosen = {kind: c for kind, c in conditions(rules).items() if kind in wanted}
+    kind: Column = F.lit(None).cast("string")
+    peak: Column = F.lit(None).cast("double")
+    minimum: Column = F.lit(0.0)
+    for each, condition in chosen.items():
+        kind = F.when(condition.qualifies, F.lit(each.value)).otherwise(kind)
+        if condition.peak is not None:
+            peak = F.when(condition.qualifies, condition.peak).otherwise(peak)
+        minimum = F.when(F.col("kind") == each.value, F.lit(rules.min_for(each))).otherwise(minimum)
+    qualifying = (
+        rows.select("cluster", "node", kind.alias("kind"), "timestamp", peak.alias("peak"))
+        .where(F.col("kind").isNotNull())
+        .groupBy("cluster", "node", "kind", "timestamp")
+        .agg(F.max("peak").alias("peak_value"))
+    )
+    found = islands(qualifying, ("cluster", "node", "kind"), rules.gap_seconds)
+    return found.where(F.col("duration_seconds") >= minimum).select(*EPISODE_COLUMNS)
 
 
 def _as_episodes(found: DataFrame, kind: Kind, min_seconds: float) -> DataFrame:
@@ -70,105 +146,20 @@ def _as_episodes(found: DataFrame, kind: Kind, min_seconds: float) -> DataFrame:
     )
 
 
-def _per_node(rows: DataFrame, condition: Column, peak: Column) -> DataFrame:
-    """Qualifying rows reduced to one per (cluster, node, timestamp); `peak` is the worst value among them."""
-    return rows.where(condition).groupBy("cluster", "node", "timestamp").agg(F.max(peak).alias("peak_value"))
-
-
-def stale_metadata_episodes(archive: DataFrame, rules: EpisodeRules) -> DataFrame:
-    """Metadata lag at or over the records or seconds threshold, or applied offset frozen; peak = lag records."""
-    series = F.col("series")
-    condition = (
-        ((series == LAG_RECORDS) & (F.col("value") >= rules.metadata_stale_records))
-        | ((series == LAG_SECONDS) & (F.col("value") >= rules.metadata_stale_seconds))
-        | ((series == FROZEN) & (F.col("value") >= 1))
-    )
-    qualifying = _per_node(archive, condition, F.when(series == LAG_RECORDS, F.col("value")))
-    found = islands(qualifying, ("cluster", "node"), rules.gap_seconds)
-    return _as_episodes(found, Kind.STALE_METADATA, rules.min_for(Kind.STALE_METADATA))
-
-
-def fenced_episodes(archive: DataFrame, rules: EpisodeRules) -> DataFrame:
-    condition = (F.col("series") == LIFECYCLE_SERIES) & (F.col("labels") == "state=FENCED") & (F.col("value") >= 1)
-    qualifying = _per_node(archive, condition, F.lit(None).cast("double"))
-    found = islands(qualifying, ("cluster", "node"), rules.gap_seconds)
-    return _as_episodes(found, Kind.FENCED, rules.min_for(Kind.FENCED))
-
-
-def unreachable_episodes(archive: DataFrame, rules: EpisodeRules) -> DataFrame:
-    """ctlplane could not read the node (any role)."""
-    condition = (F.col("series") == UP_SERIES) & (F.col("value") < 1)
-    qualifying = _per_node(archive, condition, F.lit(None).cast("double"))
-    found = islands(qualifying, ("cluster", "node"), rules.gap_seconds)
-    return _as_episodes(found, Kind.UNREACHABLE, rules.min_for(Kind.UNREACHABLE))
-
-
-def saturation_episodes(archive: DataFrame, rules: EpisodeRules) -> DataFrame:
-    """Control-plane queue near its capacity of 20, or its threads nearly never idle; peak = queue size."""
-    series = F.col("series")
-    condition = ((series == QUEUE_SIZE) & (F.col("value") >= rules.queue_saturation_size)) | (
-        series.isin(*IDLE_RATIOS) & (F.col("value") < rules.idle_saturation_ratio)
-    )
-    qualifying = _per_node(archive, condition, F.when(series == QUEUE_SIZE, F.col("value")))
-    found = islands(qualifying, ("cluster", "node"), rules.gap_seconds)
-    return _as_episodes(found, Kind.CONTROL_PLANE_SATURATED, rules.min_for(Kind.CONTROL_PLANE_SATURATED))
-
-
-def active_controllers(archive: DataFrame, interval_seconds: float) -> DataFrame:
-    """Per cluster and scrape bucket, how many nodes claimed to be the active controller.
-
-    Nodes are read at slightly different times, so timestamps are floored to the scrape interval first.
-    Every node writes `ctlplane_up` each round, so a bucket in which no node claims (or none could be
-    read) still appears, with 0. Columns: cluster, timestamp (bucket start), active.
-    """
-    step = round(interval_seconds * 1_000_000)
-    bucket = F.timestamp_micros(F.floor(_micros() / step) * step)
-    claims = F.when(F.col("series") == CONTROLLER_ACTIVE, F.col("value")).otherwise(F.lit(0.0))
-    return (
-        archive.where(F.col("series").isin(CONTROLLER_ACTIVE, UP_SERIES))
-        .groupBy("cluster", bucket.alias("timestamp"))
-        .agg(F.sum(claims).alias("active"))
-    )
-
-
-def controller_count_episodes(archive: DataFrame, rules: EpisodeRules) -> DataFrame:
-    """No active controller (0 claimants) and several (2 or more: a split brain), per cluster."""
-    counts = active_controllers(archive, rules.interval_seconds).withColumn("peak_value", F.col("active"))
-    found = []
-    for kind, condition in (
-        (Kind.NO_ACTIVE_CONTROLLER, F.col("active") < 0.5),
-        (Kind.SEVERAL_ACTIVE_CONTROLLERS, F.col("active") >= 1.5),
-    ):
-        runs = islands(counts.where(condition), ("cluster",), rules.gap_seconds)
-        found.append(_as_episodes(runs, kind, rules.min_for(kind)))
-    return found[0].unionByName(found[1])
-
-
 def controller_churn_episodes(archive: DataFrame, rules: EpisodeRules) -> DataFrame:
     """Runs of controller failovers, each within `churn_window_seconds` of the previous, of at least
     `churn_failovers`; peak = failovers in the run. A counter reset (exporter restart) is not a failover."""
     ordered = Window.partitionBy("cluster").orderBy("timestamp")
     increase = F.col("value") - F.lag("value").over(ordered)
+    # peak = the run's summed increases (each event is in exactly one run: no join back to the events)
     events = (
         archive.where(F.col("series") == FAILOVERS)
         .select("cluster", "timestamp", "value")
-        .withColumn("increase", increase)
-        .where(F.col("increase") > 0)
-        .withColumn("peak_value", F.lit(None).cast("double"))
+        .withColumn("peak_value", increase)
+        .where(F.col("peak_value") > 0)
     )
-    runs = islands(events, ("cluster",), rules.churn_window_seconds)
-    totals = (
-        events.withColumn("t", _micros())
-        .join(runs.withColumn("s", _micros("start")).withColumn("e", _micros("end")), "cluster")
-        .where(F.col("t").between(F.col("s"), F.col("e")))
-        .groupBy("cluster", "start")
-        .agg(F.sum("increase").alias("failovers"))
-    )
-    churn = (
-        runs.join(totals, ["cluster", "start"])
-        .where(F.col("failovers") >= rules.churn_failovers)
-        .withColumn("peak", F.col("failovers").cast("double"))
-        .drop("failovers")
+    churn = islands(events, ("cluster",), rules.churn_window_seconds, peak_of=F.sum).where(
+        F.col("peak") >= rules.churn_failovers
     )
     return _as_episodes(churn, Kind.CONTROLLER_CHURN, rules.min_for(Kind.CONTROLLER_CHURN))
 
@@ -179,17 +170,11 @@ def episodes(archive: DataFrame, rules: EpisodeRules, kinds: Sequence[Kind] = tu
     rows = archive.where(F.col("series").isin(*EPISODE_SERIES)).select(
         "timestamp", "cluster", "node", "series", "labels", "value"
     )
-    detectors = [
-        (Kind.STALE_METADATA, stale_metadata_episodes),
-        (Kind.FENCED, fenced_episodes),
-        (Kind.UNREACHABLE, unreachable_episodes),
-        (Kind.CONTROL_PLANE_SATURATED, saturation_episodes),
-        (Kind.CONTROLLER_CHURN, controller_churn_episodes),
-    ]
-    parts = [detect(rows, rules) for kind, detect in detectors if kind in wanted]
-    if wanted & {Kind.NO_ACTIVE_CONTROLLER, Kind.SEVERAL_ACTIVE_CONTROLLERS}:
-        counted = controller_count_episodes(rows, rules)
-        parts.append(counted.where(F.col("kind").isin(*(k.value for k in wanted))))
+    parts = []
+    if wanted - {Kind.CONTROLLER_CHURN}:
+        parts.append(_single_pass_episodes(rows, rules, wanted))
+    if Kind.CONTROLLER_CHURN in wanted:
+        parts.append(controller_churn_episodes(rows, rules))
     return reduce(DataFrame.unionByName, parts)
 
 

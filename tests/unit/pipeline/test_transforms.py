@@ -1,17 +1,22 @@
 from __future__ import annotations
 
-from pyspark.sql import SparkSession
+from functools import reduce
+from pathlib import Path
+
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import types as T
 from pyspark.testing import assertDataFrameEqual
 
-from exporter.history import HISTORY_SCHEMA
+from exporter.history import ACTIVE_CONTROLLERS_SERIES, HISTORY_SCHEMA
 from pipeline import transforms
+from pipeline.io import read_archive
 from pipeline.rules import EpisodeRules, Kind
 from pipeline.schema import history_struct
 from tests.unit.pipeline.frames import EPISODE_DDL, archive, at, episode, row
 
 RULES = EpisodeRules()  # 15 s interval, gap 22.5 s, stale at 1000 records / 15 s, min 30 s (saturation 60 s)
 LAG = transforms.LAG_RECORDS
+CONTROLLERS = ACTIVE_CONTROLLERS_SERIES
 
 
 def test_history_struct_is_derived_from_the_arrow_schema() -> None:
@@ -43,7 +48,7 @@ def test_stale_metadata_episodes_threshold_minimum_and_gap(spark: SparkSession) 
         episode("stale_metadata", 60, 90, 2000.0, 3, node="b3"),
         episode("stale_metadata", 0, 30, None, 3, node="b4"),
     ]
-    actual = transforms.stale_metadata_episodes(archive(spark, rows), RULES)
+    actual = transforms.episodes(archive(spark, rows), RULES, [Kind.STALE_METADATA])
     assertDataFrameEqual(actual, spark.createDataFrame(expected, EPISODE_DDL), checkRowOrder=False)
 
 
@@ -56,9 +61,8 @@ def test_episodes_of_every_kind(spark: SparkSession) -> None:
         # every node's up flag each round; b2 unreachable 30..60; k2 is read 3 s into each round
         *(row(t, n, "ctlplane_up", 0 if n == "b2" and 30 <= t <= 60 else 1) for t in times for n in ("b1", "b2", "k1")),
         *(row(t + 3, "k2", "ctlplane_up", 1) for t in times),
-        # k1 claims except 75..105 (no controller); k2 also claims at 0..30 (two controllers)
-        *(row(t, "k1", transforms.CONTROLLER_ACTIVE, 0 if 75 <= t <= 105 else 1) for t in times),
-        *(row(t + 3, "k2", transforms.CONTROLLER_ACTIVE, 1 if t <= 30 else 0) for t in times),
+        # the exporter's count of active controllers: two at 0..30, none at 75..105
+        *(row(t, "", CONTROLLERS, 2 if t <= 30 else 0 if 75 <= t <= 105 else 1) for t in times),
         # b1 control-plane queue at 18 of 20 for 60 s
         *(row(t, "b1", transforms.QUEUE_SIZE, 18) for t in (0, 15, 30, 45, 60)),
         row(75, "b1", transforms.QUEUE_SIZE, 2),
@@ -75,6 +79,88 @@ def test_episodes_of_every_kind(spark: SparkSession) -> None:
     ]
     actual = transforms.episodes(archive(spark, rows), RULES)
     assertDataFrameEqual(actual, spark.createDataFrame(expected, EPISODE_DDL), checkRowOrder=False)
+
+
+def _mixed_archive(spark: SparkSession) -> DataFrame:
+    """Every kind at once, overlapping in time and node (b2 is unreachable while it also counts in the
+    controller buckets; b1 is fenced, stale and saturated at the same rounds)."""
+    times = range(0, 180, 15)
+    return archive(
+        spark,
+        [
+            *(
+                row(t, n, "ctlplane_up", 0 if n == "b2" and 30 <= t <= 75 else 1)
+                for t in times
+                for n in ("b1", "b2", "k1")
+            ),
+            *(row(t, "", CONTROLLERS, 2 if t <= 45 else 0 if 90 <= t <= 135 else 1) for t in times),
+            *(
+                row(t, "b1", "kafka_broker_lifecycle_state", 1, "state=FENCED" if t <= 60 else "state=ACTIVE")
+                for t in times
+            ),
+            *(row(t, "b1", LAG, 5000 if 15 <= t <= 90 else 5) for t in times),
+            *(row(t, "b1", transforms.LAG_SECONDS, 40 if 30 <= t <= 120 else 0) for t in times),
+            *(row(t, "b1", transforms.QUEUE_SIZE, 19 if t <= 105 else 1) for t in times),
+            *(row(t, "b1", transforms.IDLE_RATIOS[0], 0.01 if 60 <= t <= 150 else 0.9) for t in times),
+            *(
+                row(t, "", transforms.FAILOVERS, v)
+                for t, v in zip(times, (0, 1, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3), strict=True)
+            ),
+        ],
+    )
+
+
+def test_each_kind_alone_is_its_slice_of_every_kind(spark: SparkSession) -> None:
+    rows = _mixed_archive(spark)
+    every = transforms.episodes(rows, RULES)
+    assert {r.kind for r in every.select("kind").distinct().collect()} == {k.value for k in Kind}
+    for kind in Kind:
+        alone = transforms.episodes(rows, RULES, [kind])
+        assertDataFrameEqual(alone, every.where(every.kind == kind.value), checkRowOrder=False)
+
+
+def test_the_controller_episodes_count_what_the_exporter_counts_not_every_claim(spark: SparkSession) -> None:
+    # During a ZooKeeper migration's PRE_MIGRATION the ZooKeeper brokers' controller claims beside the
+    # KRaft controller (seen on 3.9.2; exporter/health.py `_claimants`): two ActiveControllerCount=1, one
+    # controller. The rules page on kafka_cluster_active_controllers, so the episodes must too.
+    times = range(0, 120, 15)
+    rows = [
+        *(row(t, "kraft-1", "kafka_controller_active", 1) for t in times),
+        *(row(t, "zk-broker-1", "kafka_controller_active", 1) for t in times),
+        *(row(t, "", CONTROLLERS, 1) for t in times),
+    ]
+    found = transforms.episodes(archive(spark, rows), RULES)
+    assert found.collect() == []
+
+
+def test_a_sample_qualifies_for_one_kind_at_most(spark: SparkSession) -> None:
+    # the single pass labels each sample with one CASE: a sample two kinds claim would hide one of them
+    values = (0.0, 0.01, 0.5, 1.0, 1.5, 2.0, 18.0, 100.0, 5000.0)
+    probes = [
+        row(0, "b1", series, value, labels)
+        for condition in transforms.conditions(RULES).values()
+        for series in condition.series
+        for value in values
+        for labels in ("", "state=FENCED")
+    ]
+    qualifies = [c.qualifies.cast("int") for c in transforms.conditions(RULES).values()]
+    most = archive(spark, probes).select(reduce(Column.__add__, qualifies).alias("kinds")).agg({"kinds": "max"})
+    assert most.collect()[0][0] == 1
+
+
+def _parquet_scans(frame: DataFrame) -> int:
+    plan: str = frame._jdf.queryExecution().executedPlan().toString()
+    return plan.count("FileScan parquet")
+
+
+def test_the_episodes_of_every_kind_but_churn_read_the_archive_once(spark: SparkSession, tmp_path: Path) -> None:
+    # One scan, not one per detector: on 10 M rows each pass over the Parquet costs ~0.4-0.7 s on two
+    # cores (bench/pipeline.py). Churn reads its own series again (a lag over the failover counter).
+    _mixed_archive(spark).write.partitionBy("cluster").parquet(str(tmp_path / "archive"))
+    rows = read_archive(spark, str(tmp_path / "archive"), series=transforms.EPISODE_SERIES)
+    assert _parquet_scans(transforms.episodes(rows, RULES, [k for k in Kind if k is not Kind.CONTROLLER_CHURN])) == 1
+    assert _parquet_scans(transforms.episodes(rows, RULES, [Kind.NO_ACTIVE_CONTROLLER])) == 1
+    assert _parquet_scans(transforms.episodes(rows, RULES)) == 2
 
 
 def test_sweep_pages_minutes_and_caught_match_a_hand_computed_case(spark: SparkSession) -> None:
