@@ -6,8 +6,9 @@
 
 Generates an archive in the exporter's own layout (exporter.history.write_partitioned): 20 clusters x
 6 nodes x 5 series every 15 s with deterministic faults, plus each cluster's count of active
-controllers (the exporter's own series), then times each engine reading that Parquet
-and writing its result as Parquet. DuckDB is a bench-only dependency.
+controllers (the exporter's own series), then times each engine reading that Parquet and writing its
+result as Parquet, on the files as written and on a copy compacted by `exporter.history.compact` (what
+the exporter does to each closed day). DuckDB is a bench-only dependency.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type information
+from pyspark.sql import SparkSession
 
-from exporter.history import ACTIVE_CONTROLLERS_SERIES, HISTORY_SCHEMA, write_partitioned
+from exporter.history import ACTIVE_CONTROLLERS_SERIES, HISTORY_SCHEMA, compact, write_partitioned
 from pipeline import transforms
 from pipeline.io import read_archive, write_table
 from pipeline.rules import EpisodeRules, Kind
@@ -160,6 +162,42 @@ def timed(action: Callable[[], int], repeats: int) -> tuple[list[float], int]:
     return seconds, result
 
 
+def measure(spark: SparkSession, millions: int, layout: str, root: Path, out: Path, repeats: int) -> None:
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    files = sum(1 for _ in root.glob("date=*/cluster=*/*.parquet"))
+
+    def spark_episodes() -> int:
+        rows = read_archive(spark, str(root), series=transforms.EPISODE_SERIES)
+        found = transforms.episodes(rows, RULES, [k for k in Kind if k is not Kind.CONTROLLER_CHURN])
+        write_table(found, f"{out}/spark_episodes")
+        return spark.read.parquet(f"{out}/spark_episodes").count()
+
+    def spark_sweep() -> int:
+        rows = read_archive(spark, str(root), series=transforms.EPISODE_SERIES)
+        reference = transforms.episodes(rows, RULES, [Kind.STALE_METADATA])
+        table = transforms.sweep(rows, transforms.LAG_RECORDS, [100, 250, 500, 1000, 2500, 5000, 10000, 25000],
+                                 [0, 15, 30, 60, 120, 300, 600], RULES.gap_seconds, reference)  # fmt: skip
+        write_table(table, f"{out}/spark_sweep")
+        return spark.read.parquet(f"{out}/spark_sweep").count()
+
+    def duck() -> int:
+        return duckdb_episodes(root, out / "duckdb_episodes.parquet")
+
+    results = {}
+    label = f"{millions}M {layout} ({files} files)"
+    for name, action in (("spark episodes", spark_episodes), ("spark sweep", spark_sweep), ("duckdb episodes", duck)):
+        first, _ = timed(action, 1)
+        runs, count = timed(action, repeats)
+        results[name] = statistics.median(runs)
+        print(f"{label} {name:<16} first {first[0]:6.2f} s  median {results[name]:6.2f} s  "
+              f"runs {' '.join(f'{s:.2f}' for s in runs)}  -> {count} rows")  # fmt: skip
+    ratio = results["spark episodes"] / results["duckdb episodes"]
+    # the issue's targets: <= 3x at 10 M rows, <= 2x at 50 M (Spark's fixed cost per job amortised)
+    target = 3.0 if millions < 50 else 2.0
+    print(f"{label} episodes Spark / DuckDB = {ratio:.2f}x (target <= {target:g}x)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, nargs="+", default=[10, 50], help="millions of rows per data set")
@@ -178,37 +216,16 @@ def main() -> None:
                 args.dir.mkdir(parents=True, exist_ok=True)
                 rows = generate(root, millions)
                 print(f"generated {rows:,} rows in {time.perf_counter() - started:.1f} s -> {root}")
-            out = args.dir / f"out{millions}"
-            shutil.rmtree(out, ignore_errors=True)
-            out.mkdir(parents=True)
-
-            def spark_episodes(root: Path = root, out: Path = out) -> int:
-                rows = read_archive(spark, str(root), series=transforms.EPISODE_SERIES)
-                found = transforms.episodes(rows, RULES, [k for k in Kind if k is not Kind.CONTROLLER_CHURN])
-                write_table(found, f"{out}/spark_episodes")
-                return spark.read.parquet(f"{out}/spark_episodes").count()
-
-            def spark_sweep(root: Path = root, out: Path = out) -> int:
-                rows = read_archive(spark, str(root), series=transforms.EPISODE_SERIES)
-                reference = transforms.episodes(rows, RULES, [Kind.STALE_METADATA])
-                table = transforms.sweep(rows, transforms.LAG_RECORDS, [100, 250, 500, 1000, 2500, 5000, 10000, 25000],
-                                         [0, 15, 30, 60, 120, 300, 600], RULES.gap_seconds, reference)  # fmt: skip
-                write_table(table, f"{out}/spark_sweep")
-                return spark.read.parquet(f"{out}/spark_sweep").count()
-
-            def duck(root: Path = root, out: Path = out) -> int:
-                return duckdb_episodes(root, out / "duckdb_episodes.parquet")
-
-            results = {}
-            for name, action in (("spark episodes", spark_episodes), ("spark sweep", spark_sweep),
-                                 ("duckdb episodes", duck)):  # fmt: skip
-                first, _ = timed(action, 1)
-                runs, count = timed(action, args.repeats)
-                results[name] = statistics.median(runs)
-                print(f"{millions}M {name:<16} first {first[0]:6.2f} s  median {results[name]:6.2f} s  "
-                      f"runs {' '.join(f'{s:.2f}' for s in runs)}  -> {count} rows")  # fmt: skip
-            ratio = results["spark episodes"] / results["duckdb episodes"]
-            print(f"{millions}M episodes Spark / DuckDB = {ratio:.2f}x (target <= 2x)")
+            compacted = args.dir / f"m{millions}-compacted"
+            if not compacted.exists():
+                shutil.copytree(root, compacted)
+                started = time.perf_counter()
+                done = compact(compacted, now=time.time(), close_after_seconds=0)
+                files = sum(len(c.removed) for c in done), sum(len(c.merged) for c in done)
+                print(f"compacted {files[0]} files into {files[1]} in {time.perf_counter() - started:.1f} s "
+                      f"(exporter.history.compact) -> {compacted}")  # fmt: skip
+            for layout, archive in (("as written", root), ("compacted", compacted)):
+                measure(spark, millions, layout, archive, args.dir / f"out{millions}", args.repeats)
     finally:
         spark.stop()
 

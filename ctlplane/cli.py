@@ -181,6 +181,7 @@ def serve(settings: Settings) -> int:
             history.retention_days,
             history.max_bytes,
             max_buffered_rows=history.max_buffered_rows,
+            compact_after_seconds=history.compact_after_seconds,
         ).start()
         state.subscribe(writer.observe)
     scraper.start()

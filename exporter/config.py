@@ -336,6 +336,12 @@ class HistoryConfig(_Strict):
     retention_days: float | None = Field(default=30.0, gt=0, le=100 * 366)
     max_bytes: int | None = Field(default=None, gt=0)
     max_buffered_rows: int = Field(default=1_000_000, ge=1000, le=100_000_000)
+    compact_after_seconds: float | None = Field(
+        default=3600.0,
+        ge=0,
+        le=30 * DAY_SECONDS,
+        description="merge a day's files once it ended this long ago (null: off; `ctlplane history compact`)",
+    )
 
 
 class DashboardConfig(_Strict):

@@ -141,8 +141,21 @@ def cmd_history_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_history_compact(args: argparse.Namespace) -> int:
+    from exporter.history import compact
+
+    failed = 0
+    for done in compact(args.archive, close_after_seconds=args.close_after):
+        where = done.directory.relative_to(args.archive)
+        sys.stdout.write(f"{where}: {len(done.removed)} file(s) -> {len(done.merged)} merged\n")
+        if done.error is not None:
+            failed += 1
+            sys.stderr.write(f"error: compaction of {where} stopped, its files are kept: {done.error}\n")
+    return 1 if failed else 0
+
+
 def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register `pipeline {episodes,sweep,report}` and `history import` on ctlplane's subparsers.
+    """Register `pipeline {episodes,sweep,report}` and `history {import,compact}` on ctlplane's subparsers.
 
     Every handler is `args.func(args)`; the pipeline ones also accept `health=` and `interval_seconds=`
     from the loaded Settings (see docs/pipeline.md for the wiring).
@@ -179,3 +192,12 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         help="points per series per query (default: Prometheus's limit of 11,000; lower it for many series)",
     )
     backfill.set_defaults(func=cmd_history_import)
+    merge = actions.add_parser("compact", help="merge each closed day's files per cluster (the exporter does it too)")
+    merge.add_argument("--archive", type=Path, required=True, help="archive root (history.path)")
+    merge.add_argument(
+        "--close-after",
+        type=_duration,
+        default=3600.0,
+        help="merge a day once it ended this long ago (default 1h: the writer's late flushes land first)",
+    )
+    merge.set_defaults(func=cmd_history_compact)

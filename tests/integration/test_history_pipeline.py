@@ -17,7 +17,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from exporter.health import Thresholds
-from exporter.history import HistoryWriter
+from exporter.history import HistoryWriter, compact
 from exporter.state import ExporterState
 from pipeline.jobs import episodes as episodes_job
 from pipeline.rules import EpisodeRules
@@ -96,3 +96,14 @@ def test_episodes_finds_exactly_the_injected_faults(spark: SparkSession, tmp_pat
         assert start.timestamp() == pytest.approx(T0 + first * INTERVAL), kind
     csv_files = list((out / "episodes_csv").glob("part-*.csv"))
     assert len(csv_files) == 1 and len(csv_files[0].read_text().splitlines()) == 1 + len(FAULTS)
+
+    # the same archive with each closed day merged per cluster (what the exporter's flusher does): the
+    # same episodes, one file per partition
+    before = {p.parent for p in archive.rglob("part-*.parquet")}
+    assert any(len(list(d.glob("part-*.parquet"))) > 1 for d in before)
+    compact(archive, now=T0 + 3 * 86_400)
+    assert all(len(list(d.glob("part-*.parquet"))) == 1 for d in before)
+    again = tmp_path / "again"
+    assert episodes_job.run(spark, str(archive), str(again), EpisodeRules(interval_seconds=INTERVAL)) == count
+    merged_rows = sorted(tuple(r.values()) for r in pq.read_table(again / "episodes").to_pylist())
+    assert merged_rows == sorted(tuple(r.values()) for r in pq.read_table(out / "episodes").to_pylist())

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -9,18 +10,26 @@ from pathlib import Path
 
 import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type information
 import pyarrow.dataset as ds  # type: ignore[import-untyped]
+import pyarrow.parquet as pq  # type: ignore[import-untyped]
 import pytest
 from fastapi.testclient import TestClient
 
+from ctlplane.cli import main
 from exporter.app import create_app
 from exporter.health import Thresholds
 from exporter.history import (
+    COMPACTED_MARK,
+    FILE_ORDER,
     HISTORY_SCHEMA,
+    IMPORT_PREFIX,
+    WRITER_PREFIX,
     HistoryWriter,
     archive_files,
+    compact,
     enforce_retention,
     format_labels,
     rows_table,
+    write_partitioned,
 )
 from exporter.model import Sample
 from exporter.state import ExporterState, Observation
@@ -339,3 +348,151 @@ def test_two_writers_of_one_archive_never_replace_each_others_files(tmp_path: Pa
         writer.flush()
     back = ds.dataset(tmp_path, format="parquet", partitioning="hive").to_table()
     assert back.num_rows == 2 * ROWS_PER_ROUND and len(set(back.column("timestamp").to_pylist())) == 2
+
+
+# --- compaction ------------------------------------------------------------------------------------
+
+
+def _flushes(root: Path, rounds_at: list[float], prefix: str = WRITER_PREFIX) -> None:
+    """One file per round and (day, cluster), as a writer flushing after each round leaves them."""
+    for i, at in enumerate(rounds_at):
+        write_partitioned(root, rows_table(observe(at)), lambda i=i: i + 1, now=at, prefix=prefix)  # type: ignore[misc]
+
+
+def _rows(files: list[Path]) -> list[tuple[object, ...]]:
+    table = pa.concat_tables([pq.read_table(path) for path in files]) if files else HISTORY_SCHEMA.empty_table()
+    return sorted(tuple(r.values()) for r in table.to_pylist())
+
+
+def _visible(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.iterdir() if not p.name.startswith("."))
+
+
+def test_compaction_merges_each_closed_day_per_cluster_and_prefix_and_leaves_the_open_day(tmp_path: Path) -> None:
+    yesterday = [T + 15 * i for i in range(6)]
+    today = [T + 86_400 + 15 * i for i in range(3)]
+    _flushes(tmp_path, yesterday + today)
+    _flushes(tmp_path, [T + 3600, T + 3615], prefix=IMPORT_PREFIX)  # a backfill: retention never deletes it
+    closed, open_day = tmp_path / "date=2024-05-01/cluster=c1", tmp_path / "date=2024-05-02/cluster=c1"
+    before_closed, before_open = _rows(_visible(closed)), _visible(open_day)
+    now = T + 86_400 + 12 * 3600  # 2024-05-02 24:00 UTC: the 1st ended 12 h ago
+    done = compact(tmp_path, now=now)
+    files = _visible(closed)
+    assert [p.name.split("-")[0] for p in files] == ["import", "part"] and all(COMPACTED_MARK in p.name for p in files)
+    assert _rows(files) == before_closed, "the same rows, no more, no less"
+    for path in files:
+        table = pq.read_table(path)
+        assert table.equals(table.sort_by(FILE_ORDER)), "sorted as the writer sorts, so row groups skip by series"
+    assert _visible(open_day) == before_open, "the open day is the writer's still"
+    assert [(c.directory, len(c.merged), len(c.removed)) for c in done] == [(closed, 1, 6), (closed, 1, 2)]
+    assert compact(tmp_path, now=now) == [], "a compact day stays as it is"
+
+
+def test_a_day_is_merged_only_once_it_ended_close_after_seconds_ago(tmp_path: Path) -> None:
+    _flushes(tmp_path, [T, T + 15])
+    day_end = datetime(2024, 5, 2, tzinfo=UTC).timestamp()
+    assert compact(tmp_path, now=day_end + 1800, close_after_seconds=3600) == []
+    assert len(compact(tmp_path, now=day_end + 3600, close_after_seconds=3600)) == 1
+
+
+def test_a_compaction_stopped_before_deleting_its_sources_is_finished_by_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _flushes(tmp_path, [T + 15 * i for i in range(4)])
+    directory = tmp_path / "date=2024-05-01/cluster=c1"
+    before = _rows(_visible(directory))
+    real_unlink = Path.unlink
+
+    def killed(path: Path, missing_ok: bool = False) -> None:
+        if path.name.startswith("part-") and COMPACTED_MARK not in path.name:
+            raise KeyboardInterrupt("killed between the rename and the deletions")
+        real_unlink(path, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", killed)
+    with pytest.raises(KeyboardInterrupt):
+        compact(tmp_path, now=T + 2 * 86_400)
+    monkeypatch.setattr(Path, "unlink", real_unlink)
+    assert len(_visible(directory)) == 5, "the merged file is in place beside its four sources"
+    compact(tmp_path, now=T + 2 * 86_400)
+    files = _visible(directory)
+    assert len(files) == 1 and _rows(files) == before, "finished: each row once"
+
+
+def test_compaction_bounds_each_merged_file_by_rows(tmp_path: Path) -> None:
+    _flushes(tmp_path, [T + 15 * i for i in range(5)])
+    directory = tmp_path / "date=2024-05-01/cluster=c1"
+    before = _rows(_visible(directory))
+    compact(tmp_path, now=T + 2 * 86_400, max_rows=2 * ROWS_PER_ROUND)
+    files = _visible(directory)
+    # two merged files of two rounds; the fifth round's file alone is already one file
+    assert sorted(pq.read_metadata(p).num_rows for p in files) == [
+        ROWS_PER_ROUND,
+        2 * ROWS_PER_ROUND,
+        2 * ROWS_PER_ROUND,
+    ]
+    assert _rows(files) == before
+
+
+def test_two_compactions_at_once_merge_each_row_once(tmp_path: Path) -> None:
+    # an exporter's and a cron `ctlplane history compact`'s: without the lock both would merge the same
+    # sources into two files and delete them, and every row would stay twice
+    _flushes(tmp_path, [T + 15 * i for i in range(8)])
+    directory = tmp_path / "date=2024-05-01/cluster=c1"
+    before = _rows(_visible(directory))
+    start = threading.Barrier(2)
+
+    def run() -> None:
+        start.wait()
+        compact(tmp_path, now=T + 2 * 86_400)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    files = _visible(directory)
+    assert len(files) == 1 and _rows(files) == before
+
+
+def test_a_file_that_is_not_parquet_stops_its_directory_only(tmp_path: Path) -> None:
+    _flushes(tmp_path, [T, T + 15])
+    other = tmp_path / "date=2024-05-01/cluster=c2"
+    other.mkdir()
+    for name in ("part-1-000001.parquet", "part-2-000002.parquet"):
+        (other / name).write_bytes(b"not parquet: a disk that lost its last block")
+    done = {c.directory.name: c for c in compact(tmp_path, now=T + 2 * 86_400)}
+    assert done["cluster=c2"].error is not None and "Parquet" in done["cluster=c2"].error
+    assert sorted(p.name for p in _visible(other)) == ["part-1-000001.parquet", "part-2-000002.parquet"]
+    assert done["cluster=c1"].error is None and len(_visible(tmp_path / "date=2024-05-01/cluster=c1")) == 1
+
+
+def test_the_writer_merges_one_file_of_a_closed_day_after_each_flush(tmp_path: Path) -> None:
+    clock = [T]
+    writer = HistoryWriter(tmp_path, clock=lambda: clock[0], max_buffered_rows=1000)
+    for at in (T, T + 15, T + 30):  # three flushes of the 1st
+        clock[0] = at
+        writer.observe(observe(at)[0])
+        writer.flush()
+    directory = tmp_path / "date=2024-05-01/cluster=c1"
+    assert writer.compact_step() == [] and len(_visible(directory)) == 3, "the 1st is still open"
+    clock[0] = datetime(2024, 5, 2, 1, 0, tzinfo=UTC).timestamp()  # an hour after it ended
+    assert [len(c.merged) for c in writer.compact_step()] == [1]
+    assert len(_visible(directory)) == 1
+    off = HistoryWriter(tmp_path / "off", clock=lambda: clock[0], compact_after_seconds=None)
+    _flushes(tmp_path / "off", [T, T + 15])
+    assert off.compact_step() == [] and len(_visible(tmp_path / "off/date=2024-05-01/cluster=c1")) == 2
+
+
+def test_ctlplane_history_compact_merges_closed_days_and_says_what_it_did(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _flushes(tmp_path, [T, T + 15, T + 30])  # 2024-05-01, long closed by the wall clock
+    broken = tmp_path / "date=2024-05-01/cluster=c2"
+    broken.mkdir()
+    for name in ("part-1-1.parquet", "part-2-2.parquet"):
+        (broken / name).write_bytes(b"torn")
+    assert main(["history", "compact", "--archive", str(tmp_path)]) == 1
+    out, err = capsys.readouterr()
+    assert "date=2024-05-01/cluster=c1: 3 file(s) -> 1 merged" in out
+    assert "error: compaction of date=2024-05-01/cluster=c2 stopped, its files are kept" in err
+    assert len(_visible(tmp_path / "date=2024-05-01/cluster=c1")) == 1 and len(_visible(broken)) == 2

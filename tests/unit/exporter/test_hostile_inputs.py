@@ -32,8 +32,8 @@ KEYS = [
     "truststore", "scrape", "interval_seconds", "timeout_seconds", "workers", "client", "jvm_max_heap", "http",
     "host", "port", "tls", "cert_file", "key_file", "min_version", "client_ca_file", "client_auth_type",
     "basic_auth_users", "web_config_file", "health", "metadata_stale_seconds", "history", "path",
-    "flush_seconds", "retention_days", "max_bytes", "max_buffered_rows", "dashboard", "refresh_seconds",
-    "alerts_url", "window_seconds", "enabled",
+    "flush_seconds", "retention_days", "max_bytes", "max_buffered_rows", "compact_after_seconds", "dashboard",
+    "refresh_seconds", "alerts_url", "window_seconds", "enabled",
 ]  # fmt: skip
 SCALARS = st.one_of(
     st.none(),

@@ -148,6 +148,25 @@ def test_a_sample_qualifies_for_one_kind_at_most(spark: SparkSession) -> None:
     assert most.collect()[0][0] == 1
 
 
+def test_every_sample_seen_twice_changes_no_result(spark: SparkSession) -> None:
+    # What readers see between a compaction's rename of its merged file and the deletion of its sources
+    # (exporter/history.py `compact`): each row of that day twice. Every job must give the same answer.
+    rows = _mixed_archive(spark)
+    twice = rows.unionByName(rows)
+    found, found_twice = transforms.episodes(rows, RULES), transforms.episodes(twice, RULES)
+    assertDataFrameEqual(found_twice, found, checkRowOrder=False)
+    thresholds, fors = [1000, 5000], [0, 30]
+    assertDataFrameEqual(
+        transforms.sweep(twice, LAG, thresholds, fors, RULES.gap_seconds, found_twice),
+        transforms.sweep(rows, LAG, thresholds, fors, RULES.gap_seconds, found),
+        checkRowOrder=False,
+    )
+    assertDataFrameEqual(
+        transforms.daily_summary(found_twice, twice), transforms.daily_summary(found, rows), checkRowOrder=False
+    )
+    assertDataFrameEqual(transforms.worst_nodes(found_twice), transforms.worst_nodes(found), checkRowOrder=False)
+
+
 def _parquet_scans(frame: DataFrame) -> int:
     plan: str = frame._jdf.queryExecution().executedPlan().toString()
     return plan.count("FileScan parquet")
