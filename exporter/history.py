@@ -411,8 +411,11 @@ def remove_temporary_files(root: Path, now: float | None = None) -> list[Path]:
 
 COMPACTED_MARK = "compacted"  # in the names of merged files: <prefix>-<stamp>-compacted-<token>.parquet
 COMPACTED_FROM = b"ctlplane.compacted_from"  # Parquet key-value metadata: the source names, JSON
-COMPACT_MAX_ROWS = 2_000_000  # per merged file: bounds the memory one merge takes (~100 MB of Arrow)
-COMPACT_ROW_GROUP_ROWS = 131_072  # sorted by series, so a row group's series statistics stay narrow
+# Rows per merged file. It bounds what one merge adds to the exporter's memory, measured after a few
+# flushes: +61 MB peak RSS at 250,000 rows, +133 MB at 500,000, +361 MB at 2,000,000 (the rows are read,
+# concatenated and sorted in Arrow). A day of a 6-node cluster (~2.5 M rows) becomes ~10 files.
+COMPACT_MAX_ROWS = 250_000
+COMPACT_ROW_GROUP_ROWS = 65_536  # sorted by series, so a row group's series statistics stay narrow
 DEFAULT_CLOSE_AFTER_SECONDS = 3600.0  # a day is merged once it ended this long ago (late flushes land first)
 
 
