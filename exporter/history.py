@@ -516,8 +516,10 @@ def compact(
             if day > last_closed or not directory.is_dir():
                 continue
             for prefix in (WRITER_PREFIX, IMPORT_PREFIX):
-                if len(list(directory.glob(f"{prefix}-*.parquet"))) < 2:
-                    continue  # compact already (a merged file with sources left has company)
+                files = list(directory.glob(f"{prefix}-*.parquet"))
+                if len(files) < 2 or all(COMPACTED_MARK in path.name for path in files):
+                    # compact already, and left unread: this runs after every flush over every closed day
+                    continue
                 left = None if max_merges is None else max_merges - sum(len(c.merged) for c in done)
                 if left is not None and left <= 0:
                     return done

@@ -388,6 +388,20 @@ def test_compaction_merges_each_closed_day_per_cluster_and_prefix_and_leaves_the
     assert compact(tmp_path, now=now) == [], "a compact day stays as it is"
 
 
+def test_a_day_of_merged_files_only_is_not_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the flusher runs compact after every flush over every closed day: a compact day must cost a listing
+    _flushes(tmp_path, [T + 15 * i for i in range(6)])
+    compact(tmp_path, now=T + 2 * 86_400, max_rows=2 * ROWS_PER_ROUND)
+    assert len(_visible(tmp_path / "date=2024-05-01/cluster=c1")) == 3
+
+    def unread(*_: object, **__: object) -> None:
+        raise AssertionError("a compact day's files were read")
+
+    for name in ("read_metadata", "read_schema", "read_table"):
+        monkeypatch.setattr(pq, name, unread)
+    assert compact(tmp_path, now=T + 2 * 86_400, max_rows=2 * ROWS_PER_ROUND) == []
+
+
 def test_a_day_is_merged_only_once_it_ended_close_after_seconds_ago(tmp_path: Path) -> None:
     _flushes(tmp_path, [T, T + 15])
     day_end = datetime(2024, 5, 2, tzinfo=UTC).timestamp()
