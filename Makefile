@@ -47,6 +47,7 @@ test-matrix: $(INSTALLED) system-deps-test jars
 
 bench: $(INSTALLED) system-deps-test jars
 	$(BIN)/python -m bench.scrape_cost
+	$(BIN)/python -m bench.vs_jmx_exporter
 	$(BIN)/python -m bench.fleet
 	$(BIN)/python -m bench.read_cost
 	$(BIN)/python -m bench.blackhole

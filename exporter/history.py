@@ -530,12 +530,12 @@ def compact(
 
 
 def _batches(sources: list[Path], max_rows: int) -> Iterator[list[Path]]:
-    """Consecutive runs of files of at most `max_rows` rows together (a bigger file stays as it is);
-    a run of one file is already compact."""
+    """Files of at most `max_rows` rows together, smallest first (a late flush's file joins the day's
+    other small files, not a full merged file it happens to sort beside); a batch of one is compact."""
+    sized = sorted((pq.read_metadata(path).num_rows, path.name, path) for path in sources)
     batch: list[Path] = []
     rows = 0
-    for path in sources:
-        count = pq.read_metadata(path).num_rows
+    for count, _, path in sized:
         if batch and rows + count > max_rows:
             if len(batch) > 1:
                 yield batch

@@ -97,8 +97,14 @@ def ensure_tools_jar(version: str) -> Path:
     """``<cache>/kafka-tools/<version>/kafka-tools-<version>.jar`` (the command-line tools, such as
     kafka-metadata-quorum.sh's MetadataQuorumCommand, 3.5+): not a dependency of kafka_2.13, so fetched on
     its own; its dependencies are in ``ensure_jars(version)``."""
-    target = cache_dir() / "kafka-tools" / version
-    jar = target / f"kafka-tools-{version}.jar"
+    return ensure_artifact("org.apache.kafka", "kafka-tools", version)
+
+
+def ensure_artifact(group: str, artifact: str, version: str) -> Path:
+    """``<cache>/<artifact>/<version>/<artifact>-<version>.jar``, one jar from Maven Central without its
+    dependencies (kafka-tools; jmx_exporter's standalone server for bench/vs_jmx_exporter.py)."""
+    target = cache_dir() / artifact / version
+    jar = target / f"{artifact}-{version}.jar"
     if jar.is_file():
         return jar
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -107,7 +113,7 @@ def ensure_tools_jar(version: str) -> Path:
             return jar
         mvn = shutil.which("mvn")
         if mvn is None:
-            raise JarFetchError(f"kafka-tools {version} is missing in {target} and 'mvn' is not on PATH")
+            raise JarFetchError(f"{artifact} {version} is missing in {target} and 'mvn' is not on PATH")
         tmp = target.parent / f".{version}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         cmd = [
@@ -115,14 +121,14 @@ def ensure_tools_jar(version: str) -> Path:
             "-q",
             "-B",
             "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy",
-            f"-Dartifact=org.apache.kafka:kafka-tools:{version}",
+            f"-Dartifact={group}:{artifact}:{version}",
             f"-DoutputDirectory={tmp}",
         ]
         res = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if res.returncode != 0 or not (tmp / jar.name).is_file():
             shutil.rmtree(tmp, ignore_errors=True)
             raise JarFetchError(
-                f"fetching kafka-tools {version} failed: {shlex.join(cmd)}\n{tail_text(res.stdout + res.stderr, 30)}"
+                f"fetching {artifact} {version} failed: {shlex.join(cmd)}\n{tail_text(res.stdout + res.stderr, 30)}"
             )
         tmp.rename(target)
     return jar

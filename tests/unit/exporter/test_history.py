@@ -510,3 +510,19 @@ def test_ctlplane_history_compact_merges_closed_days_and_says_what_it_did(
     assert "date=2024-05-01/cluster=c1: 3 file(s) -> 1 merged" in out
     assert "error: compaction of date=2024-05-01/cluster=c2 stopped, its files are kept" in err
     assert len(_visible(tmp_path / "date=2024-05-01/cluster=c1")) == 1 and len(_visible(broken)) == 2
+
+
+def test_a_late_file_is_merged_with_the_smallest_files_of_its_day(tmp_path: Path) -> None:
+    # 3 rounds at 2 rounds per merged file: one merged file and the third round's file left alone. A late
+    # flush then adds a round: the two one-round files fit together whatever their names' order, and a
+    # day left with mergeable files would be read again after every flush
+    _flushes(tmp_path, [T, T + 15, T + 30])
+    compact(tmp_path, now=T + 2 * 86_400, max_rows=2 * ROWS_PER_ROUND)
+    # written after the compaction, so its name sorts after the merged file's
+    write_partitioned(tmp_path, rows_table(observe(T + 45)), lambda: 9, now=T + 2.5 * 86_400)
+    directory = tmp_path / "date=2024-05-01/cluster=c1"
+    before = _rows(_visible(directory))
+    compact(tmp_path, now=T + 3 * 86_400, max_rows=2 * ROWS_PER_ROUND)
+    files = _visible(directory)
+    assert sorted(pq.read_metadata(p).num_rows for p in files) == [2 * ROWS_PER_ROUND] * 2
+    assert _rows(files) == before
