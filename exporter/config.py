@@ -328,6 +328,11 @@ class HealthConfig(_Strict):
     control_plane_idle_saturation_ratio: float = Field(default=0.1, ge=0, lt=1)
 
 
+# A day's history files are merged once it ended this long ago, so the writer's late flushes land first
+# (exporter/history.py `compact`; `ctlplane history compact --close-after`).
+DEFAULT_COMPACT_AFTER_SECONDS = 3600.0
+
+
 class HistoryConfig(_Strict):
     """The Parquet archive of every snapshot (exporter/history.py) that the Spark pipeline reads."""
 
@@ -337,7 +342,7 @@ class HistoryConfig(_Strict):
     max_bytes: int | None = Field(default=None, gt=0)
     max_buffered_rows: int = Field(default=1_000_000, ge=1000, le=100_000_000)
     compact_after_seconds: float | None = Field(
-        default=3600.0,
+        default=DEFAULT_COMPACT_AFTER_SECONDS,
         ge=0,
         le=30 * DAY_SECONDS,
         description="merge a day's files once it ended this long ago (null: off; `ctlplane history compact`)",

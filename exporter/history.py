@@ -30,6 +30,7 @@ import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.compute as pc  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
+from exporter.config import DEFAULT_COMPACT_AFTER_SECONDS
 from exporter.families import Family, history_families
 from exporter.health import BrokerHealth, ClusterHealth
 from exporter.model import LabelPairs, NodeSnapshot
@@ -416,7 +417,6 @@ COMPACTED_FROM = b"ctlplane.compacted_from"  # Parquet key-value metadata: the s
 # concatenated and sorted in Arrow). A day of a 6-node cluster (~2.5 M rows) becomes ~10 files.
 COMPACT_MAX_ROWS = 250_000
 COMPACT_ROW_GROUP_ROWS = 65_536  # sorted by series, so a row group's series statistics stay narrow
-DEFAULT_CLOSE_AFTER_SECONDS = 3600.0  # a day is merged once it ended this long ago (late flushes land first)
 
 
 @dataclass(frozen=True)
@@ -486,7 +486,7 @@ def _compact_directory(directory: Path, prefix: str, now: float, max_rows: int, 
 def compact(
     root: Path,
     now: float | None = None,
-    close_after_seconds: float = DEFAULT_CLOSE_AFTER_SECONDS,
+    close_after_seconds: float = DEFAULT_COMPACT_AFTER_SECONDS,
     max_rows: int = COMPACT_MAX_ROWS,
     max_merges: int | None = None,
 ) -> list[Compaction]:
@@ -581,7 +581,7 @@ class HistoryWriter:
         max_bytes: int | None = None,
         clock: Callable[[], float] = time.time,
         max_buffered_rows: int = DEFAULT_MAX_BUFFERED_ROWS,
-        compact_after_seconds: float | None = DEFAULT_CLOSE_AFTER_SECONDS,
+        compact_after_seconds: float | None = DEFAULT_COMPACT_AFTER_SECONDS,
     ) -> None:
         self.root = root
         self.compact_after_seconds = compact_after_seconds

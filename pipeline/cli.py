@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from exporter.config import HealthConfig
+from exporter.config import DEFAULT_COMPACT_AFTER_SECONDS, HealthConfig
 from pipeline.args import add_job_arguments, add_sweep_arguments, rules_from_args
 
 if TYPE_CHECKING:
@@ -197,7 +197,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     merge.add_argument(
         "--close-after",
         type=_duration,
-        default=3600.0,
+        default=DEFAULT_COMPACT_AFTER_SECONDS,
         help="merge a day once it ended this long ago (default 1h: the writer's late flushes land first)",
     )
     merge.set_defaults(func=cmd_history_compact)
