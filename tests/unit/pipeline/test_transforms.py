@@ -133,6 +133,13 @@ def test_the_controller_episodes_count_what_the_exporter_counts_not_every_claim(
     assert found.collect() == []
 
 
+def test_the_jobs_load_every_series_a_kind_reads(spark: SparkSession) -> None:
+    # the jobs read only EPISODE_SERIES (pushed into the Parquet scan): a kind reading another series
+    # would silently find nothing
+    read = {series for condition in transforms.conditions(RULES).values() for series in condition.series}
+    assert read | {transforms.FAILOVERS} <= set(transforms.EPISODE_SERIES)
+
+
 def test_a_sample_qualifies_for_one_kind_at_most(spark: SparkSession) -> None:
     # the single pass labels each sample with one CASE: a sample two kinds claim would hide one of them
     values = (0.0, 0.01, 0.5, 1.0, 1.5, 2.0, 18.0, 100.0, 5000.0)
