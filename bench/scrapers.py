@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.machine import load, memory_breakdown, status
 from dashboard.source import InProcessSource
 from demo.launch import start_simulator
-from exporter.app import create_app, server_options
+from exporter.app import QuietServer, create_app, server_options
 from exporter.health import Thresholds
 from exporter.jmx.base import Endpoint
 from exporter.jmx.jpype_client import JPypeJmxClient
@@ -120,7 +120,7 @@ def main() -> int:
         from dashboard.app import create_dashboard
 
         create_dashboard(InProcessSource(state), server=app)
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, **server_options()))
+        server = QuietServer(uvicorn.Config(app, host="127.0.0.1", port=0, **server_options()))
         thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
         thread.start()
         while not server.started:

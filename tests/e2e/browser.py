@@ -21,7 +21,7 @@ from playwright.sync_api import Browser, ConsoleMessage, Page, Playwright, sync_
 
 from dashboard.app import create_dashboard
 from dashboard.source import InProcessSource
-from exporter.app import create_app, server_options
+from exporter.app import QuietServer, create_app, server_options
 from exporter.health import Thresholds
 from exporter.jmx.jpype_client import JPypeJmxClient
 from exporter.scraper import Scraper, Target
@@ -105,7 +105,7 @@ def running(server: uvicorn.Server, scheme: str = "http") -> Iterator[str]:
 @contextmanager
 def serve(app: FastAPI) -> Iterator[str]:
     """Serve `app` on a free loopback port in a thread; yields the base URL."""
-    with running(uvicorn.Server(uvicorn.Config(app, **server_options()))) as url:
+    with running(QuietServer(uvicorn.Config(app, **server_options()))) as url:
         yield url
 
 

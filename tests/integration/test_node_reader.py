@@ -137,6 +137,32 @@ def test_an_mbean_gone_since_it_was_resolved_is_left_out_and_resolved_again(clie
         assert reading.object_name == "ctlplane.test:broker=2,type=Queue" and reading.values == {"Value": 2.0}
 
 
+def test_a_reads_java_arrays_are_made_once_and_again_when_its_mbeans_change(
+    client: JPypeJmxClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jpype import JClass
+
+    from exporter.jmx import jpype_client
+
+    Long = JClass("java.lang.Long")
+    queries = (MBeanQuery("ctlplane.test:type=Queue,broker=*", ("Value",)),)
+    with jmx_server({"ctlplane.test:type=Queue,broker=1": {"Value": lambda: Long(1)}}) as port:
+        endpoint = Endpoint("127.0.0.1", port)
+        client.read(endpoint, queries)
+        connection = client._connections[endpoint]
+        plan = connection.plans[queries]
+        assert len(connection.read(queries, time.monotonic() + 30)) == 1
+        assert connection.plans[queries] is plan  # same MBeans: the same arrays
+        port.register("ctlplane.test:type=Queue,broker=2", {"Value": lambda: Long(2)})
+        monkeypatch.setattr(jpype_client, "RESOLVE_TTL_SECONDS", 0.0)  # the wildcard is resolved again
+        readings = connection.read(queries, time.monotonic() + 30)
+        assert sorted((r.object_name, r.values["Value"]) for r in readings) == [
+            ("ctlplane.test:broker=1,type=Queue", 1.0),
+            ("ctlplane.test:broker=2,type=Queue", 2.0),
+        ]
+        assert connection.plans[queries] is not plan
+
+
 def test_a_read_past_its_deadline_starts_no_rpc(client: JPypeJmxClient) -> None:
     from jpype import JClass
 
