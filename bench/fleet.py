@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.machine import load, status
 from demo.launch import start_simulator
+from exporter.config import DEFAULT_SLOW_INTERVAL_SECONDS
 from exporter.families import MetricsPage
 from exporter.health import Thresholds
 from exporter.jmx.base import Endpoint
@@ -74,7 +75,12 @@ def main() -> int:
         for size in sizes:
             targets = [Target(n.cluster, n.name, Endpoint("127.0.0.1", n.port)) for n in simulator.nodes[:size]]
             scraper = Scraper(
-                targets, client, interval_seconds=args.interval, timeout_seconds=args.timeout, workers=args.workers
+                targets,
+                client,
+                interval_seconds=args.interval,
+                timeout_seconds=args.timeout,
+                workers=args.workers,
+                slow_interval_seconds=DEFAULT_SLOW_INTERVAL_SECONDS,  # as `ctlplane run` by default
             )
             state = ExporterState(scraper.latest(), Thresholds())
             scraper.subscribe(state.observe)

@@ -76,7 +76,9 @@ def start_ctlplane(workdir: Path, jmx_port: int) -> tuple[subprocess.Popen[bytes
     config = workdir / "ctlplane.yaml"
     config.write_text(
         f"clusters: [{{name: bench, nodes: [{{address: '127.0.0.1:{jmx_port}', name: broker-1}}]}}]\n"
-        f"scrape: {{interval_seconds: 1, timeout_seconds: 0.9}}\n"
+        # the slow tier at four rounds, its default's ratio to the default 15 s interval (60 s): at one
+        # round a second its default would read the per-RPC histograms once in 60 rounds
+        f"scrape: {{interval_seconds: 1, timeout_seconds: 0.9, slow_interval_seconds: 4}}\n"
         f"http: {{host: 127.0.0.1, port: {port}}}\n"
         "dashboard: {enabled: false}\n"
     )

@@ -127,6 +127,7 @@ def build_scraper(settings: Settings, client: JmxClient | None = None) -> Scrape
         timeout_seconds=settings.scrape.timeout_seconds,
         workers=settings.scrape.workers,
         quorum_sources=build_quorum_sources(settings),
+        slow_interval_seconds=settings.scrape.slow_interval_seconds,
     )
 
 

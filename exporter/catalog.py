@@ -117,6 +117,12 @@ class MetricSpec:
     # active controller (ClusterControlManager.activate, 4.1+; seen on 4.1.1 after a failover), and the
     # per-broker registration state, when a broker registers (ControllerMetadataMetricsPublisher).
     follows_controller: bool = False
+    # Read on the slow tier: once per scrape.slow_interval_seconds, not every round, the last values served
+    # between reads with the time they were read (README "Scrape tiers"). For what no page waits on and what
+    # changes slowly by nature: RequestMetrics' histograms are biased (RequestMetrics.java
+    # `metricsGroup.newHistogram(TOTAL_TIME_MS, true, tags)`), i.e. Yammer 2.2's ExponentiallyDecayingSample
+    # whose percentiles weigh the last ~5 minutes, and the one rule reading them rates over 10 minutes.
+    slow: bool = False
 
     def registered_in(self, mode: Mode, version: str) -> bool:
         """Whether a node of `mode` on Kafka `version` ("3.6.2", or a line "3.6") registers the MBean, by the
@@ -163,6 +169,7 @@ def _spec(
     only: Mapping[str, frozenset[str]] | None = None,
     needs_listener: bool = False,
     follows_controller: bool = False,
+    slow: bool = False,
 ) -> MetricSpec:
     return MetricSpec(
         series=series,
@@ -182,6 +189,7 @@ def _spec(
         only=MappingProxyType(dict(only or {})),
         needs_control_plane_listener=needs_listener,
         follows_controller=follows_controller,
+        slow=slow,
     )
 
 
@@ -432,11 +440,11 @@ CATALOG: tuple[MetricSpec, ...] = (
     _spec("kafka_request_queue_time_seconds",
           "kafka.network:type=RequestMetrics,name=RequestQueueTimeMs,request=*", "", H, SUMMARY,
           "Time a control-plane RPC waits in the request queue", modes=ALL_MODES, roles=ANY_ROLE,
-          since="0.10", scale=MS, labels=RPC, only={"request": CONTROL_RPCS}),
+          since="0.10", scale=MS, labels=RPC, only={"request": CONTROL_RPCS}, slow=True),
     _spec("kafka_request_total_time_seconds",
           "kafka.network:type=RequestMetrics,name=TotalTimeMs,request=*", "", H, SUMMARY,
           "Total time to serve a control-plane RPC", modes=ALL_MODES, roles=ANY_ROLE,
-          since="0.10", scale=MS, labels=RPC, only={"request": CONTROL_RPCS}),
+          since="0.10", scale=MS, labels=RPC, only={"request": CONTROL_RPCS}, slow=True),
     _spec("kafka_requests_total",
           "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=*,version=*", "Count", M, COUNTER,
           "Control-plane RPCs received, all API versions", modes=ALL_MODES, roles=ANY_ROLE, since="2.0",
@@ -444,6 +452,9 @@ CATALOG: tuple[MetricSpec, ...] = (
 )  # fmt: skip
 
 SPECS_BY_SERIES: Mapping[str, MetricSpec] = MappingProxyType({spec.series: spec for spec in CATALOG})
+
+# The series read on the slow tier (MetricSpec.slow)
+SLOW_SERIES: frozenset[str] = frozenset(spec.series for spec in CATALOG if spec.slow)
 
 # Series the exporter derives or adds itself (rendered in families.py, not read from one MBean).
 DERIVED_SERIES: Mapping[str, str] = MappingProxyType(

@@ -231,12 +231,21 @@ class ClusterConfig(_Strict):
         return self
 
 
+# The slow tier's default period: four rounds at the default interval. The one rule on these series rates
+# them over 10 minutes (KafkaZkUpdateMetadataSlow) and their percentiles weigh the last ~5 minutes anyway.
+DEFAULT_SLOW_INTERVAL_SECONDS = 60.0
+
+
 class ScrapeConfig(_Strict):
     interval_seconds: float = Field(default=15.0, gt=0, le=DAY_SECONDS)
     timeout_seconds: float = Field(default=10.0, gt=0, le=DAY_SECONDS)
     workers: int = Field(default=16, ge=1, le=1024)
     client: Literal["jpype", "jmxquery"] = "jpype"
     jvm_max_heap: str = Field(default="128m", pattern=r"^\d+[kmgKMG]$")
+    # how often the slow tier (catalog MetricSpec.slow: the per-RPC request histograms) is read; None: every
+    # round, like everything else. At most 4 minutes: a sample is served with the time it was read, and
+    # Prometheus' instant queries look back 5 minutes (--query.lookback-delta) for the latest one
+    slow_interval_seconds: float | None = Field(default=DEFAULT_SLOW_INTERVAL_SECONDS, gt=0, le=240)
 
     @model_validator(mode="after")
     def _timeout_within_interval(self) -> ScrapeConfig:

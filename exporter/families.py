@@ -51,7 +51,16 @@ class Family:
     them to prometheus_client's encoders was ~2 s. `to_metric()` still gives the prometheus_client form.
     """
 
-    __slots__ = ("_quantile_labels", "_sample_name", "documentation", "labelnames", "name", "rows", "type")
+    __slots__ = (
+        "_quantile_labels",
+        "_sample_name",
+        "documentation",
+        "labelnames",
+        "name",
+        "rows",
+        "timestamps",
+        "type",
+    )
 
     def __init__(self, name: str, documentation: str, type: str, labels: Sequence[str] = ()) -> None:
         if type == "counter" and name.endswith("_total"):
@@ -61,20 +70,33 @@ class Family:
         self.documentation = documentation
         self.labelnames = tuple(labels)
         self.rows: list[Row] = []
+        # row index -> unix seconds, for the rows of a value read earlier than the page (the slow tier,
+        # Sample.read_at): exposed with that time, as the exposition formats allow; every other row has none
+        self.timestamps: dict[int, float] = {}
         self._sample_name = name + "_total" if type == "counter" else name
         self._quantile_labels = (*self.labelnames, "quantile")
 
-    def add(self, values: tuple[str, ...], value: float) -> None:
+    def add(self, values: tuple[str, ...], value: float, timestamp: float | None = None) -> None:
+        if timestamp is not None:
+            self.timestamps[len(self.rows)] = timestamp
         self.rows.append((self._sample_name, self.labelnames, values, value))
 
     def add_summary(
-        self, values: tuple[str, ...], count: float, total: float, quantiles: Iterable[tuple[str, float]]
+        self,
+        values: tuple[str, ...],
+        count: float,
+        total: float,
+        quantiles: Iterable[tuple[str, float]],
+        timestamp: float | None = None,
     ) -> None:
+        first = len(self.rows)
         # the order SummaryMetricFamily.add_metric gives (count, sum), then the quantiles
         self.rows.append((self.name + "_count", self.labelnames, values, count))
         self.rows.append((self.name + "_sum", self.labelnames, values, total))
         for quantile, value in quantiles:
             self.rows.append((self.name, self._quantile_labels, (*values, quantile), value))
+        if timestamp is not None:
+            self.timestamps.update(dict.fromkeys(range(first, len(self.rows)), timestamp))
 
     def to_metric(self) -> Metric:
         metric: Metric
@@ -85,7 +107,8 @@ class Family:
         else:
             metric = GaugeMetricFamily(self.name, self.documentation, labels=self.labelnames)
         metric.samples = [
-            PromSample(name, dict(zip(names, values, strict=True)), value) for name, names, values, value in self.rows
+            PromSample(name, dict(zip(names, values, strict=True)), value, self.timestamps.get(index))
+            for index, (name, names, values, value) in enumerate(self.rows)
         ]
         return metric
 
@@ -140,9 +163,9 @@ def collect_families(snapshot: FleetSnapshot, health: FleetHealth | None = None,
             if summary:
                 parts = dict(sample.parts)
                 quantiles = [(q, v) for q, v in sample.parts if q != "count" and q != "sum"]
-                family.add_summary(values, parts["count"], parts["sum"], quantiles)
+                family.add_summary(values, parts["count"], parts["sum"], quantiles, sample.read_at)
             else:
-                family.add(values, sample.value)
+                family.add(values, sample.value, sample.read_at)
     families = [family for family in catalog if family.rows]
     families.extend(_derived_families(snapshot, nodes, version))
     families.extend(quorum_families(snapshot))
@@ -405,7 +428,7 @@ _ZERO, _NEGATIVE_ZERO = _go_float(0.0), _go_float(-0.0)
 
 
 def _encode(families: Sequence[Family], openmetrics_format: bool, escaping: str) -> bytes:
-    # Not reproduced because a Family cannot hold them: timestamps, exemplars, units, native histograms, and
+    # Not reproduced because a Family cannot hold them: exemplars, units, native histograms, and
     # the text encoder's separate blocks for `_created`/`_gsum`/`_gcount` samples (a Family's sample names
     # are its name, `_total`, `_count` and `_sum` only).
     utf8 = escaping == om_exposition.ALLOWUTF8
@@ -462,14 +485,21 @@ def _encode(families: Sequence[Family], openmetrics_format: bool, escaping: str)
         out.extend(_header(family, openmetrics_format, escaping))
         current_names: tuple[str, ...] | None = None
         sets: dict[tuple[str, ...], str] = {}
-        for name, labelnames, values, value in family.rows:
+        stamps = family.timestamps
+        for index, (name, labelnames, values, value) in enumerate(family.rows):
             if labelnames is not current_names:  # one or two label-name tuples per family (see Row)
                 current_names = labelnames
                 sets = label_sets.setdefault(labelnames, {})
             labels = sets.get(values)
             if labels is None:
                 labels = sets[values] = label_set((labelnames, values)) if labelnames else ""
-            append(f"{names.get(name) or sample_name(name)}{labels} {numbers.get(value) or number(value)}\n")
+            line = f"{names.get(name) or sample_name(name)}{labels} {numbers.get(value) or number(value)}"
+            if stamps and index in stamps:
+                # as prometheus_client's encoders write a sample's timestamp: text in whole milliseconds,
+                # OpenMetrics in seconds
+                stamp = stamps[index]
+                line += f" {stamp}" if openmetrics_format else f" {int(stamp * 1000):d}"
+            append(line + "\n")
     if openmetrics_format:
         append("# EOF\n")
     return "".join(out).encode("utf-8")

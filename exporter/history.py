@@ -149,6 +149,8 @@ def _add_node_rows(out: RowBuffer, ts: int, node: NodeSnapshot, state: str | Non
     duration = node.scrape_duration_seconds
     out.add(ts, node.cluster, node.node, role, "ctlplane_scrape_duration_seconds", "", duration, state)
     for sample in node.samples:
+        if sample.read_at is not None and sample.read_at != node.scraped_at:
+            continue  # a slow-tier value served again between its reads: archived once, when it was read
         labels = format_labels(sample.labels)
         if not sample.parts:
             out.add(ts, node.cluster, node.node, role, sample.series, labels, sample.value, state)

@@ -94,6 +94,7 @@ def _node_to_dict(node: NodeSnapshot) -> dict[str, Any]:
                 "labels": dict(sample.labels),
                 "value": _finite(sample.value),
                 **({"parts": {k: _finite(v) for k, v in sample.parts}} if sample.parts else {}),
+                **({"read_at": sample.read_at} if sample.read_at is not None else {}),
             }
             for sample in node.samples
         ],
@@ -118,6 +119,7 @@ def snapshot_from_dict(document: dict[str, Any]) -> FleetSnapshot:
                     tuple(sorted(s["labels"].items())),
                     number(s["value"]),
                     tuple((k, number(v)) for k, v in s.get("parts", {}).items()),
+                    s.get("read_at"),
                 )
                 for s in node["samples"]
             )

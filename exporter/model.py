@@ -31,6 +31,7 @@ class MBeanQuery:
     # Registered at run time as the controller's state moves (a won election, a broker's registration): a
     # client must not keep "no such MBean here" for long (MetricSpec.follows_controller).
     follows_controller: bool = False
+    slow: bool = False  # every series it feeds is on the slow tier (MetricSpec.slow)
 
     def accepts(self, keys: Mapping[str, str]) -> bool:
         return all(keys.get(key) in values for key, values in self.only)
@@ -56,6 +57,9 @@ class Sample:
     # Extra samples of a summary: (suffix or quantile marker, labels, value) kept in one Sample so the
     # family renderer sees count, sum and quantiles together.
     parts: tuple[tuple[str, float], ...] = ()
+    # Unix seconds the value was read, for a series of the slow tier (MetricSpec.slow): it is served until
+    # the next slow read, with this time, not as if read in every round. None: read in the node's round.
+    read_at: float | None = None
 
 
 @dataclass(frozen=True)

@@ -18,14 +18,17 @@ def plan_queries() -> tuple[MBeanQuery, ...]:
     """One query per distinct MBean pattern of the catalogue, with the union of its attributes."""
     attributes: dict[tuple[str, tuple[tuple[str, frozenset[str]], ...]], list[str]] = {}
     following: set[str] = set()
+    fast: set[str] = set()  # patterns some series needs every round
     for spec in CATALOG:
         key = (spec.mbean, tuple(sorted(spec.only.items())))
         wanted = attributes.setdefault(key, [])
         wanted.extend(attr for attr in spec.attributes if attr not in wanted)
         if spec.follows_controller:
             following.add(spec.mbean)
+        if not spec.slow:
+            fast.add(spec.mbean)
     return tuple(
-        MBeanQuery(pattern, tuple(attrs), only, follows_controller=pattern in following)
+        MBeanQuery(pattern, tuple(attrs), only, follows_controller=pattern in following, slow=pattern not in fast)
         for (pattern, only), attrs in attributes.items()
     )
 

@@ -26,10 +26,10 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from exporter.catalog import Mode, Role
+from exporter.catalog import SLOW_SERIES, Mode, Role
 from exporter.jmx.base import Endpoint, JmxClient, JmxError
 from exporter.listeners import Listeners
 from exporter.model import (
@@ -95,6 +95,10 @@ class _NodeMemory:
     read_round: int = 0  # the round that submitted `read`
     timed_out: bool = False  # the last read that finished failed as a timeout (the node may hang again)
     good_read_seconds: float = 0.0  # how long its last successful read took
+    # The slow tier's last values (stamped with their read time) and when they were read; cleared when the
+    # node is down, so a node back (perhaps restarted: its histograms begin again) reads them at once
+    slow_samples: tuple[Sample, ...] = ()
+    slow_read_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,7 @@ class _Read:
     readings: list[RawReading]
     duration: float  # seconds the JMX read took, queueing excluded
     started_at: float  # clock() when the read began: the snapshot's scraped_at for the node
+    slow: bool = True  # the slow tier's MBeans were read too
 
 
 def worker_shares(workers: int, sizes: Mapping[str, int]) -> dict[str, int]:
@@ -275,6 +280,7 @@ class Scraper:
         workers: int,
         clock: Callable[[], float] = time.time,
         quorum_sources: Mapping[str, QuorumSource] | None = None,
+        slow_interval_seconds: float | None = None,
     ) -> None:
         self.targets = tuple(targets)
         # cluster -> its quorum's view (README "The quorum's view"); a thread each, apart from the JMX
@@ -291,6 +297,12 @@ class Scraper:
         self.timeout_seconds = timeout_seconds
         self.clock = clock
         self.queries: tuple[MBeanQuery, ...] = plan_queries()
+        # None: every MBean every round. Otherwise the slow tier's MBeans (MetricSpec.slow) are read when
+        # a node's last slow read is this old, give or take half a round (rounds drift by their duration).
+        self.slow_interval_seconds = slow_interval_seconds
+        self.fast_queries = (
+            self.queries if slow_interval_seconds is None else tuple(query for query in self.queries if not query.slow)
+        )
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jmx")
         sizes: dict[str, int] = {}
         for target in self.targets:
@@ -319,11 +331,16 @@ class Scraper:
         """Call `listener` with every new snapshot, in the scrape thread (keep it quick)."""
         self._listeners.add(listener)
 
-    def _read(self, target: Target) -> _Read:
+    def _read(self, target: Target, slow: bool) -> _Read:
         started_at = self.clock()
         started = time.perf_counter()
-        readings = self.client.read(target.endpoint, self.queries)
-        return _Read(readings, time.perf_counter() - started, started_at)
+        readings = self.client.read(target.endpoint, self.queries if slow else self.fast_queries)
+        return _Read(readings, time.perf_counter() - started, started_at, slow)
+
+    def _slow_due(self, memory: _NodeMemory, now: float) -> bool:
+        if self.slow_interval_seconds is None or memory.slow_read_at is None:
+            return True
+        return now - memory.slow_read_at >= self.slow_interval_seconds - self.interval_seconds / 2
 
     def scrape_once(self) -> FleetSnapshot:
         taken_at = self.clock()
@@ -348,7 +365,7 @@ class Scraper:
         for target in sorted(due, key=lambda t: self._memory[t].timed_out):
             memory = self._memory[target]
             memory.read = self._lanes[target.cluster].submit(
-                functools.partial(self._read, target), timed_out=memory.timed_out
+                functools.partial(self._read, target, self._slow_due(memory, taken_at)), timed_out=memory.timed_out
             )
             memory.read_round = sequence
             if memory.timed_out:
@@ -450,6 +467,7 @@ class Scraper:
                 error, failure = f"unmappable MBean values: {type(exc).__name__}: {str(exc)[:200]}", Failure.OTHER
         if error is not None:
             memory.errors_total += 1
+            memory.slow_samples, memory.slow_read_at = (), None
             return NodeSnapshot(
                 target.cluster,
                 target.node,
@@ -468,6 +486,8 @@ class Scraper:
         assert future is not None
         read = future.result()
         memory.good_read_seconds = read.duration
+        if self.slow_interval_seconds is not None:
+            samples = _with_slow_tier(memory, read, samples)
         if identity.role is not Role.UNKNOWN:
             memory.role, memory.mode = identity.role, identity.mode
         memory.node_id = identity.node_id if identity.node_id is not None else memory.node_id
@@ -517,6 +537,16 @@ class Scraper:
         for source in self.quorum_sources.values():
             source.close()
         self.client.close()
+
+
+def _with_slow_tier(memory: _NodeMemory, read: _Read, samples: tuple[Sample, ...]) -> tuple[Sample, ...]:
+    """A node's samples with the slow tier's: this read's, stamped with its time and kept in `memory`, or
+    the ones kept from the last read that had them."""
+    if not read.slow:
+        return (*samples, *memory.slow_samples)
+    slow = tuple(replace(sample, read_at=read.started_at) for sample in samples if sample.series in SLOW_SERIES)
+    memory.slow_samples, memory.slow_read_at = slow, read.started_at
+    return (*(sample for sample in samples if sample.series not in SLOW_SERIES), *slow)
 
 
 def _timed_out(read: Future[_Read]) -> bool:

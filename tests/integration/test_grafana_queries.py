@@ -266,3 +266,43 @@ def test_every_panel_query_returns_data(prometheus: str, fleet: Fleet) -> None:
         if members[0].mode is not None and all(results[q.name] == {Mode.ZOOKEEPER, Mode.KRAFT} for q in members)
     )
     assert not over_marked, f"marked mode-specific but every query returns data on both modes: {over_marked}"
+
+
+def _own_counter(prometheus: str, name: str) -> float:
+    """A counter of Prometheus' own /metrics (no labels)."""
+    lines = [line for line in httpx.get(f"{prometheus}/metrics", timeout=10).text.splitlines() if line.startswith(name)]
+    assert lines, f"Prometheus has no {name}"
+    return sum(float(line.rsplit(" ", 1)[1]) for line in lines)
+
+
+def test_the_slow_tier_is_stored_with_the_time_ctlplane_read_it(prometheus: str, ctlplane_url: str) -> None:
+    """The per-RPC histograms are read once a minute (scrape.slow_interval_seconds, default 60) and served
+    between reads with the time they were read: Prometheus stores that time, not its scrape's, and takes
+    the repeats (an exact duplicate, README "Scrape tiers") without counting an error."""
+    deadline = time.monotonic() + DATA_DEADLINE_SECONDS
+    read_at: dict[tuple[str, str, str], float] = {}
+    stored: dict[tuple[str, str, str], float] = {}
+    while time.monotonic() < deadline:
+        document = httpx.get(f"http://{ctlplane_url}/api/v1/snapshot", timeout=10).json()
+        read_at = {
+            (cluster["name"], node["node"], sample["labels"]["request"]): sample["read_at"]
+            for cluster in document["clusters"]
+            for node in cluster["nodes"]
+            for sample in node["samples"]
+            if sample["series"] == "kafka_request_total_time_seconds"
+        }
+        stored = {
+            (s["metric"]["cluster"], s["metric"]["node"], s["metric"]["request"]): float(s["value"][1])
+            for s in _instant(prometheus, "timestamp(kafka_request_total_time_seconds_count)")
+        }
+        if read_at and stored.keys() == read_at.keys() and all(abs(stored[k] - read_at[k]) < 0.002 for k in read_at):
+            break
+        time.sleep(1)
+    else:
+        raise AssertionError(f"read by ctlplane at {read_at}, stored by Prometheus at {stored}")
+    for counter in (
+        "prometheus_target_scrapes_sample_duplicate_timestamp_total",
+        "prometheus_target_scrapes_sample_out_of_order_total",
+        "prometheus_target_scrapes_sample_out_of_bounds_total",
+    ):
+        assert _own_counter(prometheus, counter) == 0, counter

@@ -12,6 +12,7 @@ from exporter.app import PageResponse, create_app
 from exporter.families import MetricsPage
 from exporter.health import Thresholds
 from exporter.jsonapi import snapshot_from_dict, snapshot_to_dict
+from exporter.model import Sample
 from exporter.state import ExporterState
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller
 from tests.unit.exporter.test_families import sample_fleet
@@ -127,9 +128,17 @@ def test_a_form_no_scraper_asked_for_lately_is_not_made_ahead(monkeypatch) -> No
 
 
 def test_snapshot_json_round_trips() -> None:
-    http, _ = client()
+    snapshot = sample_fleet()
+    zk = snapshot.clusters[0]
+    first = zk.nodes[0]
+    slow = Sample("kafka_request_total_time_seconds", (("request", "LeaderAndIsr"),), 2.0,
+                  (("count", 2.0), ("sum", 0.1)), read_at=first.scraped_at - 30)  # fmt: skip
+    stamped = replace(first, samples=(*first.samples, slow))
+    snapshot = replace(snapshot, clusters=(replace(zk, nodes=(stamped, *zk.nodes[1:])), *snapshot.clusters[1:]))
+    http, _ = client(snapshot)
     document = http.get("/api/v1/snapshot").json()
     assert snapshot_to_dict(snapshot_from_dict(document)) == document
+    assert snapshot_from_dict(document).clusters[0].nodes[0].samples[-1] == slow  # with its read time
     zk = next(c for c in document["clusters"] if c["name"] == "zk")
     assert [n["control_plane_listener"] for n in zk["nodes"]] == [True, False, None]
 

@@ -33,7 +33,10 @@ def test_valid_config_loads_with_defaults(tmp_path: Path, monkeypatch: pytest.Mo
     assert [n.label for n in cluster.nodes] == ["broker-1", "kafka-2.example:9999"]
     assert settings.jmx_for(cluster).password().get_secret_value() == "s3cret"  # type: ignore[union-attr]
     assert settings.health.metadata_stale_seconds == 15.0
+    assert settings.scrape.slow_interval_seconds == 60.0  # the slow tier, four default rounds
     assert "s3cret" not in repr(settings)
+    every_round = load_settings(write(tmp_path, GOOD.replace("workers: 8", "workers: 8, slow_interval_seconds: null")))
+    assert every_round.scrape.slow_interval_seconds is None
 
 
 @pytest.mark.parametrize(
@@ -43,6 +46,7 @@ def test_valid_config_loads_with_defaults(tmp_path: Path, monkeypatch: pytest.Mo
         (GOOD.replace('"kafka-1.example:9999"', '"kafka-1.example"'), "clusters.0.nodes.0.address"),
         (GOOD.replace("timeout_seconds: 10", "timeout_seconds: 30"), "scrape"),
         (GOOD.replace("port: 18309", "port: 99999"), "http.port"),
+        (GOOD.replace("workers: 8", "workers: 8, slow_interval_seconds: 0"), "scrape.slow_interval_seconds"),
         (GOOD.replace("name: prod-a", "name: prod a"), "clusters.0.name"),
         (GOOD.replace("password_env: CTLPLANE_TEST_PASSWORD", "password: inline"), "clusters.0.jmx.password"),
         ("clusters: []\n", "clusters"),

@@ -67,6 +67,7 @@ def every_kind_fleet() -> FleetSnapshot:
             (("request", "UpdateMetadata"),),
             4.0,
             (("count", 4.0), ("sum", 0.01), ("0.5", 0.002), ("0.99", math.nan)),
+            read_at=955.123456,  # the slow tier: served with the time it was read
         ),
         Sample(
             "kafka_controller_event_queue_time_seconds",
@@ -130,7 +131,12 @@ def test_reference_covers_every_kind_of_sample() -> None:
         r"\"quoted\" \\back\\slash\nnew line",
     ):
         assert needle in text, needle
-    assert "# TYPE kafka_requests counter" in reference(every_kind_fleet(), "application/openmetrics-text").decode()
+    om = reference(every_kind_fleet(), "application/openmetrics-text").decode()
+    assert "# TYPE kafka_requests counter" in om
+    stamped = [line for line in text.splitlines() if line.startswith("kafka_request_total_time_seconds")]
+    assert len(stamped) == 4 and all(line.endswith(" 955123") for line in stamped)  # ms in the text format
+    assert sum(line.endswith(" 955.123456") for line in om.splitlines()) == 4  # seconds in OpenMetrics
+    assert not any(line.endswith(" 955123") for line in text.splitlines() if "total_time" not in line)
 
 
 def test_the_two_default_encoders_are_the_ones_choose_encoder_gives() -> None:

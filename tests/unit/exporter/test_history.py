@@ -114,6 +114,22 @@ def test_summary_parts_become_count_sum_and_quantile_rows() -> None:
     }
 
 
+def test_a_slow_tier_value_is_archived_in_the_round_that_read_it_only() -> None:
+    """Between its reads a slow-tier sample is served again (Sample.read_at); the archive holds each read once."""
+    from dataclasses import replace
+
+    broker = node("b1", {"kafka_broker_state": 3.0}, at=T)
+    slow = Sample("kafka_request_total_time_seconds", (("request", "UpdateMetadata"),), 3.0,
+                  (("count", 3.0), ("sum", 0.5), ("0.99", 0.3)))  # fmt: skip
+    state = ExporterState(fleet(at=T - 15, sequence=0), Thresholds())
+    read_now = replace(broker, samples=(*broker.samples, replace(slow, read_at=broker.scraped_at)))
+    carried = replace(broker, samples=(*broker.samples, replace(slow, read_at=broker.scraped_at - 45)))
+    for snapshot_node, expected in ((read_now, 3), (carried, 0)):
+        rows = rows_table([state.observe(fleet(snapshot_node, at=T))]).to_pylist()
+        assert sum(r["series"].startswith("kafka_request_total_time") for r in rows) == expected
+        assert any(r["series"] == "kafka_broker_state" for r in rows)
+
+
 def test_labels_are_sorted_and_escaped() -> None:
     assert format_labels((("z", "1"), ("a", "x,y=z"))) == "a=x\\,y\\=z,z=1"
 
