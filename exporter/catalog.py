@@ -473,6 +473,8 @@ DERIVED_SERIES: Mapping[str, str] = MappingProxyType(
         "ctlplane_history_rows_dropped_total": "History rows dropped because the buffer kept across failed "
         "flushes was full (history.max_buffered_rows)",
         "ctlplane_history_buffered_rows": "History rows waiting for the next flush",
+        "ctlplane_history_compaction_errors_total": "History compactions that stopped on a directory or could "
+        "not start (an unreadable file, a read-only archive); the files are kept as they were",
         "ctlplane_history_last_flush_timestamp_seconds": "Unix time of the last history flush that wrote every "
         "buffered row",
     }

@@ -357,7 +357,11 @@ def _replica_role(voter: bool) -> str:
 
 
 def history_families(
-    write_errors_total: int, rows_dropped_total: int, buffered_rows: int, last_success: float | None
+    write_errors_total: int,
+    rows_dropped_total: int,
+    buffered_rows: int,
+    last_success: float | None,
+    compaction_errors_total: int = 0,
 ) -> list[Family]:
     """The history writer's self-metrics (exporter/history.py WriterStats), made per request."""
     families = []
@@ -366,6 +370,7 @@ def history_families(
         ("ctlplane_history_rows_dropped_total", "counter", float(rows_dropped_total)),
         ("ctlplane_history_buffered_rows", "gauge", float(buffered_rows)),
         ("ctlplane_history_last_flush_timestamp_seconds", "gauge", last_success),
+        ("ctlplane_history_compaction_errors_total", "counter", float(compaction_errors_total)),
     ):
         if value is None:
             continue  # no flush has written yet: no sample rather than a 0 that reads as 1970

@@ -556,6 +556,7 @@ class WriterStats:
     rows_dropped_total: int
     buffered_rows: int
     last_success_timestamp: float | None  # unix seconds of the last flush that wrote everything
+    compaction_errors_total: int = 0  # compaction steps that stopped on a directory or could not start
 
 
 # At ~22 rows per node per round, a million rows is ~11 minutes of a 1,000-node fleet at 15 s rounds:
@@ -599,6 +600,7 @@ class HistoryWriter:
         self._write_errors = 0
         self._rows_dropped = 0
         self._last_success: float | None = None
+        self._compaction_errors = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         root.mkdir(parents=True, exist_ok=True)
@@ -625,13 +627,19 @@ class HistoryWriter:
 
     def stats(self) -> WriterStats:
         with self._lock:
-            return WriterStats(self._write_errors, self._rows_dropped, len(self._buffer), self._last_success)
+            return WriterStats(
+                self._write_errors, self._rows_dropped, len(self._buffer), self._last_success, self._compaction_errors
+            )
 
     def families(self) -> list[Family]:
         """The writer's self-metrics, for each /metrics request."""
         stats = self.stats()
         return history_families(
-            stats.write_errors_total, stats.rows_dropped_total, stats.buffered_rows, stats.last_success_timestamp
+            stats.write_errors_total,
+            stats.rows_dropped_total,
+            stats.buffered_rows,
+            stats.last_success_timestamp,
+            stats.compaction_errors_total,
         )
 
     def _next_sequence(self) -> int:
@@ -677,9 +685,13 @@ class HistoryWriter:
             done = compact(self.root, self._clock(), self.compact_after_seconds, max_merges=1)
         except OSError as exc:  # the lock file: a read-only archive
             log.warning("history compaction failed, the files are kept as they were: %s", exc)
+            with self._lock:
+                self._compaction_errors += 1
             return []
         for failed in (c for c in done if c.error is not None):
             log.warning("history compaction of %s stopped, its files are kept: %s", failed.directory, failed.error)
+            with self._lock:
+                self._compaction_errors += 1
         return done
 
     def _run(self) -> None:

@@ -496,6 +496,25 @@ def test_a_file_that_is_not_parquet_stops_its_directory_only(tmp_path: Path) -> 
     assert done["cluster=c1"].error is None and len(_visible(tmp_path / "date=2024-05-01/cluster=c1")) == 1
 
 
+def test_a_compaction_that_stops_is_counted_on_metrics_and_the_next_steps_go_on(tmp_path: Path) -> None:
+    """Compaction runs in the exporter's flusher: its failures must be seen where the operator looks."""
+    _flushes(tmp_path, [T, T + 15])
+    broken = tmp_path / "date=2024-05-01/cluster=c2"
+    broken.mkdir()
+    for name in ("part-1-000001.parquet", "part-2-000002.parquet"):
+        (broken / name).write_bytes(b"not parquet: a disk that lost its last block")
+    writer = HistoryWriter(tmp_path, retention_days=None, clock=lambda: T + 2 * 86_400, compact_after_seconds=3600)
+    page = TestClient(create_app(lambda: observe(T)[0], interval_seconds=15, per_request=writer.families))
+    assert "ctlplane_history_compaction_errors_total 0.0" in page.get("/metrics").text
+    writer.compact_step()
+    writer.compact_step()
+    assert writer.stats().compaction_errors_total >= 1
+    assert f"ctlplane_history_compaction_errors_total {writer.stats().compaction_errors_total}.0" in (
+        page.get("/metrics").text
+    )
+    assert len(_visible(tmp_path / "date=2024-05-01/cluster=c1")) == 1, "the healthy directory was merged"
+
+
 def test_the_writer_merges_one_file_of_a_closed_day_after_each_flush(tmp_path: Path) -> None:
     clock = [T]
     writer = HistoryWriter(tmp_path, clock=lambda: clock[0], max_buffered_rows=1000)
