@@ -98,7 +98,8 @@ class _NodeMemory:
     # The slow tier's last values (stamped with their read time) and when they were read; cleared when the
     # node is down, so a node back (perhaps restarted: its histograms begin again) reads them at once
     slow_samples: tuple[Sample, ...] = ()
-    slow_read_at: float | None = None
+    slow_read_at: float | None = None  # for scheduling: the first read after down counts `slow_phase` earlier
+    slow_phase: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -315,9 +316,18 @@ class Scraper:
                 len(sizes),
             )
         self._lanes = {name: _Lane(self._pool, slots) for name, slots in shares.items()}
+        # Every node reads its slow tier in its first round; after that, each node's next slow read comes
+        # early by its phase, so the nodes' slow reads spread over the rounds of a slow interval instead
+        # of landing together in one round a minute (1,000 nodes: a round of ~11 s among rounds of ~7.5 s)
+        rounds_per_slow = max(1, round((slow_interval_seconds or interval_seconds) / interval_seconds))
         self._memory = {
-            target: _NodeMemory(errors_total=0, role=target.role_hint, node_id=target.node_id)
-            for target in self.targets
+            target: _NodeMemory(
+                errors_total=0,
+                role=target.role_hint,
+                node_id=target.node_id,
+                slow_phase=(index % rounds_per_slow) * interval_seconds,
+            )
+            for index, target in enumerate(self.targets)
         }
         self._latest = empty_snapshot(self.targets, clock())
         self._listeners: Listeners[FleetSnapshot] = Listeners("snapshot")
@@ -545,7 +555,8 @@ def _with_slow_tier(memory: _NodeMemory, read: _Read, samples: tuple[Sample, ...
     if not read.slow:
         return (*samples, *memory.slow_samples)
     slow = tuple(replace(sample, read_at=read.started_at) for sample in samples if sample.series in SLOW_SERIES)
-    memory.slow_samples, memory.slow_read_at = slow, read.started_at
+    phase = memory.slow_phase if memory.slow_read_at is None else 0.0
+    memory.slow_samples, memory.slow_read_at = slow, read.started_at - phase
     return (*(sample for sample in samples if sample.series not in SLOW_SERIES), *slow)
 
 

@@ -4,6 +4,7 @@ last values kept between reads with the time they were read (a double JMX client
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 
 from exporter.catalog import SLOW_SERIES
 from exporter.jmx.base import Endpoint, JmxError
@@ -102,3 +103,31 @@ def test_without_a_slow_tier_everything_is_read_every_round_with_no_read_times()
     nodes = [_round(scraper, clock) for _ in range(3)]
     assert all(TOTAL_TIME in asked for asked in client.asked)
     assert [_total_time(node) for node in nodes] == [(10.0, None), (20.0, None), (30.0, None)]
+
+
+def test_the_nodes_slow_reads_are_spread_over_the_rounds_of_a_slow_interval() -> None:
+    """Read together, every node's slow tier would land in one round a minute (1,000 nodes: a round of
+    ~11 s among rounds of ~7.5 s, bench/fleet.py); after the first round each round reads a quarter."""
+    client, clock = TieredClient(), Clock()
+    reads: list[tuple[int, bool]] = []  # (port, the slow tier asked for), one append per read
+    reading = client.read
+
+    def read(endpoint: Endpoint, queries: Sequence[MBeanQuery]) -> list[RawReading]:
+        reads.append((endpoint.port, any(query.pattern == TOTAL_TIME for query in queries)))
+        return reading(endpoint, queries)
+
+    client.read = read  # type: ignore[method-assign]
+    targets = [Target("c1", f"b{port}", Endpoint("127.0.0.1", port)) for port in (1, 2, 3, 4)]
+    scraper = Scraper(targets, client, interval_seconds=15, timeout_seconds=5, workers=4, clock=clock,
+                      slow_interval_seconds=60)  # fmt: skip
+    slow_by_round: list[list[int]] = []
+    for _ in range(9):
+        first = len(reads)
+        scraper.scrape_once()
+        clock.now += 15
+        slow_by_round.append(sorted(port for port, slow in reads[first:] if slow))
+    assert slow_by_round[0] == [1, 2, 3, 4]  # values from the first round on
+    assert [len(read) for read in slow_by_round[1:]] == [1] * 8  # then a quarter per round
+    for port in (1, 2, 3, 4):
+        rounds = [i for i, read in enumerate(slow_by_round) if port in read]
+        assert all(b - a == 4 for a, b in pairwise(rounds[1:])), (port, rounds)  # every 60 s
