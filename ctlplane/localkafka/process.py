@@ -6,6 +6,7 @@ import atexit
 import contextlib
 import ctypes
 import os
+import random
 import re
 import shlex
 import shutil
@@ -49,12 +50,42 @@ _reserved_ports: set[int] = set()
 _ports_lock = threading.Lock()
 
 
+# Ports are picked below the kernel's ephemeral range: bind(0) hands out ports inside it, and while a
+# node is stopped (a restart) any process's outgoing connection can take such a port as its local one,
+# and the node cannot bind it again (seen in CI: "Socket server failed to bind to 127.0.0.1:34177:
+# Address already in use" on a broker's restart).
+LOWEST_PORT = 20000
+DEFAULT_EPHEMERAL_RANGE = (32768, 60999)  # Linux's default net.ipv4.ip_local_port_range
+
+
+def ephemeral_port_range() -> tuple[int, int]:
+    """The kernel's range for outgoing connections' local ports (Linux's default where unreadable)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(part) for part in f.read().split())
+        return low, high
+    except (OSError, ValueError):
+        return DEFAULT_EPHEMERAL_RANGE
+
+
+def _candidate_ports() -> range:
+    low, high = ephemeral_port_range()
+    below, above = range(LOWEST_PORT, low), range(high + 1, 65536)
+    return below if len(below) >= len(above) else above
+
+
 def free_port() -> int:
-    """A currently free TCP port on 127.0.0.1, never handed out twice by this process."""
+    """A currently free TCP port on 127.0.0.1 outside the ephemeral range, never handed out twice by this
+    process."""
+    candidates = _candidate_ports()
     with _ports_lock:
-        for _ in range(200):
+        for _ in range(500):
+            port = random.choice(candidates) if len(candidates) > 100 else 0  # 0: the kernel's pick
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-                s.bind((LOOPBACK, 0))
+                try:
+                    s.bind((LOOPBACK, port))
+                except OSError:
+                    continue  # someone listens there
                 port = int(s.getsockname()[1])
             if port not in _reserved_ports:
                 _reserved_ports.add(port)
