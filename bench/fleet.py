@@ -18,9 +18,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
-import os
 import pstats
-import resource
 import statistics
 import sys
 import time
@@ -28,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.machine import load, status
+from bench.machine import load, own_cpu_seconds, process_cpu_seconds, status
 from demo.launch import start_simulator
 from exporter.config import DEFAULT_SLOW_INTERVAL_SECONDS
 from exporter.families import MetricsPage
@@ -37,16 +35,6 @@ from exporter.jmx.base import Endpoint
 from exporter.jmx.jpype_client import JPypeJmxClient
 from exporter.scraper import Scraper, Target
 from exporter.state import ExporterState
-
-
-def _cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def _process_cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
 def main() -> int:
@@ -92,7 +80,7 @@ def main() -> int:
             steady = -1  # the first steady round's index, once every node answered (or warm-up gave up)
             while steady < 0 or round_index < steady + args.rounds:
                 round_start = time.monotonic()
-                cpu, sim_cpu = _cpu_seconds(), _process_cpu_seconds(simulator.pid)
+                cpu, sim_cpu = own_cpu_seconds(), process_cpu_seconds(simulator.pid)
                 snapshot = scraper.scrape_once()
                 wall = time.monotonic() - round_start
                 render_start, render_cpu = time.perf_counter(), time.thread_time()
@@ -111,8 +99,8 @@ def main() -> int:
                 served_start = time.perf_counter()
                 page.render_parts(current.snapshot, current.health, None, time.time(), gzipped=True)
                 served_ms = (time.perf_counter() - served_start) * 1000
-                cpu = _cpu_seconds() - cpu
-                sim_cpu = _process_cpu_seconds(simulator.pid) - sim_cpu
+                cpu = own_cpu_seconds() - cpu
+                sim_cpu = process_cpu_seconds(simulator.pid) - sim_cpu
                 up = sum(node.up for node in snapshot.nodes())
                 if round_index == 0:
                     cold_wall, cold_cpu = wall, cpu

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import resource
 import sys
 import tempfile
 from pathlib import Path
@@ -12,6 +13,18 @@ from pathlib import Path
 def load() -> str:
     """The load average, printed beside every figure: a figure from a loaded machine says so."""
     return "load average " + ", ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def own_cpu_seconds() -> float:
+    """User + system CPU of this process (every thread: the in-process JVM's included)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """utime + stime of another process (all its threads), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def status(pid: int | str = "self") -> tuple[float, int]:

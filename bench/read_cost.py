@@ -12,7 +12,6 @@ Target (issue 16): <= 4 ms of exporter CPU per node read in a 1,000-node fleet.
 from __future__ import annotations
 
 import argparse
-import resource
 import statistics
 import sys
 import time
@@ -21,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.machine import load
+from bench.machine import load, own_cpu_seconds
 from demo.launch import start_simulator
 from exporter.jmx import jpype_client
 from exporter.jmx.base import Endpoint
@@ -31,20 +30,15 @@ from exporter.readings import plan_queries
 TARGET_MS = 4.0
 
 
-def _cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 def _cost(client: JPypeJmxClient, endpoints: list[Endpoint], workers: int, rounds: int) -> tuple[float, float]:
     """(ms of CPU per read, seconds per round), medians of the second half of `rounds`."""
     queries = plan_queries()
     cpus, walls = [], []
     with ThreadPoolExecutor(workers) as pool:
         for _ in range(rounds):
-            cpu, wall = _cpu_seconds(), time.perf_counter()
+            cpu, wall = own_cpu_seconds(), time.perf_counter()
             list(pool.map(lambda endpoint: client.read(endpoint, queries), endpoints))
-            cpus.append((_cpu_seconds() - cpu) / len(endpoints) * 1000)
+            cpus.append((own_cpu_seconds() - cpu) / len(endpoints) * 1000)
             walls.append(time.perf_counter() - wall)
     return statistics.median(cpus[rounds // 2 :]), statistics.median(walls[rounds // 2 :])
 

@@ -14,7 +14,6 @@ exporter) is divided by the scrapes. Figures only; the issue's targets are print
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
@@ -24,19 +23,13 @@ from pathlib import Path
 
 import httpx
 
+from bench.machine import process_cpu_seconds
 from ctlplane import localkafka
 from ctlplane.localkafka.jars import ensure_artifact
 from ctlplane.localkafka.process import free_port, java_executable
 from exporter.readings import plan_queries
 
 JMX_EXPORTER = ("io.prometheus.jmx", "jmx_prometheus_httpserver", "1.0.1")
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of one process (all its threads: the in-process JVM of ctlplane included)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def series_count(body: str) -> int:
@@ -47,7 +40,7 @@ def scrape_for(url: str, seconds: float, pids: tuple[int, int]) -> tuple[int, fl
     """Scrape `url` once a second for `seconds`; (scrapes, exporter CPU s, broker CPU s, series)."""
     exporter, broker = pids
     with httpx.Client(timeout=30, headers={"Accept-Encoding": "gzip"}) as client:
-        cpu0, broker0 = cpu_seconds(exporter), cpu_seconds(broker)
+        cpu0, broker0 = process_cpu_seconds(exporter), process_cpu_seconds(broker)
         scrapes, series = 0, 0
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
@@ -56,7 +49,7 @@ def scrape_for(url: str, seconds: float, pids: tuple[int, int]) -> tuple[int, fl
             series = series_count(body)
             scrapes += 1
             time.sleep(max(0.0, 1.0 - (time.monotonic() - started)))
-        return scrapes, cpu_seconds(exporter) - cpu0, cpu_seconds(broker) - broker0, series
+        return scrapes, process_cpu_seconds(exporter) - cpu0, process_cpu_seconds(broker) - broker0, series
 
 
 def wait_for(check: Callable[[], bool], seconds: float, what: str) -> None:
@@ -128,9 +121,9 @@ def main() -> None:
             broker_pid = broker.pid
             assert broker_pid is not None
             time.sleep(20)  # the broker's start-up work settles
-            idle0 = cpu_seconds(broker_pid)
+            idle0 = process_cpu_seconds(broker_pid)
             time.sleep(args.seconds)
-            idle_rate = (cpu_seconds(broker_pid) - idle0) / args.seconds
+            idle_rate = (process_cpu_seconds(broker_pid) - idle0) / args.seconds
             for name, start in (("ctlplane", start_ctlplane), ("jmx_exporter", start_jmx_exporter)):
                 process, url = start(workdir, broker.jmx_port)
                 try:
