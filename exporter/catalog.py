@@ -453,8 +453,13 @@ CATALOG: tuple[MetricSpec, ...] = (
 
 SPECS_BY_SERIES: Mapping[str, MetricSpec] = MappingProxyType({spec.series: spec for spec in CATALOG})
 
-# The series read on the slow tier (MetricSpec.slow)
-SLOW_SERIES: frozenset[str] = frozenset(spec.series for spec in CATALOG if spec.slow)
+# The slow tier (MetricSpec.slow), one definition for what is read and what is served as read earlier: an
+# MBean pattern is read on it only if every row reading that pattern is slow (one read serves them all),
+# and a series is slow exactly when its pattern is, so a series read every round is never also served old.
+SLOW_MBEANS: frozenset[str] = frozenset(s.mbean for s in CATALOG if s.slow) - frozenset(
+    s.mbean for s in CATALOG if not s.slow
+)
+SLOW_SERIES: frozenset[str] = frozenset(spec.series for spec in CATALOG if spec.mbean in SLOW_MBEANS)
 
 # Series the exporter derives or adds itself (rendered in families.py, not read from one MBean).
 DERIVED_SERIES: Mapping[str, str] = MappingProxyType(

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from exporter.catalog import CATALOG, HISTOGRAM_QUANTILES, MetricSpec, Mode, Role, SeriesType
+from exporter.catalog import CATALOG, HISTOGRAM_QUANTILES, SLOW_MBEANS, MetricSpec, Mode, Role, SeriesType
 from exporter.model import LabelPairs, MBeanQuery, RawReading, Sample
 
 
@@ -18,17 +18,14 @@ def plan_queries() -> tuple[MBeanQuery, ...]:
     """One query per distinct MBean pattern of the catalogue, with the union of its attributes."""
     attributes: dict[tuple[str, tuple[tuple[str, frozenset[str]], ...]], list[str]] = {}
     following: set[str] = set()
-    fast: set[str] = set()  # patterns some series needs every round
     for spec in CATALOG:
         key = (spec.mbean, tuple(sorted(spec.only.items())))
         wanted = attributes.setdefault(key, [])
         wanted.extend(attr for attr in spec.attributes if attr not in wanted)
         if spec.follows_controller:
             following.add(spec.mbean)
-        if not spec.slow:
-            fast.add(spec.mbean)
     return tuple(
-        MBeanQuery(pattern, tuple(attrs), only, follows_controller=pattern in following, slow=pattern not in fast)
+        MBeanQuery(pattern, tuple(attrs), only, follows_controller=pattern in following, slow=pattern in SLOW_MBEANS)
         for (pattern, only), attrs in attributes.items()
     )
 
