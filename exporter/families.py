@@ -9,13 +9,14 @@ Example output (one ZooKeeper-mode broker with the control-plane listener):
 
 from __future__ import annotations
 
+import bisect
 import math
 import struct
 import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 from prometheus_client import exposition
@@ -33,7 +34,7 @@ from prometheus_client.validation import _is_valid_legacy_labelname, _is_valid_l
 
 from exporter.catalog import CATALOG, DERIVED_SERIES, HEALTH_SERIES, QUORUM_SERIES, MetricSpec, Mode, SeriesType
 from exporter.health import MIGRATION_PHASES, FleetHealth, Lifecycle
-from exporter.model import ClusterSnapshot, FleetSnapshot, NodeSnapshot
+from exporter.model import ClusterSnapshot, FleetSnapshot, NodeSnapshot, Sample
 from exporter.readings import LISTENER_EVIDENCE
 
 NODE_LABELS = ("cluster", "node", "role")
@@ -54,6 +55,7 @@ class Family:
     __slots__ = (
         "_quantile_labels",
         "_sample_name",
+        "blocks",
         "documentation",
         "labelnames",
         "name",
@@ -73,6 +75,9 @@ class Family:
         # row index -> unix seconds, for the rows of a value read earlier than the page (the slow tier,
         # Sample.read_at): exposed with that time, as the exposition formats allow; every other row has none
         self.timestamps: dict[int, float] = {}
+        # first row -> (end row, the Sample they come from), for the rows of a slow-tier sample that a
+        # RenderMemo may render from the last page's text (see collect_families)
+        self.blocks: dict[int, tuple[int, Sample]] = {}
         self._sample_name = name + "_total" if type == "counter" else name
         self._quantile_labels = (*self.labelnames, "quantile")
 
@@ -97,6 +102,14 @@ class Family:
             self.rows.append((self.name, self._quantile_labels, (*values, quantile), value))
         if timestamp is not None:
             self.timestamps.update(dict.fromkeys(range(first, len(self.rows)), timestamp))
+
+    def add_block(self, rows: Sequence[Row], timestamp: float | None, source: Sample) -> None:
+        """Rows made from one slow-tier sample (the same tuples a page made of it before), marked as a block."""
+        first = len(self.rows)
+        self.rows.extend(rows)
+        if timestamp is not None:
+            self.timestamps.update(dict.fromkeys(range(first, len(self.rows)), timestamp))
+        self.blocks[first] = (len(self.rows), source)
 
     def to_metric(self) -> Metric:
         metric: Metric
@@ -136,8 +149,47 @@ def _catalog_family(spec: MetricSpec) -> Family:
     return Family(spec.series, spec.help_text, kind, [*NODE_LABELS, *extra])
 
 
-def collect_families(snapshot: FleetSnapshot, health: FleetHealth | None = None, version: str = "dev") -> list[Family]:
-    """Every family with samples for this snapshot, fresh objects each call (no state shared between scrapes)."""
+class RenderMemo:
+    """What one page lends the next: the rows and text made of each slow-tier sample.
+
+    The scraper serves a node's slow tier (the per-request summaries: ~47,000 of the ~97,000 lines of a
+    1,000-simulated-node page) from the same Sample objects until the node's next slow read
+    (scraper._with_slow_tier), so three pages in four at the default intervals would format the same
+    lines again. An entry is used only for the very same Sample object (`is`, held by the entry, so its
+    id is not reused) under the same node labels, so a page made with a memo has the bytes of one made
+    without; only the last page's entries are kept. The formatted names and label sets of every line are
+    kept too (_Formatting): a node's labels are the same from round to round.
+    """
+
+    def __init__(self) -> None:
+        # id(sample) -> (sample, node labels, its rows)
+        self.rows: dict[int, tuple[Sample, tuple[str, ...], list[Row]]] = {}
+        # (format, escaping) -> id(sample) -> (sample, its first row, its lines)
+        self.text: dict[tuple[bool, str], dict[int, tuple[Sample, Row, str]]] = {}
+        self.formatting: dict[tuple[bool, str], _Formatting] = {}
+
+
+@dataclass
+class _Formatting:
+    """The exposition text of names and label sets for one (format, escaping), made once per distinct one."""
+
+    names: dict[str, str] = field(default_factory=dict)
+    label_names: dict[str, str] = field(default_factory=dict)
+    orders: dict[tuple[str, ...], list[tuple[int, str]]] = field(default_factory=dict)
+    label_sets: dict[tuple[str, ...], dict[tuple[str, ...], str]] = field(default_factory=dict)  # names -> values
+    escaped: dict[str, str] = field(default_factory=dict)
+
+    def size(self) -> int:
+        return len(self.escaped) + sum(len(sets) for sets in self.label_sets.values())
+
+
+def collect_families(
+    snapshot: FleetSnapshot, health: FleetHealth | None = None, version: str = "dev", memo: RenderMemo | None = None
+) -> list[Family]:
+    """Every family with samples for this snapshot, fresh objects each call (no state shared between
+    scrapes, except through `memo`, which changes no byte: RenderMemo)."""
+    kept: dict[int, tuple[Sample, tuple[str, ...], list[Row]]] = {}
+    remembered = memo.rows if memo is not None else {}
     catalog = [_catalog_family(spec) for spec in CATALOG]
     # series -> (its family, the labels it adds to the node's); one lookup per sample
     by_series = {
@@ -155,23 +207,42 @@ def collect_families(snapshot: FleetSnapshot, health: FleetHealth | None = None,
             if found is None:
                 continue
             family, extra, summary = found
-            # the node-labels tuple is shared by all of a node's plain samples (see Row)
-            values: tuple[str, ...] = node_labels
-            if extra:
-                labels = dict(sample.labels)
-                values = (*node_labels, *[labels.get(name, "") for name in extra])
-            if summary:
-                parts = dict(sample.parts)
-                quantiles = [(q, v) for q, v in sample.parts if q != "count" and q != "sum"]
-                family.add_summary(values, parts["count"], parts["sum"], quantiles, sample.read_at)
-            else:
-                family.add(values, sample.value, sample.read_at)
+            if memo is not None and sample.read_at is not None:
+                entry = remembered.get(id(sample))
+                if entry is None or entry[0] is not sample or entry[1] != node_labels:
+                    first = len(family.rows)
+                    _add_sample(family, node_labels, extra, summary, sample)
+                    entry = (sample, node_labels, family.rows[first:])
+                    family.blocks[first] = (len(family.rows), sample)
+                else:
+                    family.add_block(entry[2], sample.read_at, sample)
+                kept[id(sample)] = entry
+                continue
+            _add_sample(family, node_labels, extra, summary, sample)
+    if memo is not None:
+        memo.rows = kept
     families = [family for family in catalog if family.rows]
     families.extend(_derived_families(snapshot, nodes, version))
     families.extend(quorum_families(snapshot))
     if health is not None:
         families.extend(health_families(health))
     return families
+
+
+def _add_sample(
+    family: Family, node_labels: tuple[str, ...], extra: tuple[str, ...], summary: bool, sample: Sample
+) -> None:
+    # the node-labels tuple is shared by all of a node's plain samples (see Row)
+    values: tuple[str, ...] = node_labels
+    if extra:
+        labels = dict(sample.labels)
+        values = (*node_labels, *[labels.get(name, "") for name in extra])
+    if summary:
+        parts = dict(sample.parts)
+        quantiles = [(q, v) for q, v in sample.parts if q != "count" and q != "sum"]
+        family.add_summary(values, parts["count"], parts["sum"], quantiles, sample.read_at)
+    else:
+        family.add(values, sample.value, sample.read_at)
 
 
 def render_families(snapshot: FleetSnapshot, health: FleetHealth | None = None, version: str = "dev") -> list[Metric]:
@@ -406,17 +477,18 @@ def _direct_format(encoder: Callable[..., bytes]) -> tuple[str, str] | None:
     return None
 
 
-def encode(families: Sequence[Family], encoder: Callable[..., bytes]) -> bytes:
+def encode(families: Sequence[Family], encoder: Callable[..., bytes], memo: RenderMemo | None = None) -> bytes:
     """The bytes `encoder` (from choose_encoder) makes of these families, without its per-sample cost.
 
     The same rules as prometheus_client's text 0.0.4/1.0.0 and OpenMetrics 1.0 encoders, applied with
     their own helpers (name escaping, floatToGoString, label-value escaping) once per distinct name,
-    label set and value rather than once per sample; tests compare the bytes with theirs.
+    label set and value rather than once per sample; tests compare the bytes with theirs. `memo`: the
+    lines of slow-tier blocks the last page made (RenderMemo).
     """
     direct = _direct_format(encoder)
     if direct is not None:
         try:
-            return _encode(families, direct[0] == "openmetrics", direct[1])
+            return _encode(families, direct[0] == "openmetrics", direct[1], memo)
         except _NeedsEncoder:
             pass
     return encoder(_Families([family.to_metric() for family in families]))
@@ -432,17 +504,20 @@ _go_float: Callable[[float], str] = floatToGoString
 _ZERO, _NEGATIVE_ZERO = _go_float(0.0), _go_float(-0.0)
 
 
-def _encode(families: Sequence[Family], openmetrics_format: bool, escaping: str) -> bytes:
+def _encode(
+    families: Sequence[Family], openmetrics_format: bool, escaping: str, memo: RenderMemo | None = None
+) -> bytes:
     # Not reproduced because a Family cannot hold them: exemplars, units, native histograms, and
     # the text encoder's separate blocks for `_created`/`_gsum`/`_gcount` samples (a Family's sample names
     # are its name, `_total`, `_count` and `_sum` only).
     utf8 = escaping == om_exposition.ALLOWUTF8
-    names: dict[str, str] = {}
-    label_names: dict[str, str] = {}
-    orders: dict[tuple[str, ...], list[tuple[int, str]]] = {}
-    label_sets: dict[tuple[str, ...], dict[tuple[str, ...], str]] = {}  # label names -> values -> text
-    numbers: dict[float, str] = {}
-    escaped: dict[str, str] = {}
+    key = (openmetrics_format, escaping)
+    formatting = memo.formatting.get(key) if memo is not None else None
+    if formatting is None:
+        formatting = _Formatting()
+    names, label_names, orders = formatting.names, formatting.label_names, formatting.orders
+    label_sets, escaped = formatting.label_sets, formatting.escaped
+    numbers: dict[float, str] = {}  # per page: values change from round to round
 
     def sample_name(name: str) -> str:
         text = names.get(name)
@@ -484,14 +559,13 @@ def _encode(families: Sequence[Family], openmetrics_format: bool, escaping: str)
             numbers[value] = text
         return text
 
-    out: list[str] = []
-    append = out.append
-    for family in families:
-        out.extend(_header(family, openmetrics_format, escaping))
+    def lines(family: Family, start: int, end: int, append: Callable[[str], None]) -> None:
         current_names: tuple[str, ...] | None = None
         sets: dict[tuple[str, ...], str] = {}
         stamps = family.timestamps
-        for index, (name, labelnames, values, value) in enumerate(family.rows):
+        rows = family.rows
+        for index in range(start, end):
+            name, labelnames, values, value = rows[index]
             if labelnames is not current_names:  # one or two label-name tuples per family (see Row)
                 current_names = labelnames
                 sets = label_sets.setdefault(labelnames, {})
@@ -505,6 +579,42 @@ def _encode(families: Sequence[Family], openmetrics_format: bool, escaping: str)
                 stamp = stamps[index]
                 line += f" {stamp}" if openmetrics_format else f" {int(stamp * 1000):d}"
             append(line + "\n")
+
+    remembered = memo.text.get(key, {}) if memo is not None else {}
+    kept: dict[int, tuple[Sample, Row, str]] = {}
+    out: list[str] = []
+    append = out.append
+    for family in families:
+        out.extend(_header(family, openmetrics_format, escaping))
+        if memo is None or not family.blocks:
+            lines(family, 0, len(family.rows), append)
+            continue
+        # a block's lines as one string, kept for the next page (RenderMemo); rows between blocks as usual
+        index, end, blocks = 0, len(family.rows), family.blocks
+        starts = list(blocks)  # ascending: rows are only appended
+        while index < end:
+            block = blocks.get(index)
+            if block is None:
+                after = bisect.bisect_right(starts, index)
+                following = starts[after] if after < len(starts) else end
+                lines(family, index, following, append)
+                index = following
+                continue
+            block_end, source = block
+            entry = remembered.get(id(source))
+            if entry is None or entry[0] is not source or entry[1] is not family.rows[index]:
+                block_lines: list[str] = []
+                lines(family, index, block_end, block_lines.append)
+                entry = (source, family.rows[index], "".join(block_lines))
+            kept[id(source)] = entry
+            append(entry[2])
+            index = block_end
+    if memo is not None:
+        memo.text[key] = kept
+        # kept while it holds about one page's labels; nodes and label values that went away are dropped
+        # by starting afresh once it holds twice as many as this page's lines
+        rows = sum(len(family.rows) for family in families)
+        memo.formatting[key] = formatting if formatting.size() <= 2 * rows + 1000 else _Formatting()
     if openmetrics_format:
         append("# EOF\n")
     return "".join(out).encode("utf-8")
@@ -609,6 +719,7 @@ class MetricsPage:
         self.clock = clock
         self._lock = threading.Lock()
         self._pages: dict[tuple[int, float, str], _CachedPage] = {}
+        self._memo = RenderMemo()
         # (content type, gzipped) -> an Accept header that chose it, and when it was last asked for
         self._asked: dict[tuple[str, bool], tuple[str | None, float]] = {}
 
@@ -662,7 +773,8 @@ class MetricsPage:
             cached = self._pages.get(key)
             if cached is None:
                 # the page ends before OpenMetrics' `# EOF`: the tail closes it
-                text = encode(collect_families(snapshot, health, self.version), encoder).removesuffix(b"# EOF\n")
+                families = collect_families(snapshot, health, self.version, self._memo)
+                text = encode(families, encoder, self._memo).removesuffix(b"# EOF\n")
                 # keep only the newest snapshot's pages (one per content type)
                 self._pages = {k: v for k, v in self._pages.items() if k[:2] == key[:2]}
                 cached = self._pages[key] = _CachedPage(text)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import shutil
 import subprocess
@@ -10,6 +11,7 @@ import pytest
 from prometheus_client.exposition import choose_encoder, generate_latest
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 
+from exporter import families
 from exporter.catalog import Mode, Role
 from exporter.families import (
     Family,
@@ -172,3 +174,92 @@ def test_promtool_accepts_the_direct_text_exposition() -> None:
     body, _ = MetricsPage("test").render(snapshot, health, None, now=1010.0)
     result = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True, check=False)
     assert result.returncode == 0, result.stdout.decode() + result.stderr.decode()
+
+
+def _slow(request: str, value: float, read_at: float) -> Sample:
+    """A slow-tier summary sample whose every number is `value` plus an offset no other sample has."""
+    parts = (("count", value), ("sum", value + 0.25), ("0.5", value + 0.5), ("0.99", value + 0.75))
+    return Sample("kafka_request_total_time_seconds", (("request", request),), value, parts, read_at)
+
+
+def _with(snapshot_node: NodeSnapshot, **changes: object) -> NodeSnapshot:
+    return dataclasses.replace(snapshot_node, **changes)  # type: ignore[arg-type]
+
+
+def test_pages_that_reuse_the_last_pages_slow_tier_lines_have_the_bytes_of_fresh_ones() -> None:
+    # The scraper serves a node's slow tier from the same Sample objects until its next slow read; the
+    # page keeps their lines (RenderMemo). Every change must still show: a new read, a node whose role
+    # became known, a node gone down and back, every content type.
+    carried = [_slow("Fetch", 1001.0, 955.5), _slow("Produce", 1002.0, 955.5)]
+    base = node("b1", {"kafka_broker_state": 3.0}, cluster="zk", mode=Mode.ZOOKEEPER, node_id=1)
+    other = node("b2", {"kafka_broker_state": 3.0}, cluster="zk", mode=Mode.ZOOKEEPER, node_id=2)
+    first = _with(base, samples=(*base.samples, *carried))
+    second_samples = (*base.samples, *carried, _slow("Metadata", 1003.0, 956.0))
+    rounds = [
+        fleet(first, _with(other, samples=(*other.samples, _slow("Fetch", 2001.0, 950.0))), sequence=1),
+        # b1's carried samples again; b2 read anew (a new object with other values)
+        fleet(_with(first, samples=second_samples), _with(other, samples=(_slow("Fetch", 2002.0, 965.0),))),
+        # b1's role changes (same Sample objects, other labels); b2 down
+        fleet(_with(first, role=Role.CONTROLLER, samples=second_samples), node("b2", cluster="zk", up=False)),
+        fleet(_with(first, samples=second_samples), _with(other, samples=(_slow("Fetch", 2002.0, 965.0),))),
+    ]
+    page = MetricsPage('te"st')
+    for sequence, snapshot in enumerate(rounds, start=1):
+        snapshot = dataclasses.replace(snapshot, sequence=sequence)
+        health, _ = evaluate(snapshot, HealthMemory(), Thresholds())
+        for accept in ACCEPT_HEADERS:
+            encoder, _ = choose_encoder(accept or "")
+            age = encoder(_Families([snapshot_age_family(4.5).to_metric()]))
+            body, _ = page.render(snapshot, health, accept, now=snapshot.taken_at + 4.5)
+            expected = encoder(_Families(render_families(snapshot, health, version='te"st')))
+            assert body == expected.removesuffix(b"# EOF\n") + age, (sequence, accept)
+            # the case each round is there for did happen
+            assert (b"Metadata" in body, b"2002" in body) == (sequence > 1, sequence in (2, 4)), (sequence, accept)
+
+
+def test_a_page_does_not_format_again_the_slow_tier_lines_it_made_for_the_last_snapshot(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    carried = [_slow(f"Request{i}", 5000.0 + i, 955.5) for i in range(20)]
+    base = node("b1", {"kafka_broker_state": 3.0}, cluster="zk", mode=Mode.ZOOKEEPER, node_id=1)
+    page = MetricsPage()
+    formatted: list[float] = []
+    go_float = families._go_float
+    monkeypatch.setattr(families, "_go_float", lambda value: formatted.append(value) or go_float(value))
+    summaries: list[tuple[str, ...]] = []
+    add_summary = Family.add_summary
+    monkeypatch.setattr(
+        Family, "add_summary", lambda self, values, *a: summaries.append(values) or add_summary(self, values, *a)
+    )
+    for sequence in (1, 2):
+        snapshot = fleet(_with(base, samples=(*base.samples, *carried)), sequence=sequence, at=1000.0 + sequence)
+        formatted.clear()
+        summaries.clear()
+        page.prepare(snapshot, None)  # nothing asked yet: nothing made
+        page.render(snapshot, None, None, now=1010.0)
+        slow_numbers = [value for value in formatted if value >= 5000.0]
+        if sequence == 1:
+            assert len(summaries) == 20 and len(slow_numbers) == 20 * 4
+        else:  # the same Sample objects: their rows and lines come from the last page
+            assert summaries == [] and slow_numbers == []
+
+
+def test_the_pages_kept_formatting_stays_about_one_page_as_label_values_come_and_go() -> None:
+    # a fleet whose request names are new every round (a broken or hostile node): the kept label sets
+    # must not grow with every page ever made
+    page = MetricsPage()
+    sizes = []
+    for sequence in range(1, 41):
+        samples = tuple(Sample("kafka_requests_total", (("request", f"R{sequence}-{i}"),), 1.0) for i in range(50))
+        snapshot = fleet(node("b1", cluster="zk", mode=Mode.ZOOKEEPER, node_id=1), sequence=sequence)
+        snapshot = dataclasses.replace(
+            snapshot,
+            clusters=tuple(
+                dataclasses.replace(c, nodes=tuple(_with(n, samples=samples) for n in c.nodes))
+                for c in snapshot.clusters
+            ),
+        )
+        body, _ = page.render(snapshot, None, None, now=1010.0)
+        assert f'request="R{sequence}-49"'.encode() in body
+        sizes.append(sum(f.size() for f in page._memo.formatting.values()))
+    assert max(sizes) <= 2 * 60 + 1000 + 60, sizes  # the bound in _encode: 2 x lines + 1000, plus one page
