@@ -33,7 +33,7 @@ from exporter.families import MetricsPage
 from exporter.health import Thresholds
 from exporter.jmx.base import Endpoint
 from exporter.jmx.jpype_client import JPypeJmxClient
-from exporter.memory import release_free_memory, schedule_full_collections
+from exporter.memory import collect_garbage_per_round, release_free_memory
 from exporter.scraper import Scraper, Target
 from exporter.state import ExporterState
 
@@ -74,8 +74,8 @@ def main() -> int:
             state = ExporterState(scraper.latest(), Thresholds())
             scraper.subscribe(state.observe)
             # as `ctlplane run` does (ctlplane/cli.py build_state)
+            state.subscribe(collect_garbage_per_round())
             state.subscribe(release_free_memory)
-            state.subscribe(schedule_full_collections())
             page = MetricsPage()
             walls, cpus, sim_cpus, renders, render_cpus, gzips, serves = [], [], [], [], [], [], []
             cold_wall = cold_cpu = 0.0

@@ -35,7 +35,7 @@ from exporter.app import QuietServer, create_app, server_options
 from exporter.health import Thresholds
 from exporter.jmx.base import Endpoint
 from exporter.jmx.jpype_client import JPypeJmxClient
-from exporter.memory import release_free_memory, schedule_full_collections
+from exporter.memory import collect_garbage_per_round, release_free_memory
 from exporter.model import FleetSnapshot
 from exporter.scraper import Scraper, Target
 from exporter.state import ExporterState
@@ -109,9 +109,9 @@ def main() -> int:
         )
         state = ExporterState(scraper.latest(), Thresholds())
         scraper.subscribe(state.observe)
+        state.subscribe(collect_garbage_per_round())  # as `ctlplane run` does (ctlplane/cli.py build_state)
         if not args.keep_free_memory:
-            state.subscribe(release_free_memory)  # as `ctlplane run` does (ctlplane/cli.py build_state)
-        state.subscribe(schedule_full_collections())  # likewise
+            state.subscribe(release_free_memory)  # likewise
 
         def record(snapshot: FleetSnapshot) -> None:
             rounds.append((sum(node.up for node in snapshot.nodes()), snapshot.round_duration_seconds))

@@ -16,7 +16,7 @@ from exporter.catalog import Role
 from exporter.config import ConfigError, Settings, load_settings, parse_settings
 from exporter.health import Thresholds
 from exporter.jmx.base import Endpoint, JmxClient
-from exporter.memory import release_free_memory, schedule_full_collections
+from exporter.memory import collect_garbage_per_round, release_free_memory
 from exporter.model import NodeSnapshot, QuorumView
 from exporter.scraper import QuorumSource, Scraper, Target
 from exporter.state import ExporterState, Observation
@@ -137,12 +137,13 @@ def build_state(settings: Settings, scraper: Scraper) -> ExporterState:
     thresholds = Thresholds(**health.model_dump())
     state = ExporterState(scraper.latest(), thresholds)
     scraper.subscribe(state.observe)
-    # after each round, hand the memory its threads freed back to the system (exporter/memory.py); what
-    # listeners subscribed later free is handed back a round later
+    # after each round, collect cyclic garbage (the young generations; all of them every 5 minutes): full
+    # passes started by CPython's rule and by JPype on each JVM collection cost a third of a 1,000-node
+    # round and freed nothing (exporter/memory.py)
+    state.subscribe(collect_garbage_per_round())
+    # then hand the memory its threads freed back to the system (exporter/memory.py); what listeners
+    # subscribed later free is handed back a round later
     state.subscribe(release_free_memory)
-    # CPython's own full garbage collections cost a third of a 1,000-node round and freed nothing: one
-    # every 5 minutes instead (exporter/memory.py)
-    state.subscribe(schedule_full_collections())
     return state
 
 

@@ -40,34 +40,41 @@ def release_free_memory(*_: object) -> None:
         _TRIM(0)
 
 
-# CPython (3.11) runs a full collection once the objects promoted since the last one reach a quarter of the
-# long-lived ones (Modules/gcmodule.c, long_lived_pending > long_lived_total / 4). A round's snapshot,
-# readings and page rows live through many young collections and are promoted, then die by reference count
-# when the next round replaces them: at 1,000 simulated nodes that rule fired ~11 times a round, each pass
-# traversing ~530,000 objects and freeing none, 2-3.7 s of a ~8 s round (gc.callbacks in bench/fleet.py).
-# Young collections still run as CPython schedules them (short-lived cycles, e.g. an exception and its
-# traceback, die there); the full pass that finds cycles which outlived them runs this often instead.
+# Two things ran full cyclic collections over the whole heap many times a round, freeing nothing:
+# - JPype, on every collection of its JVM's: a sentinel PhantomReference is enqueued when the JVM collects
+#   (org/jpype/ref/JPypeReferenceQueue.java addSentinel), and JPype answers with PyGC_Collect(), a full
+#   Python collection (native/common/jp_reference_queue.cpp ..._wake -> jp_gc.cpp
+#   JPGarbageCollection::triggered). A round of node reads fills the JVM's young generation many times.
+# - CPython's own rule, a full pass once the objects promoted since the last one reach a quarter of the
+#   long-lived (Modules/gcmodule.c): a round's snapshot, readings and page rows live through many young
+#   collections and are promoted, then die by reference count when the next round replaces them.
+# At 1,000 simulated nodes that was ~11 full passes a round over ~530,000 objects: 2-3.7 s of a ~8 s
+# round (gc.callbacks in bench/fleet.py). With the collector disabled PyGC_Collect returns at once
+# (CPython 3.11 gcmodule.c: `if (!gcstate->enabled) return 0;`) while gc.collect() still works, so the
+# exporter disables it and collects itself: the young generations after each round (what the round and
+# the requests since the last made, short-lived cycles such as an exception and its traceback included),
+# and everything every FULL_COLLECTION_SECONDS.
 FULL_COLLECTION_SECONDS = 300.0
-# gc.set_threshold's third value: full collections after this many young-generation-1 passes, i.e. never
-_NEVER = 2**31 - 1
 
 
-def schedule_full_collections(
+def collect_garbage_per_round(
     every_seconds: float = FULL_COLLECTION_SECONDS, clock: Callable[[], float] = time.monotonic
 ) -> Callable[..., None]:
-    """Stop CPython's own full collections for this process and return a round listener that runs one
-    when `every_seconds` have passed since the last (the first `every_seconds` after this call)."""
-    young, middle, _ = gc.get_threshold()
-    gc.set_threshold(young, middle, _NEVER)
+    """Take cyclic garbage collection over for this process: disable CPython's automatic collections (and
+    with them JPype's) and return a round listener that collects the young generations after each round
+    and every generation when `every_seconds` have passed since the last full pass."""
+    gc.disable()
     last = clock()
 
     def after_round(*_: object) -> None:
         nonlocal last
         now = clock()
-        if now - last >= every_seconds:
-            last = now
-            started = time.perf_counter()
-            found = gc.collect()
-            log.debug("full garbage collection: %d unreachable objects, %.3f s", found, time.perf_counter() - started)
+        if now - last < every_seconds:
+            gc.collect(1)
+            return
+        last = now
+        started = time.perf_counter()
+        found = gc.collect()
+        log.debug("full garbage collection: %d unreachable objects, %.3f s", found, time.perf_counter() - started)
 
     return after_round
