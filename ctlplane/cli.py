@@ -377,6 +377,8 @@ def cmd_healthcheck(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ctlplane", description="Kafka control-plane monitoring")
+    # the installed distribution's version, i.e. pyproject.toml's (the one place it is written)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     parser.add_argument("--log-level", default="INFO")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="serve /metrics (and the API) for the configured clusters")
