@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
 import sys
 import tempfile
@@ -29,6 +30,17 @@ def _version() -> str:
         return package_version("ctlplane")
     except PackageNotFoundError:
         return "dev"
+
+
+def missing_extras(needs: Sequence[tuple[str, str]]) -> str | None:
+    """What a command needs that is not installed, as the line to install it; None when nothing is missing.
+    `pip install ctlplane` brings the exporter; the dashboard and the Spark pipeline are extras."""
+    missing = [(module, extra) for module, extra in needs if importlib.util.find_spec(module) is None]
+    if not missing:
+        return None
+    modules = ", ".join(module for module, _ in missing)
+    extras = ",".join(sorted({extra for _, extra in missing}))
+    return f"this command needs {modules}, which is not installed: pip install 'ctlplane[{extras}]'"
 
 
 def build_targets(settings: Settings) -> list[Target]:
@@ -200,7 +212,12 @@ def serve(settings: Settings) -> int:
             per_request=writer.families if writer is not None else tuple,
             observations=state.subscribe,
         )
-        if settings.dashboard.enabled:
+        dashboard_served = settings.dashboard.enabled
+        if dashboard_served and (missing := missing_extras((("dash", "dashboard"),))):
+            # the exporter is what an operator cannot do without: serve it, and say what the dashboard needs
+            log.warning("dashboard not served (set dashboard.enabled: false to silence this): %s", missing)
+            dashboard_served = False
+        if dashboard_served:
             from dashboard.cli import mount_dashboard
 
             board = settings.dashboard
@@ -217,7 +234,7 @@ def serve(settings: Settings) -> int:
         sys.stdout.write(
             f"ctlplane {_version()} watching {len(scraper.targets)} nodes in "
             f"{len(settings.clusters)} cluster(s)\n"
-            + (f"  dashboard: {base}/dashboard/\n" if settings.dashboard.enabled else "")
+            + (f"  dashboard: {base}/dashboard/\n" if dashboard_served else "")
             + f"  metrics:   {base}/metrics\n  snapshot:  {base}/api/v1/snapshot\n"
             f"  health:    {base}/api/v1/health\n  home:      {base}/\n"
         )
@@ -375,7 +392,7 @@ def cmd_healthcheck(args: argparse.Namespace) -> int:
     return 0 if response.status_code == 200 else 1
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ctlplane", description="Kafka control-plane monitoring")
     # the installed distribution's version, i.e. pyproject.toml's (the one place it is written)
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
@@ -389,12 +406,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     demo = sub.add_parser("demo", help="simulated Kafka clusters with fault scenarios, served by the exporter")
     add_demo_arguments(demo)
-    demo.set_defaults(func=cmd_demo)
+    demo.set_defaults(func=cmd_demo, needs=(("dash", "dashboard"),))  # what the demo is for: the dashboard
     from dashboard.cli import add_dashboard_arguments
 
     dashboard = sub.add_parser("dashboard", help="the web dashboard alone, reading a remote exporter's JSON API")
     add_dashboard_arguments(dashboard)
-    dashboard.set_defaults(func=cmd_dashboard)
+    dashboard.set_defaults(func=cmd_dashboard, needs=(("dash", "dashboard"),))
     from pipeline.cli import add_subcommands as add_pipeline_subcommands
 
     add_pipeline_subcommands(sub)
@@ -408,8 +425,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     probe.add_argument("--config", type=Path, required=True)
     probe.add_argument("--client", choices=["jpype", "jmxquery"], help="override scrape.client")
     probe.set_defaults(func=cmd_probe)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    missing = missing_extras(getattr(args, "needs", ()))
+    if missing:
+        sys.stderr.write(f"error: {missing}\n")
+        return 2
     try:
         if getattr(args, "wants_settings", False):
             # pipeline jobs take their thresholds and interval from the config when one is given

@@ -172,7 +172,8 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
         add_job_arguments(job)
         if name == "sweep":
             add_sweep_arguments(job)
-        job.set_defaults(func=handler, wants_settings=True)
+        # the package the job needs beyond ctlplane's own dependencies, and the extra that installs it
+        job.set_defaults(func=handler, wants_settings=True, needs=(("pyspark", "pipeline"),))
     history = subparsers.add_parser("history", help="the history archive")
     actions = history.add_subparsers(dest="action", required=True)
     backfill = actions.add_parser("import", help="backfill the archive from an existing Prometheus")
