@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import logging
+import os
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ from exporter.jmx.base import Endpoint, JmxClient
 from exporter.memory import collect_garbage_per_round, release_free_memory
 from exporter.model import NodeSnapshot, QuorumView
 from exporter.scraper import QuorumSource, Scraper, Target
+from exporter.shards import parse_shard
 from exporter.state import ExporterState, Observation
 
 log = logging.getLogger("ctlplane")
@@ -259,7 +261,29 @@ def serve(settings: Settings) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     with ExitStack() as stack:
         settings = load_settings(args.config) if args.config else _local_settings(stack, args.workdir)
-        return serve(settings)
+        return serve(sharded(settings, args.shard))
+
+
+def sharded(settings: Settings, shard: str | None) -> Settings:
+    """The settings of this replica's share of the clusters: `shard` (--shard, CTLPLANE_SHARD) or the
+    config's `shard:`; every cluster when neither is set."""
+    try:
+        if shard:
+            parse_shard(shard)
+            settings = settings.model_copy(update={"shard": shard})
+        served = settings.served()
+    except ValueError as exc:
+        raise ConfigError(f"--shard / shard: {exc}") from None
+    if settings.shard is not None:
+        names = [cluster.name for cluster in served.clusters]
+        log.info(
+            "shard %s: serving %d of %d clusters: %s",
+            settings.shard,
+            len(names),
+            len(settings.clusters),
+            ", ".join(names) or "none",
+        )
+    return served
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -401,6 +425,12 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="serve /metrics (and the API) for the configured clusters")
     run.add_argument("--config", type=Path, help="YAML config; without it, local Kafka clusters are started")
     run.add_argument("--workdir", type=Path, help="data directory for the local clusters (default: temporary)")
+    run.add_argument(
+        "--shard",
+        default=os.environ.get("CTLPLANE_SHARD"),
+        help="serve this replica's share of the clusters: INDEX/COUNT, or auto/COUNT in a StatefulSet "
+        "(index from the hostname); default $CTLPLANE_SHARD, else the config's `shard:`",
+    )
     run.set_defaults(func=cmd_run)
     from demo.launch import add_demo_arguments
 

@@ -26,6 +26,8 @@ from pydantic import (
     model_validator,
 )
 
+from exporter.shards import parse_shard, resolve_shard
+
 DEFAULT_PORT = 18309  # outside the 9100-9999 exporter range and away from 8000/8050 (see README)
 
 
@@ -378,6 +380,26 @@ class Settings(_Strict):
     health: HealthConfig = Field(default_factory=HealthConfig)
     history: HistoryConfig | None = None  # off unless configured
     dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
+    shard: str | None = Field(
+        default=None,
+        description="this replica's share of the clusters when several split a fleet: INDEX/COUNT, or "
+        "auto/COUNT for a StatefulSet pod (the index from its hostname); exporter/shards.py",
+    )
+
+    @field_validator("shard")
+    @classmethod
+    def _valid_shard(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_shard(value)  # the form only: `auto` is resolved where the exporter runs
+        return value
+
+    def served(self, hostname: str | None = None) -> Settings:
+        """These settings with only the clusters this replica serves (all of them without `shard`). A shard
+        may serve none: more replicas than clusters."""
+        if self.shard is None:
+            return self
+        shard = resolve_shard(self.shard, hostname)
+        return self.model_copy(update={"clusters": [c for c in self.clusters if shard.serves(c.name)]})
 
     @model_validator(mode="after")
     def _unique_clusters(self) -> Settings:

@@ -1,0 +1,87 @@
+"""A fleet split over several real `ctlplane run` processes (`--shard I/N`): every simulated cluster is
+served by exactly one of them, for N = 3 and then N = 2, and going from 3 to 2 moves only the clusters of
+the replica that went away."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from ctlplane.localkafka import free_port
+from demo.launch import SettingsDocument, SimulatorProcess, start_simulator
+from exporter.shards import shard_of
+
+DEADLINE_SECONDS = 90.0
+
+
+def _replicas(
+    simulator: SimulatorProcess, document: SettingsDocument, shards: list[str], tmp_path: Path, env: dict[str, str]
+) -> list[set[str]]:
+    """Start one `ctlplane run` per shard and return the clusters each serves once all their nodes are up."""
+    processes: list[tuple[subprocess.Popen[bytes], int, Path]] = []
+    try:
+        for number, shard in enumerate(shards):
+            port = free_port()
+            config = tmp_path / f"replica-{number}.yaml"
+            config.write_text(yaml.safe_dump({**document, "http": {"port": port}, "dashboard": {"enabled": False}}))
+            log = tmp_path / f"replica-{number}.log"
+            with log.open("wb") as output:
+                process = subprocess.Popen(
+                    [sys.executable, "-m", "ctlplane.cli", "run", "--config", str(config), "--shard", shard],
+                    stdout=output,
+                    stderr=subprocess.STDOUT,
+                    env={**os.environ, **env, "HOSTNAME": f"ctlplane-{number}"},  # what `auto` reads
+                )
+            processes.append((process, port, log))
+        served: list[set[str]] = []
+        for process, port, log in processes:
+            deadline = time.monotonic() + DEADLINE_SECONDS
+            while True:
+                assert process.poll() is None, log.read_text()
+                snapshot = _snapshot(port)
+                if snapshot is not None and snapshot["sequence"] > 0:
+                    nodes = [node for cluster in snapshot["clusters"] for node in cluster["nodes"]]
+                    if all(node["up"] for node in nodes):
+                        served.append({cluster["name"] for cluster in snapshot["clusters"]})
+                        break
+                assert time.monotonic() < deadline, f"replica on {port}: nodes not all up\n{log.read_text()}"
+                time.sleep(0.5)
+        return served
+    finally:
+        for process, _, _ in processes:
+            process.terminate()
+        for process, _, _ in processes:
+            process.wait(timeout=20)
+
+
+def _snapshot(port: int) -> dict[str, Any] | None:
+    try:
+        response = httpx.get(f"http://127.0.0.1:{port}/api/v1/snapshot", timeout=5)
+    except httpx.HTTPError:
+        return None
+    return response.json() if response.status_code == 200 else None
+
+
+def test_replicas_split_the_fleet_with_no_cluster_served_twice_or_dropped(tmp_path: Path) -> None:
+    with start_simulator(fleet_clusters=8, fleet_nodes=4, max_heap="192m") as simulator:
+        document = simulator.settings_document(interval_seconds=2.0, timeout_seconds=1.5)
+        clusters = {cluster["name"] for cluster in document["clusters"]}
+        assert len(clusters) == 8
+        # three replicas; the middle one as a StatefulSet pod would be started: auto, index from its hostname
+        three = _replicas(simulator, document, ["0/3", "auto/3", "2/3"], tmp_path, {})
+        two = _replicas(simulator, document, ["0/2"], tmp_path, {"CTLPLANE_SHARD": "1/2"})  # flag wins over env
+        two += _replicas(simulator, document, ["1/2"], tmp_path, {})
+    for shares in (three, two):
+        assert sorted(c for share in shares for c in share) == sorted(clusters)  # none twice, none dropped
+    assert three == [{c for c in clusters if shard_of(c, 3) == i} for i in range(3)]
+    assert all(three), three  # 8 clusters over 3: each replica has some (the split is fixed by the names)
+    # 3 -> 2 replicas: what replicas 0 and 1 served stays where it was; only replica 2's clusters move
+    assert three[0] <= two[0] and three[1] <= two[1]
+    assert (two[0] - three[0]) | (two[1] - three[1]) == three[2]
