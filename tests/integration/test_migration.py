@@ -94,12 +94,19 @@ def test_every_phase_of_a_migration_reads_right(migrating: tuple[KafkaCluster, W
     # MIGRATION: brokers rolled with the flag run a raft observer and stay ZooKeeper-mode brokers; the KRaft
     # leader is their controller, so their metadata lag is its queue for each (MigrationPropagator)
     enable_migration_on_brokers(cluster)
-    o = watch.until(_phase("MIGRATION", zookeeper_brokers), 120, "MIGRATION, ZooKeeper brokers ACTIVE")
+    in_migration = _phase("MIGRATION", zookeeper_brokers)
+
+    def raft_observers(o: Observation) -> bool:
+        # each rolled broker's raft observer, read as a broker's: its raft MBeans register late in the
+        # broker's start-up, after ctlplane's first read of the restarted node, and are looked up again
+        # within RESOLVE_EMPTY_TTL_SECONDS (10 s); the phase and ACTIVE can be seen before that (CI saw it)
+        snapshot = o.snapshot.cluster(MIGRATING)
+        nodes = [snapshot.node(broker.name) if snapshot else None for broker in cluster.brokers()]
+        return all(n is not None and n.role is Role.BROKER and n.has("kafka_raft_current_leader") for n in nodes)
+
+    o = watch.until(lambda o: in_migration(o) and raft_observers(o), 120, "MIGRATION, brokers ACTIVE as observers")
     snapshot = o.snapshot.cluster(MIGRATING)
     assert snapshot is not None
-    for broker in cluster.brokers():
-        node = snapshot.node(broker.name)  # the raft observer:
-        assert node is not None and node.role is Role.BROKER and node.has("kafka_raft_current_leader"), node
     kraft_leader = snapshot.node("controller-1")
     assert kraft_leader is not None
     queues = {dict(s.labels)["broker"] for s in kraft_leader.series_samples("kafka_controller_channel_queue_size")}
