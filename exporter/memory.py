@@ -14,6 +14,7 @@ import ctypes
 import ctypes.util
 import gc
 import logging
+import threading
 import time
 from collections.abc import Callable
 
@@ -55,26 +56,55 @@ def release_free_memory(*_: object) -> None:
 # the requests since the last made, short-lived cycles such as an exception and its traceback included),
 # and everything every FULL_COLLECTION_SECONDS.
 FULL_COLLECTION_SECONDS = 300.0
+# ... and when no round has ended for this long (an interval of minutes, or a scrape loop whose rounds keep
+# failing), a thread collects in its place, so garbage from HTTP requests and the dashboard never waits for
+# a round
+IDLE_COLLECTION_SECONDS = 60.0
+
+
+class RoundCollector:
+    """A round listener (call it after each round) that collects cyclic garbage: the young generations,
+    and every generation when `every_seconds` have passed since the last full pass; a daemon thread does
+    the same when no collection ran for `idle_seconds`."""
+
+    def __init__(self, every_seconds: float, idle_seconds: float | None, clock: Callable[[], float]) -> None:
+        self.every_seconds = every_seconds
+        self.idle_seconds = idle_seconds
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._last_full = self._last = clock()
+        self._stop = threading.Event()
+        if idle_seconds is not None:
+            threading.Thread(target=self._watch, name="gc-idle", daemon=True).start()
+
+    def __call__(self, *_: object) -> None:
+        with self._lock:
+            now = self.clock()
+            self._last = now
+            if now - self._last_full < self.every_seconds:
+                gc.collect(1)
+                return
+            self._last_full = now
+            started = time.perf_counter()
+            found = gc.collect()
+        log.debug("full garbage collection: %d unreachable objects, %.3f s", found, time.perf_counter() - started)
+
+    def _watch(self) -> None:
+        assert self.idle_seconds is not None
+        while not self._stop.wait(self.idle_seconds / 2):
+            if self.clock() - self._last >= self.idle_seconds:
+                self()
+
+    def stop(self) -> None:
+        self._stop.set()
 
 
 def collect_garbage_per_round(
-    every_seconds: float = FULL_COLLECTION_SECONDS, clock: Callable[[], float] = time.monotonic
-) -> Callable[..., None]:
+    every_seconds: float = FULL_COLLECTION_SECONDS,
+    clock: Callable[[], float] = time.monotonic,
+    idle_seconds: float | None = IDLE_COLLECTION_SECONDS,
+) -> RoundCollector:
     """Take cyclic garbage collection over for this process: disable CPython's automatic collections (and
-    with them JPype's) and return a round listener that collects the young generations after each round
-    and every generation when `every_seconds` have passed since the last full pass."""
+    with them JPype's) and return the round listener that collects instead (RoundCollector)."""
     gc.disable()
-    last = clock()
-
-    def after_round(*_: object) -> None:
-        nonlocal last
-        now = clock()
-        if now - last < every_seconds:
-            gc.collect(1)
-            return
-        last = now
-        started = time.perf_counter()
-        found = gc.collect()
-        log.debug("full garbage collection: %d unreachable objects, %.3f s", found, time.perf_counter() - started)
-
-    return after_round
+    return RoundCollector(every_seconds, idle_seconds, clock)

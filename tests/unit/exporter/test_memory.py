@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -61,7 +62,7 @@ def collector() -> Iterator[None]:
         gc.enable()
 
 
-def _collections_during(work: Callable[[], None]) -> list[int]:
+def _collections_during(work: Callable[[], object]) -> list[int]:
     """The generation of each collection that ran during `work`."""
     generations: list[int] = []
 
@@ -82,7 +83,7 @@ def test_rounds_that_replace_their_snapshot_run_only_the_scheduled_full_collecti
     # own rule promoted enough of them to start full passes that freed nothing (~11 a round with JPype's,
     # 2-3.7 s of CPU, bench/fleet.py); now one young collection per round and one full pass per 5 minutes.
     now = [0.0]
-    after_round = collect_garbage_per_round(every_seconds=300.0, clock=lambda: now[0])
+    after_round = collect_garbage_per_round(every_seconds=300.0, clock=lambda: now[0], idle_seconds=None)
 
     def rounds() -> None:
         kept: list[list[int]] = []
@@ -100,13 +101,13 @@ def test_the_full_collection_jpype_starts_on_each_jvm_collection_does_nothing(co
     # is made here as JPype makes it
     collect = ctypes.pythonapi.PyGC_Collect
     collect.restype = ctypes.c_ssize_t
-    collect_garbage_per_round()
+    collect_garbage_per_round(idle_seconds=None)
     assert _collections_during(lambda: [collect() for _ in range(10)]) == []
 
 
 def test_cycles_are_freed_by_the_next_round_or_the_scheduled_full_collection(collector: None) -> None:
     now = [0.0]
-    after_round = collect_garbage_per_round(every_seconds=300.0, clock=lambda: now[0])
+    after_round = collect_garbage_per_round(every_seconds=300.0, clock=lambda: now[0], idle_seconds=None)
     young = _Node()
     young_gone = weakref.ref(young)
     del young  # made between rounds (a request's exception and its traceback, say)
@@ -122,3 +123,18 @@ def test_cycles_are_freed_by_the_next_round_or_the_scheduled_full_collection(col
     now[0] += 10.0
     after_round()
     assert old_gone() is None
+
+
+def test_without_rounds_the_young_generations_are_still_collected(collector: None) -> None:
+    # an interval of minutes, or rounds that keep failing: a thread collects in their place
+    collect = collect_garbage_per_round(idle_seconds=0.2)
+    try:
+        cycle = _Node()
+        gone = weakref.ref(cycle)
+        del cycle
+        deadline = time.monotonic() + 30
+        while gone() is not None:
+            assert time.monotonic() < deadline, "no collection without rounds"
+            time.sleep(0.05)
+    finally:
+        collect.stop()
