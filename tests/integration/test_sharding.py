@@ -85,3 +85,41 @@ def test_replicas_split_the_fleet_with_no_cluster_served_twice_or_dropped(tmp_pa
     # 3 -> 2 replicas: what replicas 0 and 1 served stays where it was; only replica 2's clusters move
     assert three[0] <= two[0] and three[1] <= two[1]
     assert (two[0] - three[0]) | (two[1] - three[1]) == three[2]
+
+
+def test_a_replica_whose_share_is_empty_runs_healthy_and_serves_no_cluster(tmp_path: Path) -> None:
+    # more replicas than clusters: some shares are empty, and such a replica must still start and stay healthy
+    # (it is a pod of the StatefulSet like the others), not exit or report itself down
+    names = [f"c{i}" for i in range(3)]
+    count = 8
+    empty = next(index for index in range(count) if all(shard_of(name, count) != index for name in names))
+    port = free_port()
+    config = tmp_path / "ctlplane.yaml"
+    document = {
+        "clusters": [{"name": name, "nodes": [{"address": "127.0.0.1:1"}]} for name in names],
+        "scrape": {"interval_seconds": 1.0, "timeout_seconds": 0.8},
+        "http": {"port": port},
+        "dashboard": {"enabled": False},
+    }
+    config.write_text(yaml.safe_dump(document))
+    log = tmp_path / "ctlplane.log"
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ctlplane.cli", "run", "--config", str(config), "--shard", f"{empty}/{count}"],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + DEADLINE_SECONDS
+        while (snapshot := _snapshot(port)) is None or snapshot["sequence"] < 2:
+            assert process.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.5)
+        assert snapshot["clusters"] == []
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200
+        metrics = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+        assert "ctlplane_round_duration_seconds" in metrics and "ctlplane_up{" not in metrics
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+    assert f"shard {empty}/{count}: serving 0 of 3 clusters: none" in log.read_text()
