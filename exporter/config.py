@@ -79,11 +79,29 @@ def host_port(value: str) -> str:
 
 
 class _Credentials(_Strict):
-    """A user and where its password is: a file or an environment variable, never inline."""
+    """A user and where its password is: a file or an environment variable, never inline.
+
+    The user may come from an environment variable too (`username_env`), read when the config is loaded:
+    Strimzi's JMX Secret (`<cluster>-kafka-jmx`) holds a generated user beside the password
+    (`jmx-username`, `jmx-password`: strimzi-kafka-operator JmxModel.java JMX_USERNAME_KEY), and a
+    Kubernetes Secret reaches a container as files or variables, not as config text."""
 
     username: str | None = None
+    username_env: str | None = None
     password_file: Path | None = None
     password_env: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _username_from_env(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not isinstance(name := data.get("username_env"), str):
+            return data  # a wrong type is reported by the field's own check
+        if data.get("username") is not None:
+            raise ValueError("give username or username_env, not both")
+        value = os.environ.get(name)
+        if value is None:
+            raise ValueError(f"environment variable {name} (username_env) is not set")
+        return {**data, "username": value}
 
     @model_validator(mode="after")
     def _one_password_source(self) -> _Credentials:

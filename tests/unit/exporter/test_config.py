@@ -67,6 +67,20 @@ def test_missing_password_variable_is_reported(tmp_path: Path, monkeypatch: pyte
         load_settings(write(tmp_path, GOOD))
 
 
+def test_jmx_user_from_an_environment_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a Kubernetes Secret's generated user (Strimzi's jmx-username) reaches the container as a variable
+    monkeypatch.setenv("CTLPLANE_TEST_PASSWORD", "s3cret")
+    monkeypatch.setenv("CTLPLANE_TEST_USER", "gen-user-1")
+    from_env = GOOD.replace("username: monitor,", "username_env: CTLPLANE_TEST_USER,")
+    settings = load_settings(write(tmp_path, from_env))
+    assert settings.jmx_for(settings.clusters[0]).username == "gen-user-1"
+    with pytest.raises(ConfigError, match="give username or username_env, not both"):
+        load_settings(write(tmp_path, GOOD.replace("username: monitor,", "username: a, username_env: B,")))
+    monkeypatch.delenv("CTLPLANE_TEST_USER")
+    with pytest.raises(ConfigError, match=r"clusters\.0\.jmx.*CTLPLANE_TEST_USER \(username_env\) is not set"):
+        load_settings(write(tmp_path, from_env))
+
+
 def test_plain_text_basic_auth_password_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CTLPLANE_TEST_PASSWORD", "x")
     with pytest.raises(ConfigError, match=r"http\.basic_auth_users"):
