@@ -439,7 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=cmd_demo, needs=(("dash", "dashboard"),))  # what the demo is for: the dashboard
     from dashboard.cli import add_dashboard_arguments
 
-    dashboard = sub.add_parser("dashboard", help="the web dashboard alone, reading a remote exporter's JSON API")
+    dashboard = sub.add_parser("dashboard", help="the web dashboard alone, reading remote exporters' JSON APIs")
     add_dashboard_arguments(dashboard)
     dashboard.set_defaults(func=cmd_dashboard, needs=(("dash", "dashboard"),))
     from pipeline.cli import add_subcommands as add_pipeline_subcommands

@@ -245,7 +245,9 @@ def create_dashboard(
 
     def build_frame() -> tuple[list[Component], Component | None, str]:
         observation = source.current()
-        status = views.status_line(observation, clock(), refresh_ms, getattr(source, "last_error", None))
+        status = views.status_line(
+            observation, clock(), refresh_ms, getattr(source, "last_error", None), getattr(source, "exporters", 1)
+        )
         return views.nav_links(observation.health, url_prefix), views.simulation_banner(observation.snapshot), status
 
     fastapi_server.add_middleware(

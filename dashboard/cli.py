@@ -1,4 +1,5 @@
-"""`ctlplane dashboard --exporter URL`: the dashboard alone, reading a remote exporter's JSON API.
+"""`ctlplane dashboard --exporter URL [--exporter URL ...]`: the dashboard alone, reading remote exporters'
+JSON APIs (several: the replicas of a sharded fleet, shown as one fleet).
 
 `ctlplane/cli.py` adds the subcommand with `add_dashboard_arguments` and dispatches to `cmd_dashboard`;
 `ctlplane run` mounts the dashboard on its own exporter app with `mount_dashboard`.
@@ -11,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dashboard.source import InProcessSource, RemoteSource
+from dashboard.source import ExportersSource, InProcessSource, RemoteSource
 
 if TYPE_CHECKING:
     from dash import Dash
@@ -47,7 +48,12 @@ def mount_dashboard(
 
 
 def add_dashboard_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--exporter", required=True, help="base URL of a running exporter, e.g. http://host:9308")
+    parser.add_argument(
+        "--exporter",
+        required=True,
+        action="append",
+        help="base URL of a running exporter, e.g. http://host:18309; repeat it for each replica of a sharded fleet",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8050, help="port to listen on (default 8050)")
     parser.add_argument("--refresh-seconds", type=float, default=5.0, help="page refresh and exporter poll interval")
@@ -86,7 +92,8 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         problems = tls_problems(http.tls) if http.tls is not None else []
         if problems:
             raise ConfigError(f"--web-config-file {args.web_config_file}:\n  " + "\n  ".join(problems))
-    source = RemoteSource(args.exporter, window_seconds=args.window_seconds, auth=auth)
+    remotes = [RemoteSource(url, window_seconds=args.window_seconds, auth=auth) for url in args.exporter]
+    source = remotes[0] if len(remotes) == 1 else ExportersSource(remotes)
     source.start(args.refresh_seconds)
     # auth and the body cap before Dash reads a body
     server = GuardedFastAPI(users=http.basic_auth_users, title="ctlplane dashboard")

@@ -3,6 +3,8 @@
 - `InProcessSource` reads the exporter's `ExporterState` (the default: `ctlplane run` serves both).
 - `RemoteSource` polls a remote exporter's `/api/v1/snapshot` and `/api/v1/health` and keeps its own
   bounded trail (dashboard/trail.py) (`ctlplane dashboard --exporter URL`).
+- `ExportersSource` shows several exporters (the replicas of a sharded fleet) as one fleet
+  (`--exporter URL` repeated).
 - `AlertSource` reads Alertmanager's `/api/v2/alerts` or Prometheus' `/api/v1/alerts`.
 - `HistorySource` reads the Spark pipeline's episode, sweep and report files (`read_history`) in the background.
 
@@ -26,9 +28,9 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 import httpx
 
 from dashboard.trail import ClusterTrail, Trail
-from exporter.health import FleetHealth
+from exporter.health import ClusterHealth, FleetHealth
 from exporter.jsonapi import health_from_dict, snapshot_from_dict
-from exporter.model import FleetSnapshot
+from exporter.model import ClusterSnapshot, FleetSnapshot
 from exporter.state import ExporterState, Observation
 
 log = logging.getLogger(__name__)
@@ -169,6 +171,88 @@ class RemoteSource:
         if self._thread is not None:
             self._thread.join(timeout=10)
         self._client.close()
+
+
+class ExportersSource:
+    """Several exporters' JSON APIs as one fleet: the replicas of a sharded exporter (`--shard I/N`), each
+    serving whole clusters of its own.
+
+    Each exporter is polled by its own `RemoteSource` (a hung one holds only its own thread). The fleet is
+    their clusters in the order the exporters were given; an exporter that stops answering keeps its
+    clusters on the page as last seen, and `last_error` names it, with those clusters, until it answers
+    again. A cluster served by two exporters (replicas started with different shard counts) is shown
+    once, from the first, and named in `last_error`.
+    """
+
+    def __init__(self, sources: Sequence[RemoteSource]) -> None:
+        if not sources:
+            raise ValueError("at least one exporter")
+        self.sources = tuple(sources)
+        self.base_url = ", ".join(source.base_url for source in self.sources)
+        self.exporters = len(self.sources)
+
+    def current(self) -> Observation:
+        return merge_observations([source.current() for source in self.sources])
+
+    def _owner(self, cluster: str) -> RemoteSource | None:
+        return next((s for s in self.sources if s.current().snapshot.cluster(cluster) is not None), None)
+
+    def trail(self, cluster: str) -> ClusterTrail:
+        owner = self._owner(cluster)
+        return owner.trail(cluster) if owner is not None else self.sources[0].trail(cluster)
+
+    @property
+    def last_error(self) -> str | None:
+        problems = []
+        for source in self.sources:
+            if source.last_error is not None:
+                shown = ", ".join(c.name for c in source.current().snapshot.clusters) or "none"
+                problems.append(
+                    f"{source.base_url} unreachable: {source.last_error} (its clusters as last seen: {shown})"
+                )
+        owners: dict[str, str] = {}
+        for source in self.sources:
+            for cluster in source.current().snapshot.clusters:
+                if cluster.name in owners:
+                    problems.append(f"cluster {cluster.name} is served by {owners[cluster.name]} and "
+                                    f"{source.base_url} (replicas with different --shard counts?)")  # fmt: skip
+                else:
+                    owners[cluster.name] = source.base_url
+        return "; ".join(problems) or None
+
+    def poll_once(self) -> Observation:
+        for source in self.sources:
+            source.poll_once()
+        return self.current()
+
+    def start(self, interval_seconds: float) -> None:
+        for source in self.sources:
+            source.start(interval_seconds)
+
+    def close(self) -> None:
+        for source in self.sources:
+            source.close()
+
+
+def merge_observations(observations: Sequence[Observation]) -> Observation:
+    """One fleet from several exporters' observations: every cluster once (the first exporter serving it
+    wins), the round numbers summed (0 only while none has scraped), the oldest round's start time (the
+    status line's age is the stalest exporter's)."""
+    observed = [o for o in observations if o.snapshot.sequence > 0]
+    if not observed:
+        return EMPTY_OBSERVATION
+    clusters: dict[str, tuple[ClusterSnapshot, ClusterHealth | None]] = {}
+    for observation in observed:
+        for cluster in observation.snapshot.clusters:
+            clusters.setdefault(cluster.name, (cluster, observation.health.cluster(cluster.name)))
+    snapshot = FleetSnapshot(
+        sum(o.snapshot.sequence for o in observed),
+        min(o.snapshot.taken_at for o in observed),
+        max(o.snapshot.round_duration_seconds for o in observed),
+        tuple(cluster for cluster, _ in clusters.values()),
+    )
+    health = FleetHealth(tuple(cluster_health for _, cluster_health in clusters.values() if cluster_health))
+    return Observation(snapshot, health)
 
 
 # --- alerts -------------------------------------------------------------------------------------------

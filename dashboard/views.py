@@ -748,14 +748,24 @@ def history_view(history: HistoryData, now: float, limit: int = 500) -> Componen
 # --- frame ----------------------------------------------------------------------------------------------
 
 
-def status_line(observation: Observation, now: float, refresh_ms: int, error: str | None = None) -> str:
+def status_line(
+    observation: Observation, now: float, refresh_ms: int, error: str | None = None, exporters: int = 1
+) -> str:
+    """The footer: how old the round is, and what is wrong with the exporter(s) the page reads.
+
+    With several exporters (a sharded fleet) the round numbers are theirs summed, so only the oldest
+    round's age is shown, and `error` names the exporter it is about."""
     snapshot = observation.snapshot
     if snapshot.sequence == 0:
         text = "waiting for the first scrape round"
+    elif exporters > 1:
+        text = f"scrape rounds of {exporters} exporters, the oldest {format_duration(now - snapshot.taken_at)} old"
     else:
         text = f"scrape round #{snapshot.sequence}, {format_duration(now - snapshot.taken_at)} old"
     text += f" · refreshing every {refresh_ms / 1000:g} s"
-    return text + (f" · exporter unreachable: {error}" if error else "")
+    if not error:
+        return text
+    return text + (f" · {error}" if exporters > 1 else f" · exporter unreachable: {error}")
 
 
 def nav_links(health: FleetHealth, prefix: str = "/") -> list[Component]:

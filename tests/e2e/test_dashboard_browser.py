@@ -8,6 +8,7 @@ that starts the cluster (one cluster per test session).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, expect
+from playwright.sync_api import Browser, Page, expect
 from playwright.sync_api import Error as PlaywrightError
 
 from ctlplane.blackhole import BlackHoles
@@ -278,24 +279,16 @@ sys.exit(cmd_dashboard(parser.parse_args(sys.argv[1:])))
 """
 
 
-def test_standalone_dashboard_reads_a_remote_exporter(
-    browser: Browser, fake_fleet: tuple[ExporterState, str], artifacts: Path
-) -> None:
-    state, exporter = fake_fleet
+@contextlib.contextmanager
+def standalone_dashboard(browser: Browser, *exporters: str) -> Iterator[tuple[Page, list[str]]]:
+    """`ctlplane dashboard --exporter URL ...` as its own process; yields a page open on it and the errors
+    its console and requests have shown since before it loaded."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    command = [
-        sys.executable,
-        "-c",
-        STANDALONE,
-        "--exporter",
-        exporter,
-        "--port",
-        str(port),
-        "--refresh-seconds",
-        "0.5",
-    ]
+    command = [sys.executable, "-c", STANDALONE, "--port", str(port), "--refresh-seconds", "0.5"]
+    for exporter in exporters:
+        command += ["--exporter", exporter]
     process = subprocess.Popen(command, cwd=Path(__file__).parents[2], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         page = browser.new_page(viewport={"width": 1400, "height": 900})
@@ -310,6 +303,18 @@ def test_standalone_dashboard_reads_a_remote_exporter(
                 assert time.monotonic() < deadline, "standalone dashboard did not start"
                 time.sleep(0.5)
         expect(page).to_have_url(f"http://127.0.0.1:{port}/dashboard/")
+        yield page, errors
+        page.close()
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+
+
+def test_standalone_dashboard_reads_a_remote_exporter(
+    browser: Browser, fake_fleet: tuple[ExporterState, str], artifacts: Path
+) -> None:
+    state, exporter = fake_fleet
+    with standalone_dashboard(browser, exporter) as (page, errors):
         expect(page.locator("tr.cluster-row")).to_have_count(2)
         page.locator('tr[data-cluster="east"] a').click()
         row = page.locator('tr[data-node="broker-1"]')
@@ -318,8 +323,35 @@ def test_standalone_dashboard_reads_a_remote_exporter(
         expect(row).to_have_attribute("data-state", "FENCED", timeout=SLACK_MS)
         expect(page.locator('li.event-fenced[data-node="broker-1"]')).to_have_count(1)
         shoot(page, artifacts, "standalone-cluster")
-        page.close()
         assert errors == []
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
+
+
+def _share(fleet: FleetSnapshot, cluster: str) -> FleetSnapshot:
+    """One replica's share of a sharded fleet: only `cluster`."""
+    return FleetSnapshot(fleet.sequence, fleet.taken_at, fleet.round_duration_seconds,
+                         tuple(c for c in fleet.clusters if c.name == cluster))  # fmt: skip
+
+
+def test_standalone_dashboard_shows_a_sharded_fleet_as_one(browser: Browser, artifacts: Path) -> None:
+    # two replicas, each serving one cluster, and a third that is down: one fleet, the dead one named
+    now = time.time()
+    replicas = {name: ExporterState(FleetSnapshot(0, now, 0.0, ()), Thresholds()) for name in ("east", "west")}
+    with contextlib.ExitStack() as stack:
+        urls = []
+        for name, state in replicas.items():
+            state.observe(_share(kraft_fleet(1, now), name))
+            urls.append(stack.enter_context(serve(create_app(state.current, interval_seconds=1))))
+        with socket.socket() as probe:  # a port nobody listens on
+            probe.bind(("127.0.0.1", 0))
+            down = f"http://127.0.0.1:{probe.getsockname()[1]}"
+        page, errors = stack.enter_context(standalone_dashboard(browser, *urls, down))
+        expect(page.locator("tr.cluster-row")).to_have_count(2)
+        expect(page.locator("#status")).to_contain_text("scrape rounds of 3 exporters")
+        expect(page.locator("#status")).to_contain_text(f"{down} unreachable: ConnectError")
+        page.locator('tr[data-cluster="west"] a').click()
+        row = page.locator('tr[data-node="broker-1"]')
+        expect(row).to_have_attribute("data-state", "ACTIVE")
+        replicas["west"].observe(_share(kraft_fleet(2, time.time(), fenced=frozenset({1})), "west"))
+        expect(row).to_have_attribute("data-state", "FENCED", timeout=SLACK_MS)  # read from the west replica
+        shoot(page, artifacts, "standalone-sharded-fleet")
+        assert errors == []

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import httpx
 import yaml
 
 from ctlplane.localkafka import free_port
+from dashboard.source import ExportersSource, RemoteSource
 from demo.launch import SettingsDocument, SimulatorProcess, start_simulator
 from exporter.shards import shard_of
 
@@ -22,9 +24,15 @@ DEADLINE_SECONDS = 90.0
 
 
 def _replicas(
-    simulator: SimulatorProcess, document: SettingsDocument, shards: list[str], tmp_path: Path, env: dict[str, str]
+    simulator: SimulatorProcess,
+    document: SettingsDocument,
+    shards: list[str],
+    tmp_path: Path,
+    env: dict[str, str],
+    dashboard_check: Callable[[list[subprocess.Popen[bytes]], list[str]], None] | None = None,
 ) -> list[set[str]]:
-    """Start one `ctlplane run` per shard and return the clusters each serves once all their nodes are up."""
+    """Start one `ctlplane run` per shard and return the clusters each serves once all their nodes are up;
+    `dashboard_check(processes, urls)` runs before they are stopped."""
     processes: list[tuple[subprocess.Popen[bytes], int, Path]] = []
     try:
         for number, shard in enumerate(shards):
@@ -53,12 +61,36 @@ def _replicas(
                         break
                 assert time.monotonic() < deadline, f"replica on {port}: nodes not all up\n{log.read_text()}"
                 time.sleep(0.5)
+        if dashboard_check is not None:
+            dashboard_check(
+                [process for process, _, _ in processes], [f"http://127.0.0.1:{p}" for _, p, _ in processes]
+            )
         return served
     finally:
         for process, _, _ in processes:
             process.terminate()
         for process, _, _ in processes:
             process.wait(timeout=20)
+
+
+def _dashboard_sees_one_fleet(processes: list[subprocess.Popen[bytes]], urls: list[str]) -> None:
+    """`ctlplane dashboard --exporter A --exporter B --exporter C`'s source: every replica's clusters once;
+    a replica killed keeps its clusters on the page as last seen and is named."""
+    source = ExportersSource([RemoteSource(url, timeout_seconds=5) for url in urls])
+    try:
+        fleet = source.poll_once()
+        shares = [{c.name for c in remote.current().snapshot.clusters} for remote in source.sources]
+        assert sorted(c.name for c in fleet.snapshot.clusters) == sorted(c for share in shares for c in share)
+        assert len(fleet.health.clusters) == len(fleet.snapshot.clusters) == 8
+        assert source.last_error is None
+        processes[2].kill()
+        processes[2].wait(timeout=20)
+        after = source.poll_once()
+        assert {c.name for c in after.snapshot.clusters} == {c.name for c in fleet.snapshot.clusters}
+        error = source.last_error or ""
+        assert error.startswith(f"{urls[2]} unreachable: ConnectError") and all(c in error for c in shares[2]), error
+    finally:
+        source.close()
 
 
 def _snapshot(port: int) -> dict[str, Any] | None:
@@ -75,7 +107,7 @@ def test_replicas_split_the_fleet_with_no_cluster_served_twice_or_dropped(tmp_pa
         clusters = {cluster["name"] for cluster in document["clusters"]}
         assert len(clusters) == 8
         # three replicas; the middle one as a StatefulSet pod would be started: auto, index from its hostname
-        three = _replicas(simulator, document, ["0/3", "auto/3", "2/3"], tmp_path, {})
+        three = _replicas(simulator, document, ["0/3", "auto/3", "2/3"], tmp_path, {}, _dashboard_sees_one_fleet)
         two = _replicas(simulator, document, ["0/2"], tmp_path, {"CTLPLANE_SHARD": "1/2"})  # flag wins over env
         two += _replicas(simulator, document, ["1/2"], tmp_path, {})
     for shares in (three, two):

@@ -176,7 +176,7 @@ def test_dashboard_arguments() -> None:
     add_dashboard_arguments(parser)
     args = parser.parse_args(["--exporter", "http://exporter:9308", "--alerts-url", "http://am:9093"])
     assert (args.exporter, args.host, args.port, args.refresh_seconds, args.alerts_url, args.history_dir) == (
-        "http://exporter:9308",
+        ["http://exporter:9308"],
         "127.0.0.1",
         8050,
         5.0,
@@ -185,6 +185,11 @@ def test_dashboard_arguments() -> None:
     )
     with pytest.raises(SystemExit):
         parser.parse_args([])  # --exporter is required
+    # repeated for the replicas of a sharded fleet
+    assert parser.parse_args(["--exporter", "http://a:1", "--exporter", "http://b:2"]).exporter == [
+        "http://a:1",
+        "http://b:2",
+    ]
 
 
 def test_cli_prefix_matches_the_app() -> None:

@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 from dashboard.source import (
     Alert,
     AlertSource,
+    ExportersSource,
     HistoryData,
     HistorySource,
     RemoteSource,
@@ -345,3 +346,80 @@ def test_credentials_in_the_exporter_url_are_used_and_never_kept_in_it() -> None
     assert split_credentials("https://sre:p%40ss@[::1]:18309/x?y=1") == ("https://[::1]:18309/x?y=1", ("sre", "p@ss"))
     assert split_credentials("http://exporter:18309") == ("http://exporter:18309", None)
     assert RemoteSource("http://sre:pw@exporter:18309/").base_url == "http://exporter:18309"
+
+
+def _cluster_fleet(sequence: int, at: float, *names: str) -> FleetSnapshot:
+    """`_fleet`'s cluster under each of `names` (one exporter replica's share)."""
+    (cluster,) = _fleet(sequence, at).clusters
+    return FleetSnapshot(sequence, at, 0.1, tuple(ClusterSnapshot(name, cluster.nodes) for name in names))
+
+
+def test_exporters_source_shows_the_replicas_of_a_sharded_fleet_as_one() -> None:
+    replicas = [ExporterState(_cluster_fleet(0, T0), Thresholds()) for _ in range(2)]
+    remotes = [
+        RemoteSource(f"http://replica-{i}", client=TestClient(create_app(state.current, interval_seconds=5),
+                                                              base_url=f"http://replica-{i}"))
+        for i, state in enumerate(replicas)
+    ]  # fmt: skip
+    source = ExportersSource(remotes)
+    assert source.poll_once().snapshot.sequence == 0  # nothing scraped anywhere yet
+
+    replicas[0].observe(_cluster_fleet(1, T0 + 5, "east", "north"))
+    replicas[1].observe(_cluster_fleet(7, T0 + 3, "west"))
+    merged = source.poll_once()
+    assert [c.name for c in merged.snapshot.clusters] == ["east", "north", "west"]
+    assert [c.name for c in merged.health.clusters] == ["east", "north", "west"]
+    assert merged.health.cluster("west").controller.node == "ctl-1"  # type: ignore[union-attr]
+    assert merged.snapshot.taken_at == T0 + 3  # the older round: the status line's age is the stalest
+    assert source.trail("west").lines_of("metadata_lag_records")["b1"].times == (T0 + 3,)  # replica 1's trail
+    assert source.trail("east").lines_of("metadata_lag_records")["b1"].times == (T0 + 5,)
+    assert source.last_error is None
+
+
+def test_exporters_source_keeps_an_unreachable_replicas_clusters_and_names_it() -> None:
+    state = ExporterState(_cluster_fleet(0, T0), Thresholds())
+    app = create_app(state.current, interval_seconds=5)
+    answering = [True]
+
+    def flaky(request: httpx.Request) -> httpx.Response:
+        if not answering[0]:
+            raise httpx.ConnectError("connection refused", request=request)
+        with TestClient(app, base_url="http://replica-1") as client:
+            return client.get(request.url.path)
+
+    live_state = ExporterState(_cluster_fleet(0, T0), Thresholds())
+    live = RemoteSource("http://replica-0", client=TestClient(create_app(live_state.current, interval_seconds=5),
+                                                                 base_url="http://replica-0"))  # fmt: skip
+    flaky_remote = RemoteSource("http://replica-1", client=httpx.Client(transport=httpx.MockTransport(flaky)))
+    source = ExportersSource([live, flaky_remote])
+    live_state.observe(_cluster_fleet(1, T0 + 5, "east"))
+    state.observe(_cluster_fleet(1, T0 + 5, "west"))
+    assert [c.name for c in source.poll_once().snapshot.clusters] == ["east", "west"]
+
+    answering[0] = False
+    live_state.observe(_cluster_fleet(2, T0 + 10, "east"))
+    merged = source.poll_once()
+    assert [c.name for c in merged.snapshot.clusters] == ["east", "west"]  # west as last seen, not dropped
+    assert merged.snapshot.taken_at == T0 + 5  # and the page says how old that is
+    assert source.last_error == (
+        "http://replica-1 unreachable: ConnectError: connection refused (its clusters as last seen: west)"
+    )
+    answering[0] = True
+    source.poll_once()
+    assert source.last_error is None
+
+
+def test_exporters_source_shows_a_cluster_served_twice_once_and_says_so() -> None:
+    states = [ExporterState(_cluster_fleet(0, T0), Thresholds()) for _ in range(2)]
+    remotes = [
+        RemoteSource(f"http://replica-{i}", client=TestClient(create_app(state.current, interval_seconds=5),
+                                                              base_url=f"http://replica-{i}"))
+        for i, state in enumerate(states)
+    ]  # fmt: skip
+    states[0].observe(_cluster_fleet(1, T0, "east", "west"))
+    states[1].observe(_cluster_fleet(1, T0, "west"))
+    source = ExportersSource(remotes)
+    assert [c.name for c in source.poll_once().snapshot.clusters] == ["east", "west"]
+    assert source.last_error == (
+        "cluster west is served by http://replica-0 and http://replica-1 (replicas with different --shard counts?)"
+    )

@@ -420,6 +420,12 @@ def test_status_line() -> None:
     assert views.status_line(observation((), sequence=0), T0, 2000, "ConnectError") == (
         "waiting for the first scrape round · refreshing every 2 s · exporter unreachable: ConnectError"
     )
+    # several exporters (a sharded fleet): their summed round numbers mean nothing; the error names its exporter
+    assert views.status_line(observation(((snapshot, health),), sequence=9), T0 + 4, 5000, None, exporters=3) == (
+        "scrape rounds of 3 exporters, the oldest 4 s old · refreshing every 5 s"
+    )
+    line = views.status_line(observation(((snapshot, health),), sequence=9), T0 + 4, 5000, "http://b unreachable: X", 2)
+    assert line == ("scrape rounds of 2 exporters, the oldest 4 s old · refreshing every 5 s · http://b unreachable: X")
 
 
 def test_nav_links_every_cluster() -> None:
