@@ -154,8 +154,22 @@ def cmd_history_compact(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def cmd_package(args: argparse.Namespace) -> int:
+    from pipeline.bundle import write_bundle
+
+    try:
+        bundle = write_bundle(args.out)
+    except (OSError, RuntimeError) as exc:
+        sys.stderr.write(f"error: pipeline package -> {args.out}: {exc}\n")
+        return 1
+    sys.stdout.write(f"{bundle.zip_path}\n")
+    for job in bundle.jobs:
+        sys.stdout.write(f"  {bundle.submit_line(job)}\n")
+    return 0
+
+
 def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register `pipeline {episodes,sweep,report}` and `history {import,compact}` on ctlplane's subparsers.
+    """Register `pipeline {episodes,sweep,report,package}` and `history {import,compact}` on ctlplane's subparsers.
 
     Every handler is `args.func(args)`; the pipeline ones also accept `health=` and `interval_seconds=`
     from the loaded Settings (see docs/pipeline.md for the wiring).
@@ -174,6 +188,9 @@ def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
             add_sweep_arguments(job)
         # the package the job needs beyond ctlplane's own dependencies, and the extra that installs it
         job.set_defaults(func=handler, wants_settings=True, needs=(("pyspark", "pipeline"),))
+    package = jobs.add_parser("package", help="the zip and job scripts for spark-submit on a cluster")
+    package.add_argument("--out", type=Path, required=True, help="directory to write them into")
+    package.set_defaults(func=cmd_package)
     history = subparsers.add_parser("history", help="the history archive")
     actions = history.add_subparsers(dest="action", required=True)
     backfill = actions.add_parser("import", help="backfill the archive from an existing Prometheus")

@@ -66,8 +66,8 @@ def spark() -> Iterator[SparkSession]:
     session.stop()
 
 
-def test_episodes_finds_exactly_the_injected_faults(spark: SparkSession, tmp_path: Path) -> None:
-    archive = tmp_path / "archive"
+def write_fault_archive(archive: Path) -> None:
+    """The scripted timeline (FAULTS over ROUNDS rounds of two clusters) through the exporter's history writer."""
     state = ExporterState(_snapshot(-1), Thresholds())
     clock = [T0]
     writer = HistoryWriter(archive, flush_seconds=INTERVAL * 10, clock=lambda: clock[0])
@@ -77,6 +77,11 @@ def test_episodes_finds_exactly_the_injected_faults(spark: SparkSession, tmp_pat
         if i % 10 == 9:  # the flusher's cadence: every 10 rounds
             writer.flush()
     writer.close()
+
+
+def test_episodes_finds_exactly_the_injected_faults(spark: SparkSession, tmp_path: Path) -> None:
+    archive = tmp_path / "archive"
+    write_fault_archive(archive)
     files = sorted(p.relative_to(archive).parent.as_posix() for p in archive.rglob("part-*.parquet"))
     assert set(files) == {f"date={d}/cluster={c}" for d in ("2024-05-01", "2024-05-02") for c in ("prod", "dev")}
 
