@@ -1,11 +1,11 @@
-# The only entry points: run, test, lint, bench, test-matrix (CI runs `make test` through .ci/run).
+# The only entry points: run, test, lint, bench, test-matrix, k8s (CI runs `make test` through .ci/run).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 CONFIG ?=
 
-.PHONY: run test test-matrix lint bench jars system-deps-run system-deps-test unit clean
+.PHONY: run test test-matrix lint bench jars system-deps-run system-deps-test unit k8s clean
 
 $(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ lint: $(INSTALLED) system-deps-test
 	$(BIN)/lint-imports
 	$(BIN)/hadolint Dockerfile
 	alerts/check.sh
+
+# deploy/kubernetes/ from alerts/, grafana/dashboards/, pyproject.toml and the Dockerfile (tools/k8s.py)
+k8s: $(INSTALLED)
+	$(BIN)/python -m tools.k8s
 
 unit: $(INSTALLED)
 	$(BIN)/pytest -q tests/unit

@@ -2,8 +2,16 @@
 # Install the Debian packages ctlplane needs, only those missing. Usage: install-system-deps.sh run|test
 #   run:  a JDK (JPype's JVM and the local Kafka clusters) and Maven (fetches the Kafka jars)
 #   test: the above plus Prometheus, Alertmanager (promtool, amtool), Chromium for the browser tests and
-#         openssl for the TLS tests
+#         openssl for the TLS tests, and kustomize (kubectl's, else built with Go into .cache/bin) for the
+#         Kubernetes objects' test
 set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+if [ "${1:-run}" = test ] && ! command -v kubectl >/dev/null 2>&1 && [ ! -x "$root/.cache/bin/kustomize" ]; then
+  # Debian's kubernetes-client (1.20) is older than the kustomize the objects are checked with; Go is on the
+  # machine and its module proxy serves kustomize's source
+  echo "building kustomize into .cache/bin (no kubectl on PATH)"
+  GOBIN="$root/.cache/bin" go install sigs.k8s.io/kustomize/kustomize/v5@v5.5.0
+fi
 want=(java:openjdk-17-jdk-headless mvn:maven)
 if [ "${1:-run}" = test ]; then
   want+=(promtool:prometheus amtool:prometheus-alertmanager prometheus-alertmanager:prometheus-alertmanager
