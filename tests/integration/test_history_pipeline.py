@@ -8,7 +8,6 @@ step after the snapshot is the production code.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -21,7 +20,6 @@ from exporter.history import HistoryWriter, compact
 from exporter.state import ExporterState
 from pipeline.jobs import episodes as episodes_job
 from pipeline.rules import EpisodeRules
-from pipeline.session import build_session
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller
 
 INTERVAL = 15.0
@@ -56,14 +54,6 @@ def _snapshot(i: int):  # type: ignore[no-untyped-def]  # builders return FleetS
         sequence=i + 1,
         at=at,
     )  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    session = build_session("local[2]", "ctlplane-it", {"spark.sql.shuffle.partitions": "2"}, progress=False)
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
 
 
 def write_fault_archive(archive: Path) -> None:

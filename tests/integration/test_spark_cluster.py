@@ -9,18 +9,15 @@ import re
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow.parquet as pq  # type: ignore[import-untyped]  # pyarrow ships no type information
-import pytest
 from pyspark.sql import SparkSession
 
 from exporter.config import HealthConfig
 from pipeline.args import DEFAULT_FOR_SECONDS, DEFAULT_THRESHOLDS
 from pipeline.jobs import episodes, report, sweep
 from pipeline.rules import rules_from_health
-from pipeline.session import build_session
 from tests.integration.sparkcluster import SPARK_HOME, spark_env, standalone_cluster
 from tests.integration.test_history_pipeline import write_fault_archive
 
@@ -45,14 +42,6 @@ CLUSTER_CONF = (
 # (episodes, the daily summary, worst nodes and report.html written through the JVM's FileSystem)
 SUBMITTED = "report"
 PLOTLY_DIV_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    session = build_session("local[2]", "ctlplane-local", {"spark.sql.shuffle.partitions": "2"}, progress=False)
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
 
 
 def _rows(out: Path, table: str) -> list[tuple[object, ...]]:

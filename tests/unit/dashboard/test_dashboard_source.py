@@ -354,14 +354,15 @@ def _cluster_fleet(sequence: int, at: float, *names: str) -> FleetSnapshot:
     return FleetSnapshot(sequence, at, 0.1, tuple(ClusterSnapshot(name, cluster.nodes) for name in names))
 
 
+def _replica(state: ExporterState, number: int) -> RemoteSource:
+    """A RemoteSource reading `state` through the real exporter app, as replica `number` of a sharded fleet."""
+    url = f"http://replica-{number}"
+    return RemoteSource(url, client=TestClient(create_app(state.current, interval_seconds=5), base_url=url))
+
+
 def test_exporters_source_shows_the_replicas_of_a_sharded_fleet_as_one() -> None:
     replicas = [ExporterState(_cluster_fleet(0, T0), Thresholds()) for _ in range(2)]
-    remotes = [
-        RemoteSource(f"http://replica-{i}", client=TestClient(create_app(state.current, interval_seconds=5),
-                                                              base_url=f"http://replica-{i}"))
-        for i, state in enumerate(replicas)
-    ]  # fmt: skip
-    source = ExportersSource(remotes)
+    source = ExportersSource([_replica(state, i) for i, state in enumerate(replicas)])
     assert source.poll_once().snapshot.sequence == 0  # nothing scraped anywhere yet
 
     replicas[0].observe(_cluster_fleet(1, T0 + 5, "east", "north"))
@@ -388,8 +389,7 @@ def test_exporters_source_keeps_an_unreachable_replicas_clusters_and_names_it() 
             return client.get(request.url.path)
 
     live_state = ExporterState(_cluster_fleet(0, T0), Thresholds())
-    live = RemoteSource("http://replica-0", client=TestClient(create_app(live_state.current, interval_seconds=5),
-                                                                 base_url="http://replica-0"))  # fmt: skip
+    live = _replica(live_state, 0)
     flaky_remote = RemoteSource("http://replica-1", client=httpx.Client(transport=httpx.MockTransport(flaky)))
     source = ExportersSource([live, flaky_remote])
     live_state.observe(_cluster_fleet(1, T0 + 5, "east"))
@@ -411,14 +411,9 @@ def test_exporters_source_keeps_an_unreachable_replicas_clusters_and_names_it() 
 
 def test_exporters_source_shows_a_cluster_served_twice_once_and_says_so() -> None:
     states = [ExporterState(_cluster_fleet(0, T0), Thresholds()) for _ in range(2)]
-    remotes = [
-        RemoteSource(f"http://replica-{i}", client=TestClient(create_app(state.current, interval_seconds=5),
-                                                              base_url=f"http://replica-{i}"))
-        for i, state in enumerate(states)
-    ]  # fmt: skip
     states[0].observe(_cluster_fleet(1, T0, "east", "west"))
     states[1].observe(_cluster_fleet(1, T0, "west"))
-    source = ExportersSource(remotes)
+    source = ExportersSource([_replica(state, i) for i, state in enumerate(states)])
     assert [c.name for c in source.poll_once().snapshot.clusters] == ["east", "west"]
     assert source.last_error == (
         "cluster west is served by http://replica-0 and http://replica-1 (replicas with different --shard counts?)"
