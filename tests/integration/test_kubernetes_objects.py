@@ -158,3 +158,32 @@ def test_the_overlay_in_docs_sets_namespace_image_config_and_selection_label(tmp
     assert deployment["spec"]["selector"]["matchLabels"] == {"app.kubernetes.io/name": "ctlplane"}  # untouched
     (config,) = (d for d in documents if d["kind"] == "ConfigMap" and "ctlplane.yaml" in d["data"])
     assert "name: ours" in config["data"]["ctlplane.yaml"]
+
+
+def test_the_strimzi_example_is_valid_and_is_what_the_example_config_reads(tmp_path: Path) -> None:
+    # the Kafka and node pools against Strimzi 1.2.0's CRDs (tests/data/crds), strict like the others
+    documents = [d for d in yaml.safe_load_all((KUBE / "strimzi" / "kafka.yaml").read_text()) if d]
+    assert sorted(d["kind"] for d in documents) == ["Kafka", "KafkaNodePool", "KafkaNodePool"]
+    for document in documents:
+        assert _problems(document) == [], (document["kind"], document["metadata"]["name"])
+    (kafka,) = (d for d in documents if d["kind"] == "Kafka")
+    assert kafka["spec"]["kafka"]["jmxOptions"] == {"authentication": {"type": "password"}}
+    # every pod of every pool (<cluster>-<pool>-<id>, ids pinned by strimzi.io/next-node-ids) is a node of
+    # the config, addressed through the headless service on the JMX port, and nothing else is
+    cluster, namespace = kafka["metadata"]["name"], kafka["metadata"]["namespace"]
+    expected = set()
+    for pool in (d for d in documents if d["kind"] == "KafkaNodePool"):
+        first, last = (int(n) for n in pool["metadata"]["annotations"]["strimzi.io/next-node-ids"][1:-1].split("-"))
+        assert last - first + 1 == pool["spec"]["replicas"]
+        expected |= {f"{cluster}-{pool['metadata']['name']}-{i}.{cluster}-kafka-brokers.{namespace}.svc:9999"
+                     for i in range(first, last + 1)}  # fmt: skip
+    config = yaml.safe_load((KUBE / "common" / "ctlplane.yaml").read_text())
+    (configured,) = config["clusters"]
+    assert configured["name"] == cluster
+    assert {node["address"] for node in configured["nodes"]} == expected
+    assert configured["bootstrap_servers"] == [f"{cluster}-kafka-bootstrap.{namespace}.svc:9092"]
+    assert {"name": "plain", "port": 9092, "type": "internal", "tls": False} in kafka["spec"]["kafka"]["listeners"]
+    # and a Kafka with a misplaced jmxOptions (under a node pool, which has none) is refused
+    pool = copy.deepcopy(next(d for d in documents if d["kind"] == "KafkaNodePool"))
+    pool["spec"]["jmxOptions"] = {}
+    assert any("jmxOptions" in p for p in _problems(pool))
