@@ -30,21 +30,19 @@ from typing import Any
 
 import yaml
 
+from exporter.config import HttpConfig
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "deploy" / "kubernetes"
 ALERTS = ROOT / "alerts"
 DASHBOARDS = ROOT / "grafana" / "dashboards"
 
 NAME = "ctlplane"
-PORT = 18309  # exporter.config HttpConfig's default port, the Dockerfile's EXPOSE
+PORT = HttpConfig().port  # the exporter's default port, the Dockerfile's EXPOSE
 PORT_NAME = "http-metrics"
 UID = 10001  # the Dockerfile's `useradd --uid`
 CONFIG_DIR = "/etc/ctlplane"
 SHARDS = 3
-# Strimzi's JMX Secret for a Kafka named my-cluster (KafkaResources.kafkaJmxSecretName: <cluster>-kafka-jmx)
-# and its keys (JmxModel.java JMX_USERNAME_KEY / JMX_PASSWORD_KEY)
-JMX_SECRET = "my-cluster-kafka-jmx"  # the example's, below
-JMX_SECRET_KEYS = {"JMX_USERNAME": "jmx-username", "JMX_PASSWORD": "jmx-password"}
 SELECTOR = {"app.kubernetes.io/name": NAME}
 LABELS = {**SELECTOR, "app.kubernetes.io/component": "exporter"}
 # Sized from bench/fleet.py (1,000 simulated nodes at 15 s: ~0.35 core, RSS ~530 MB; ~710 MB with the
@@ -61,6 +59,10 @@ STRIMZI_CLUSTER = "my-cluster"
 STRIMZI_NAMESPACE = "kafka"
 STRIMZI_POOLS = {"controller": range(0, 3), "broker": range(3, 6)}  # pool (= its role) -> node ids
 STRIMZI_JMX_PORT = 9999  # JmxModel.JMX_PORT: the RMI registry and server on one port
+# Strimzi's JMX Secret (KafkaResources.kafkaJmxSecretName: <cluster>-kafka-jmx) and its keys (JmxModel.java
+# JMX_USERNAME_KEY / JMX_PASSWORD_KEY), passed to the pod as the variables the example config names
+JMX_SECRET = f"{STRIMZI_CLUSTER}-kafka-jmx"
+JMX_SECRET_KEYS = {"JMX_USERNAME": "jmx-username", "JMX_PASSWORD": "jmx-password"}
 
 
 def strimzi_addresses() -> list[tuple[str, str]]:
