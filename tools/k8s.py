@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from exporter.config import HttpConfig
+from exporter.config import DEFAULT_PORT
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "deploy" / "kubernetes"
@@ -38,7 +38,7 @@ ALERTS = ROOT / "alerts"
 DASHBOARDS = ROOT / "grafana" / "dashboards"
 
 NAME = "ctlplane"
-PORT = HttpConfig().port  # the exporter's default port, the Dockerfile's EXPOSE
+PORT = DEFAULT_PORT  # the exporter's default port, the Dockerfile's EXPOSE
 PORT_NAME = "http-metrics"
 UID = 10001  # the Dockerfile's `useradd --uid`
 CONFIG_DIR = "/etc/ctlplane"
