@@ -4,6 +4,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 CONFIG ?=
+# make test: pytest-xdist workers (most of the suite waits on real clusters at the real 15 s round, so more
+# workers than cores), and GROUP=<group of tests/suite.py> to run one group alone (GROUP=lint: the lint).
+WORKERS ?= 4
+GROUP ?=
 
 .PHONY: run test test-matrix lint bench jars system-deps-run system-deps-test unit k8s clean
 
@@ -19,20 +23,17 @@ system-deps-run:
 system-deps-test:
 	tools/install-system-deps.sh test
 
-jars: $(INSTALLED) system-deps-run
-	$(BIN)/python -m ctlplane.localkafka jars
+# ctlplane.localkafka needs only the standard library: the system's Python fetches the jars, beside the pip install
+jars: system-deps-run
+	$(PYTHON) -m ctlplane.localkafka jars
 
 # Exporter + dashboard. Without CONFIG=file.yaml it starts local real Kafka clusters and watches them.
 run: $(INSTALLED) jars
 	$(BIN)/ctlplane run $(if $(CONFIG),--config $(CONFIG),)
 
+# ruff, mypy, the import contracts, hadolint and the alert rules' checks, side by side (tools/suite.py)
 lint: $(INSTALLED) system-deps-test
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
-	$(BIN)/mypy exporter ctlplane demo dashboard pipeline tools bench
-	$(BIN)/lint-imports
-	$(BIN)/hadolint Dockerfile
-	alerts/check.sh
+	$(BIN)/python -m tools.suite lint
 
 # deploy/kubernetes/ from alerts/, grafana/dashboards/, pyproject.toml and the Dockerfile (tools/k8s.py)
 k8s: $(INSTALLED)
@@ -41,8 +42,12 @@ k8s: $(INSTALLED)
 unit: $(INSTALLED)
 	$(BIN)/pytest -q tests/unit
 
-test: $(INSTALLED) system-deps-test jars lint
-	$(BIN)/pytest -q --durations=20 -m "not matrix" tests/unit tests/integration tests/e2e
+# The installs side by side, then the lint beside every test but the matrix's, on $(WORKERS) xdist workers
+# grouped by tests/suite.py; prints the time per group at the end.
+test:
+	$(MAKE) --no-print-directory -j3 --output-sync=target $(INSTALLED) system-deps-test jars
+	$(BIN)/python -m tools.suite test $(if $(GROUP),--group $(GROUP),) -- -q --durations=20 -m "not matrix" \
+		-n $(WORKERS) --dist loadscope --no-loadscope-reorder tests/unit tests/integration tests/e2e
 
 # The real-cluster tests once per Kafka release of exporter/releases.py (not run by CI: see README).
 # MATRIX="kraft-3.6 zk-2.8" runs some entries only.

@@ -1,7 +1,8 @@
 """Session fixtures shared by tests/integration and tests/e2e: real local Kafka clusters from the cached jars.
 
 Each cluster starts lazily on first use and stops at session end; the start-up
-time of each is printed in the terminal summary.
+time of each is printed in the terminal summary. Under pytest-xdist each worker has its own (tests/suite.py
+says which tests share a worker) and its own share of the loopback ports.
 """
 
 from __future__ import annotations
@@ -10,11 +11,13 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ctlplane import localkafka
 from ctlplane.localkafka import KafkaCluster, ZooKeeperServer
+from ctlplane.localkafka.process import ENV_PORT_SHARE
 from tests.kafka_versions import (
     KRAFT_NAME,
     KRAFT_UNDER_TEST,
@@ -24,8 +27,29 @@ from tests.kafka_versions import (
     ZK_NOLISTENER_NAME,
     ZK_UNDER_TEST,
 )
+from tests.suite import (
+    pytest_collection_modifyitems,
+    pytest_configure,
+    pytest_runtest_logreport,
+    pytest_xdist_make_scheduler,
+)
+from tests.suite import pytest_terminal_summary as suite_summary
+
+# tests/suite.py's hooks, in force for the whole suite
+__all__ = [
+    "pytest_collection_modifyitems",
+    "pytest_configure",
+    "pytest_runtest_logreport",
+    "pytest_xdist_make_scheduler",
+]
 
 STARTUP_SECONDS: dict[str, float] = {}
+
+# xdist workers ("gw0".."gwN-1") start clusters side by side: each picks ports from its own share
+if "PYTEST_XDIST_WORKER" in os.environ:
+    os.environ[ENV_PORT_SHARE] = (
+        f"{os.environ['PYTEST_XDIST_WORKER'].removeprefix('gw')}/{os.environ['PYTEST_XDIST_WORKER_COUNT']}"
+    )
 
 
 def _assert_gone(pids: list[int]) -> None:
@@ -126,7 +150,21 @@ def kraft_cluster(kafka_workdir: Path) -> Iterator[KafkaCluster]:
     _assert_gone(pids)
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # an xdist worker hands its start-up times to the controller (pytest_testnodedown)
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["startup_seconds"] = dict(STARTUP_SECONDS)
+
+
+def pytest_testnodedown(node: Any, error: object) -> None:
+    worker = node.gateway.id
+    for name, seconds in getattr(node, "workeroutput", {}).get("startup_seconds", {}).items():
+        STARTUP_SECONDS[f"{name} [{worker}]"] = seconds
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    suite_summary(terminalreporter)
     if not STARTUP_SECONDS:
         return
     terminalreporter.section("local Kafka start-up times")

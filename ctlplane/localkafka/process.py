@@ -68,19 +68,38 @@ def ephemeral_port_range() -> tuple[int, int]:
         return DEFAULT_EPHEMERAL_RANGE
 
 
-def _candidate_ports() -> range:
+# Processes that start local clusters side by side (the suite's xdist workers) each take a share of the
+# ports: "I/N" takes the I-th of N equal slices (0-based), so two processes never pick the same free port
+# for nodes that bind it only seconds later.
+ENV_PORT_SHARE = "CTLPLANE_PORT_SHARE"
+
+
+def local_ports() -> range:
+    """The ports free_port picks from: outside the ephemeral range, and only this process's share of them."""
     low, high = ephemeral_port_range()
     below, above = range(LOWEST_PORT, low), range(high + 1, 65536)
-    return below if len(below) >= len(above) else above
+    ports = below if len(below) >= len(above) else above
+    share = os.environ.get(ENV_PORT_SHARE)
+    return ports if not share else port_share(ports, share)
+
+
+def port_share(ports: range, share: str) -> range:
+    """The `share` ("I/N") slice of `ports`; a LocalKafkaError naming the variable if it is not one."""
+    index, sep, count = share.partition("/")
+    if not (sep and index.isdigit() and count.isdigit() and int(index) < int(count) <= len(ports) // 100):
+        raise LocalKafkaError(f"{ENV_PORT_SHARE}={share!r}: expected I/N with 0 <= I < N and 100 ports or more a share")
+    size = len(ports) // int(count)
+    start = ports.start + int(index) * size
+    return range(start, start + size)
 
 
 def free_port() -> int:
     """A currently free TCP port on 127.0.0.1 outside the ephemeral range, never handed out twice by this
     process."""
-    candidates = _candidate_ports()
+    candidates = local_ports()
     with _ports_lock:
         for _ in range(500):
-            port = random.choice(candidates) if len(candidates) > 100 else 0  # 0: the kernel's pick
+            port = random.choice(candidates) if len(candidates) >= 100 else 0  # 0: the kernel's pick
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
                 try:
                     s.bind((LOOPBACK, port))

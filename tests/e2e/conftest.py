@@ -11,8 +11,11 @@ from playwright.sync_api import Browser
 from tests.e2e.browser import artifacts_dir, launch_browser
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    # Module, not session: while Playwright's sync API runs, its event loop is the main thread's running
+    # loop, and every later test in the process that calls asyncio.run() fails ("cannot be called from a
+    # running event loop": test_auth's tests did, run after the browser tests on one xdist worker).
     with launch_browser() as chromium:
         yield chromium
 

@@ -1,0 +1,199 @@
+"""How the suite runs side by side: each test's group (what it is: the time per group is printed, and one
+group runs alone) and which tests run together on one pytest-xdist worker, from one table.
+
+Most of the suite's wall time is waiting: the fault table's rows watch real clusters at the real 15 s round,
+the paging tests wait for Prometheus and Alertmanager. `make test` runs the tests on several pytest-xdist
+workers: tests with the same `together` run on one worker in file order (`pytest_xdist_make_scheduler`
+below), so tests that take turns on one stateful cluster fixture never run beside each other, and each
+worker starts only the session clusters its tests use (tests/conftest.py's fixtures are per worker). The
+`together`s are handed out longest first, so the long waits start at once and the short tests fill the
+gaps.
+
+    make test GROUP=fault_table     # one group alone (pytest -m fault_table does the same)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# The groups `make test` prints its time per, each a marker too (pytest -m browser).
+GROUPS = ("fault_table", "e2e", "spark", "browser", "integration", "unit")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Tests whose node id starts with one of `prefixes` (the first matching rule wins) are in `group`; those
+    with the same `together` run on one worker in file order (they take turns on one stateful fixture, or
+    share an expensive one), the others each on whichever worker is free."""
+
+    prefixes: tuple[str, ...]
+    group: str
+    together: str | None = None
+
+
+FAULTS = "tests/integration/test_fault_table.py::"
+# The longest `together` first: the order the scheduler hands them out. The minutes are from a fresh-clone
+# run on one process (2 cores, 2026-11-26), to see why the order is what it is.
+RULES: tuple[Rule, ...] = (
+    # the faults on a KRaft cluster of its own (restarted_kraft: the rows restart its controllers), ~10 min
+    Rule(
+        (
+            FAULTS + "test_a_broker_cut_off_from_the_controllers",
+            FAULTS + "test_killed_active_controller",
+            FAULTS + "test_a_hung_broker",
+            FAULTS + "test_a_crash_without_registration_gauges",
+            FAULTS + "test_controlled_shutdown_without_registration_gauges",
+            FAULTS + "test_a_restart_held_in_start_up",
+        ),
+        "fault_table",
+        "faults-restarted-kraft",
+    ),
+    # the shared KRaft cluster's faults, ~8 min: each row kills or stops its brokers and heals them
+    Rule(
+        (
+            FAULTS + "test_kill_just_after",
+            FAULTS + "test_kill_at_other_phases",
+            FAULTS + "test_controlled_shutdown_between_rounds",
+            FAULTS + "test_a_rolling_restart",
+        ),
+        "fault_table",
+        "faults-kraft",
+    ),
+    # every other test of the session KRaft cluster (and the two that read both session clusters), ~6.5 min
+    Rule(
+        (
+            "tests/integration/test_quorum_view.py",
+            "tests/integration/test_health_kafka.py::test_stalled",
+            "tests/integration/test_health_kafka.py::test_controlled_shutdown",
+            "tests/integration/test_health_kafka.py::test_metadata",
+            "tests/integration/test_exporter_kafka.py::test_kraft",
+            "tests/integration/test_exporter_kafka.py::test_a_stalled",
+            "tests/integration/test_exporter_kafka.py::test_ctlplane_run_serves_both",
+            "tests/integration/test_localkafka.py::test_kraft",
+            "tests/integration/test_localkafka.py::test_every_kraft",
+            "tests/integration/test_node_reader.py",
+            "tests/integration/test_grafana_queries.py",
+        ),
+        "integration",
+        "kraft",
+    ),
+    Rule(("tests/e2e/test_paging.py",), "e2e", "kraft"),
+    Rule(("tests/integration/test_dashboard_kraft.py",), "browser", "kraft"),
+    # the ZooKeeper-mode faults (zk_cluster, and zk_linked on its ZooKeeper), ~4.5 min
+    Rule((FAULTS + "test_zookeeper_mode", FAULTS + "test_a_zookeeper_mode"), "fault_table", "faults-zookeeper"),
+    # every other test of the session ZooKeeper-mode clusters, ~2.5 min
+    Rule(
+        (
+            "tests/integration/test_exporter_kafka.py",
+            "tests/integration/test_health_kafka.py",
+            "tests/integration/test_localkafka.py",
+            "tests/integration/test_unreachable_nodes.py",
+            "tests/integration/test_wheel.py",
+        ),
+        "integration",
+        "zookeeper",
+    ),
+    # a standalone Spark master and two workers, ~2-3 min of both cores
+    Rule(("tests/integration/test_spark_cluster.py",), "spark", "spark-cluster"),
+    # one local Spark JVM (a worker process keeps it), ~1.5 min
+    Rule(("tests/integration/test_history_pipeline.py",), "spark", "spark-local"),
+    Rule(("tests/unit/pipeline/",), "unit", "spark-local"),
+    # one Chromium, ~1 min
+    Rule(("tests/e2e/test_dashboard_browser.py",), "browser", "browser"),
+    # the rest, each test on whichever worker is free
+    Rule(("tests/e2e/",), "e2e"),
+    Rule(("tests/integration/",), "integration"),
+    Rule(("tests/unit/",), "unit"),
+)
+
+
+def rule_of(nodeid: str, rules: Sequence[Rule] = RULES) -> Rule:
+    for rule in rules:
+        if nodeid.startswith(rule.prefixes):
+            return rule
+    raise LookupError(f"{nodeid}: no rule of tests/suite.py places it (add one)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for group in GROUPS:
+        config.addinivalue_line("markers", f"{group}: a group of tests/suite.py (make test GROUP={group})")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test with its group, and order the tests as RULES orders their `together` (file order
+    within one; the others after them, in file order)."""
+    first_rule = {rule.together: i for i, rule in reversed(list(enumerate(RULES))) if rule.together}
+    rank: dict[str, int] = {}
+    for item in items:
+        rule = rule_of(item.nodeid)
+        item.add_marker(getattr(pytest.mark, rule.group))
+        rank[item.nodeid] = first_rule.get(rule.together, len(RULES))
+    items.sort(key=lambda item: rank[item.nodeid])
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: without xdist the suite runs in one process
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's scope scheduling with RULES' `together` as the scope: each scope runs whole on one worker,
+    handed out in collection order (--no-loadscope-reorder), the order made above. (Not `--dist loadgroup`:
+    it marks a group by rewriting the test's node id, which pytest 9.2 no longer lets it do.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class TogetherScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            together = rule_of(nodeid).together
+            return nodeid if together is None else f"together:{together}"
+
+    return TogetherScheduling(config, log)
+
+
+@dataclass
+class _Span:
+    first: float = float("inf")
+    last: float = 0.0
+    busy: float = 0.0
+    tests: int = 0
+    workers: frozenset[str] = frozenset()
+
+
+_SPANS: dict[str, _Span] = {}
+_STARTED = time.time()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Where the time goes, per group: first start to last stop (wall) and the sum of its tests' phases
+    (busy); in the xdist controller every worker's reports arrive here."""
+    span = _SPANS.setdefault(rule_of(report.nodeid).group, _Span())
+    span.first = min(span.first, report.start)
+    span.last = max(span.last, report.stop)
+    span.busy += report.duration
+    if report.when == "call":
+        span.tests += 1
+    node = getattr(report, "node", None)
+    worker = getattr(getattr(node, "gateway", None), "id", None)
+    if worker is not None:
+        span.workers = span.workers | {worker}
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not _SPANS or hasattr(terminalreporter.config, "workerinput"):
+        return
+    terminalreporter.section("time per group (wall: first start to last end; busy: the tests' own time)")
+    rows = sorted(_SPANS.items(), key=lambda kv: -(kv[1].last - kv[1].first))
+    for group, span in rows:
+        workers = f" on {len(span.workers)} workers" if span.workers else ""
+        terminalreporter.write_line(
+            f"{group:<12} wall {span.last - span.first:7.1f} s  busy {span.busy:7.1f} s  {span.tests:4d} tests{workers}"
+        )
+    terminalreporter.write_line(f"{'pytest':<12} wall {time.time() - _STARTED:7.1f} s")
+    out = os.environ.get("CTLPLANE_SUITE_TIMES")
+    if out:
+        times = {group: round(span.last - span.first, 1) for group, span in rows}
+        Path(out).write_text(json.dumps(times))
