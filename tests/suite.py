@@ -15,7 +15,6 @@ gaps.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -89,6 +88,10 @@ RULES: tuple[Rule, ...] = (
     Rule(("tests/integration/test_dashboard_kraft.py",), "browser", "kraft"),
     # the ZooKeeper-mode faults (zk_cluster, and zk_linked on its ZooKeeper), ~4.5 min
     Rule((FAULTS + "test_zookeeper_mode", FAULTS + "test_a_zookeeper_mode"), "fault_table", "faults-zookeeper"),
+    # a standalone Spark master and two workers, ~2-3 min of both cores on a quiet machine: here so that the
+    # ZooKeeper-mode faults' worker (2 tests, so xdist hands it a second `together` at once) starts it after
+    # them, while the other fault rows sleep (first, it slowed every cluster's start; last, the run ended with it)
+    Rule(("tests/integration/test_spark_cluster.py",), "spark", "spark-cluster"),
     # every other test of the session ZooKeeper-mode clusters, ~2.5 min
     Rule(
         (
@@ -101,8 +104,6 @@ RULES: tuple[Rule, ...] = (
         "integration",
         "zookeeper",
     ),
-    # a standalone Spark master and two workers, ~2-3 min of both cores
-    Rule(("tests/integration/test_spark_cluster.py",), "spark", "spark-cluster"),
     # one local Spark JVM (a worker process keeps it), ~1.5 min
     Rule(("tests/integration/test_history_pipeline.py",), "spark", "spark-local"),
     Rule(("tests/unit/pipeline/",), "unit", "spark-local"),
@@ -127,6 +128,11 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{group}: a group of tests/suite.py (make test GROUP={group})")
 
 
+# tests/conftest.py's session clusters: a test that uses one and is in no `together` would start another
+# copy on whichever worker it lands on.
+SESSION_CLUSTERS = frozenset({"kraft_cluster", "zk_cluster", "zk_cluster_no_listener"})
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test with its group, and order the tests as RULES orders their `together` (file order
     within one; the others after them, in file order)."""
@@ -134,6 +140,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank: dict[str, int] = {}
     for item in items:
         rule = rule_of(item.nodeid)
+        clusters = SESSION_CLUSTERS.intersection(getattr(item, "fixturenames", ()))
+        if clusters and rule.together is None:
+            raise pytest.UsageError(f"{item.nodeid} uses {sorted(clusters)}: give it a `together` in tests/suite.py")
         item.add_marker(getattr(pytest.mark, rule.group))
         rank[item.nodeid] = first_rule.get(rule.together, len(RULES))
     items.sort(key=lambda item: rank[item.nodeid])
@@ -152,6 +161,16 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             return nodeid if together is None else f"together:{together}"
 
     return TogetherScheduling(config, log)
+
+
+@dataclass
+class _Test:
+    worker: str
+    start: float = float("inf")
+    stop: float = 0.0
+
+
+_TESTS: dict[str, _Test] = {}
 
 
 @dataclass
@@ -180,6 +199,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     worker = getattr(getattr(node, "gateway", None), "id", None)
     if worker is not None:
         span.workers = span.workers | {worker}
+    test = _TESTS.setdefault(report.nodeid, _Test(worker or "main"))
+    test.start, test.stop = min(test.start, report.start), max(test.stop, report.stop)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -193,7 +214,21 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             f"{group:<12} wall {span.last - span.first:7.1f} s  busy {span.busy:7.1f} s  {span.tests:4d} tests{workers}"
         )
     terminalreporter.write_line(f"{'pytest':<12} wall {time.time() - _STARTED:7.1f} s")
-    out = os.environ.get("CTLPLANE_SUITE_TIMES")
-    if out:
-        times = {group: round(span.last - span.first, 1) for group, span in rows}
-        Path(out).write_text(json.dumps(times))
+    _write_timeline(Path(terminalreporter.config.rootpath) / ".test-artifacts" / "suite-timeline.json")
+
+
+def _write_timeline(path: Path) -> None:
+    """Each test's worker, `together` and seconds from the session's start to its start and end: which worker
+    waited on what, for the next change of RULES."""
+    rows = [
+        {
+            "test": nodeid,
+            "worker": test.worker,
+            "together": rule_of(nodeid).together,
+            "start": round(test.start - _STARTED, 1),
+            "end": round(test.stop - _STARTED, 1),
+        }
+        for nodeid, test in sorted(_TESTS.items(), key=lambda kv: kv[1].start)
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(rows, indent=1) + "\n")
