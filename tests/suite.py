@@ -66,6 +66,13 @@ RULES: tuple[Rule, ...] = (
         "fault_table",
         "faults-kraft",
     ),
+    # the ZooKeeper-mode faults (zk_cluster, and zk_linked on its ZooKeeper), ~4.5 min
+    Rule((FAULTS + "test_zookeeper_mode", FAULTS + "test_a_zookeeper_mode"), "fault_table", "faults-zookeeper"),
+    # a standalone Spark master and two workers, ~2-3 min of both cores on a quiet machine: here so that the
+    # ZooKeeper-mode faults' worker (2 tests, so xdist hands it a second `together` at once) starts it after
+    # them, while the KRaft fault rows sleep (first, it slowed every cluster's start; last, the run ended with
+    # it; beside the KRaft cluster's other tests on 4 workers it ran out of time)
+    Rule(("tests/integration/test_spark_cluster.py",), "spark", "spark-cluster"),
     # every other test of the session KRaft cluster (and the two that read both session clusters), ~6.5 min
     Rule(
         (
@@ -86,12 +93,6 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(("tests/e2e/test_paging.py",), "e2e", "kraft"),
     Rule(("tests/integration/test_dashboard_kraft.py",), "browser", "kraft"),
-    # the ZooKeeper-mode faults (zk_cluster, and zk_linked on its ZooKeeper), ~4.5 min
-    Rule((FAULTS + "test_zookeeper_mode", FAULTS + "test_a_zookeeper_mode"), "fault_table", "faults-zookeeper"),
-    # a standalone Spark master and two workers, ~2-3 min of both cores on a quiet machine: here so that the
-    # ZooKeeper-mode faults' worker (2 tests, so xdist hands it a second `together` at once) starts it after
-    # them, while the other fault rows sleep (first, it slowed every cluster's start; last, the run ended with it)
-    Rule(("tests/integration/test_spark_cluster.py",), "spark", "spark-cluster"),
     # every other test of the session ZooKeeper-mode clusters, ~2.5 min
     Rule(
         (
