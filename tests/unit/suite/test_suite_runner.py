@@ -1,0 +1,41 @@
+"""tools/suite.py (`make test`, `make lint`) and tests/suite.py (where each test runs): a failing lint step
+fails the run and shows its output, passing ones are one line; every test has a group and the tests of one
+stateful cluster run together."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.suite import GROUPS, RULES, rule_of
+from tools import suite
+
+
+def test_a_failing_step_fails_the_run_with_its_output_and_a_passing_one_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(
+        suite,
+        "LINT_STEPS",
+        (("passes", ("sh", "-c", "echo quiet")), ("fails", ("sh", "-c", "echo 'the reason'; exit 3"))),
+    )
+    assert suite.main(["lint"]) == 1
+    out = capsys.readouterr().out
+    assert "lint: passes: ok" in out and "quiet" not in out
+    assert "lint: fails: FAILED (exit 3)" in out and "the reason" in out
+
+
+def test_a_run_whose_steps_pass_passes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(suite, "LINT_STEPS", (("passes", ("true",)),))
+    assert suite.main(["lint"]) == 0
+
+
+def test_every_rule_names_a_known_group_and_the_fault_rows_of_one_cluster_run_together() -> None:
+    assert {rule.group for rule in RULES} <= set(GROUPS)
+    faults = "tests/integration/test_fault_table.py::"
+    assert (
+        rule_of(faults + "test_kill_just_after_a_round_x").together
+        == rule_of(faults + "test_a_rolling_restart_x").together
+    )
+    assert rule_of("tests/unit/exporter/test_config.py::test_x").together is None
+    with pytest.raises(LookupError, match="no rule"):
+        rule_of("elsewhere/test_x.py::test_y")
