@@ -82,8 +82,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.suite", description=__doc__.split("\n\n")[0])
     parser.add_argument("what", choices=("lint", "test"))
     parser.add_argument("--group", help="test: only this group of tests/suite.py (lint: only the lint)")
-    parser.add_argument("pytest_args", nargs="*", help="after --: pytest's arguments (test only)")
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # everything after "--" is pytest's (argparse would give an optional before it the positionals' turn)
+    split = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:split])
+    args.pytest_args = argv[split + 1 :]
     started = time.monotonic()
     lint = args.what == "lint" or args.group in (None, "lint")
     tests = args.what == "test" and args.group != "lint"

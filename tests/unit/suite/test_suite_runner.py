@@ -29,6 +29,24 @@ def test_a_run_whose_steps_pass_passes(monkeypatch: pytest.MonkeyPatch) -> None:
     assert suite.main(["lint"]) == 0
 
 
+def test_one_group_runs_pytest_with_its_marker_and_no_lint(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ran: list[list[str]] = []
+
+    class Done:
+        returncode = 0
+
+    def fake_run(command: list[str], **_: object) -> Done:
+        ran.append(command)
+        return Done()
+
+    monkeypatch.setattr(suite.subprocess, "run", fake_run)
+    assert suite.main(["test", "--group", "unit", "--", "-q", "tests/unit"]) == 0
+    assert len(ran) == 1 and ran[0][1:] == ["-q", "tests/unit", "-m", "unit and not matrix"]
+    assert "lint:" not in capsys.readouterr().out
+
+
 def test_every_rule_names_a_known_group_and_the_fault_rows_of_one_cluster_run_together() -> None:
     assert {rule.group for rule in RULES} <= set(GROUPS)
     faults = "tests/integration/test_fault_table.py::"
