@@ -4,11 +4,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 CONFIG ?=
-# make test: WORKERS=<n> runs the tests on n pytest-xdist workers grouped by tests/suite.py. 1 by default:
-# on 2 cores, 3 and 4 workers finish in ~21-22 min but overload the machine, and browser, Spark and JMX
-# timing tests then fail (README "Development"); the CPU cuts that make more workers safe come first.
+# make test: WORKERS=<n> runs the tests on n pytest-xdist workers grouped by tests/suite.py. 3 by default:
+# on 2 cores the suite waits more than it computes at 3, and 4 overloaded the machine (README "Development").
 # GROUP=<group of tests/suite.py> runs one group alone (GROUP=lint: the lint).
-WORKERS ?= 1
+WORKERS ?= 3
 GROUP ?=
 
 .PHONY: run test test-matrix lint bench jars system-deps-run system-deps-test unit k8s clean
@@ -27,7 +26,7 @@ system-deps-test:
 
 # ctlplane.localkafka needs only the standard library: the system's Python fetches the jars, beside the pip install
 jars: system-deps-run
-	$(PYTHON) -m ctlplane.localkafka jars
+	$(PYTHON) -m ctlplane.localkafka jars --class-archives
 
 # Exporter + dashboard. Without CONFIG=file.yaml it starts local real Kafka clusters and watches them.
 run: $(INSTALLED) jars

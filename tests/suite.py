@@ -129,6 +129,11 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{group}: a group of tests/suite.py (make test GROUP={group})")
 
 
+# The tests in no `together`, by group: the longer tests first and the many short unit tests last, which
+# fill the gaps as the workers finish (the last test handed out sets the run's end: in file order it was
+# the simulated paging e2e, ~30 s each).
+FILL_ORDER = ("e2e", "browser", "spark", "fault_table", "integration", "unit")
+
 # tests/conftest.py's session clusters: a test that uses one and is in no `together` would start another
 # copy on whichever worker it lands on.
 SESSION_CLUSTERS = frozenset({"kraft_cluster", "zk_cluster", "zk_cluster_no_listener"})
@@ -136,7 +141,7 @@ SESSION_CLUSTERS = frozenset({"kraft_cluster", "zk_cluster", "zk_cluster_no_list
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test with its group, and order the tests as RULES orders their `together` (file order
-    within one; the others after them, in file order)."""
+    within one; the others after them, by FILL_ORDER, each group in file order)."""
     first_rule = {rule.together: i for i, rule in reversed(list(enumerate(RULES))) if rule.together}
     rank: dict[str, int] = {}
     for item in items:
@@ -145,7 +150,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if clusters and rule.together is None:
             raise pytest.UsageError(f"{item.nodeid} uses {sorted(clusters)}: give it a `together` in tests/suite.py")
         item.add_marker(getattr(pytest.mark, rule.group))
-        rank[item.nodeid] = first_rule.get(rule.together, len(RULES))
+        together = first_rule.get(rule.together)
+        rank[item.nodeid] = together if together is not None else len(RULES) + FILL_ORDER.index(rule.group)
     items.sort(key=lambda item: rank[item.nodeid])
 
 

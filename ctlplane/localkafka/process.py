@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ctlplane.localkafka.classdata import sharing_flags
 from ctlplane.localkafka.errors import ClusterStartError, LocalKafkaError
 from ctlplane.localkafka.jars import ensure_jars, tail_text
 from ctlplane.localkafka.versions import logging_flavour
@@ -344,8 +345,10 @@ def jvm_command(
     log_config: Path,
 ) -> list[str]:
     jars = ensure_jars(version)
+    java = java_executable()
     cmd = [
-        java_executable(),
+        java,
+        *sharing_flags(java, version, main_class),
         f"-Xms{min(64, heap_mb)}m",
         f"-Xmx{heap_mb}m",
         "-XX:+UseSerialGC",

@@ -13,7 +13,13 @@ from pipeline.session import build_session
 @pytest.fixture(scope="module")
 def spark() -> Iterator[SparkSession]:
     """A local[2] session for one module, stopped after it (the JVM stays: the next session starts warm)."""
-    session = build_session("local[2]", "ctlplane-it", {"spark.sql.shuffle.partitions": "2"}, progress=False)
+    # the JVM with C1 only, as the Spark cluster test's (tests/integration/test_spark_cluster.py: JIT); the
+    # plans and their code generation are the product's
+    settings = {
+        "spark.sql.shuffle.partitions": "2",
+        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    }
+    session = build_session("local[2]", "ctlplane-it", settings, progress=False)
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

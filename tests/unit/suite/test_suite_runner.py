@@ -57,3 +57,35 @@ def test_every_rule_names_a_known_group_and_the_fault_rows_of_one_cluster_run_to
     assert rule_of("tests/unit/exporter/test_config.py::test_x").together is None
     with pytest.raises(LookupError, match="no rule"):
         rule_of("elsewhere/test_x.py::test_y")
+
+
+class _Item:
+    def __init__(self, nodeid: str) -> None:
+        self.nodeid = nodeid
+        self.fixturenames: tuple[str, ...] = ()
+
+    def add_marker(self, _: object) -> None:
+        pass
+
+
+def test_togethers_first_then_the_rest_long_groups_first_and_unit_tests_last() -> None:
+    from tests.suite import pytest_collection_modifyitems
+
+    names = [
+        "tests/unit/exporter/test_config.py::test_a",
+        "tests/integration/test_tls.py::test_b",
+        "tests/unit/pipeline/test_transforms.py::test_c",
+        "tests/e2e/test_paging_simulated.py::test_d",
+        "tests/integration/test_fault_table.py::test_a_hung_broker_x",
+        "tests/unit/exporter/test_app.py::test_e",
+    ]
+    items = [_Item(name) for name in names]
+    pytest_collection_modifyitems(items)  # type: ignore[arg-type]
+    assert [item.nodeid for item in items] == [
+        "tests/integration/test_fault_table.py::test_a_hung_broker_x",  # the first together
+        "tests/unit/pipeline/test_transforms.py::test_c",  # a later together
+        "tests/e2e/test_paging_simulated.py::test_d",  # in none: e2e before integration before unit
+        "tests/integration/test_tls.py::test_b",
+        "tests/unit/exporter/test_config.py::test_a",
+        "tests/unit/exporter/test_app.py::test_e",
+    ]
