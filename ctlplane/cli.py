@@ -15,7 +15,8 @@ from importlib.metadata import version as package_version
 from pathlib import Path
 
 from exporter.catalog import Role
-from exporter.config import ConfigError, Settings, load_settings, parse_settings
+from exporter.config import ClusterConfig, ConfigError, Settings, load_settings, parse_settings
+from exporter.discovery import NodeDiscovery
 from exporter.health import Thresholds
 from exporter.jmx.base import Endpoint, JmxClient
 from exporter.memory import collect_garbage_per_round, release_free_memory
@@ -45,11 +46,18 @@ def missing_extras(needs: Sequence[tuple[str, str]]) -> str | None:
     return f"this command needs {modules}, which is not installed: pip install 'ctlplane[{extras}]'"
 
 
+def _endpoint(settings: Settings, cluster: ClusterConfig, address: str) -> Endpoint:
+    auth = settings.jmx_for(cluster)
+    password = auth.password()
+    host, _, port = address.rpartition(":")
+    return Endpoint(host, int(port), auth.username, password.get_secret_value() if password else None, auth.ssl)
+
+
 def build_targets(settings: Settings) -> list[Target]:
+    """The listed nodes of every cluster (discovery adds the rest once the clusters answer)."""
     targets = []
     for cluster in settings.clusters:
         auth = settings.jmx_for(cluster)
-        password = auth.password()
         if auth.username is not None and not auth.ssl:
             log.warning(
                 "cluster %s: JMX authentication without SSL: the password crosses the network in clear "
@@ -57,16 +65,26 @@ def build_targets(settings: Settings) -> list[Target]:
                 cluster.name,
             )
         for node in cluster.nodes:
-            endpoint = Endpoint(
-                node.host,
-                node.port,
-                auth.username,
-                password.get_secret_value() if password else None,
-                auth.ssl,
-            )
             role = Role(node.role) if node.role else Role.UNKNOWN
-            targets.append(Target(cluster.name, node.label, endpoint, role, node.node_id))
+            targets.append(
+                Target(cluster.name, node.label, _endpoint(settings, cluster, node.address), role, node.node_id)
+            )
     return targets
+
+
+def build_discovery(settings: Settings, scraper: Scraper) -> NodeDiscovery | None:
+    """Discovery for the clusters that ask for it (exporter/discovery.py), fed by every round's answers."""
+    rules = {c.name: c.discovery.rule() for c in settings.clusters if c.discovery is not None}
+    if not rules:
+        return None
+    clusters = {c.name: c for c in settings.clusters}
+
+    def make_target(cluster: str, node: str, address: str, role: Role, node_id: int) -> Target:
+        return Target(cluster, node, _endpoint(settings, clusters[cluster], address), role, node_id)
+
+    discovery = NodeDiscovery(scraper.targets, rules, make_target, scraper.set_targets)
+    scraper.subscribe(discovery.observe)
+    return discovery
 
 
 def build_client(settings: Settings, kind: str | None = None) -> JmxClient:
@@ -133,8 +151,9 @@ def build_quorum_sources(settings: Settings) -> dict[str, QuorumSource]:
 
 
 def build_scraper(settings: Settings, client: JmxClient | None = None) -> Scraper:
+    """The scraper of the listed nodes (build_discovery adds the discovered ones)."""
     client = client or build_client(settings)
-    return Scraper(
+    scraper = Scraper(
         build_targets(settings),
         client,
         interval_seconds=settings.scrape.interval_seconds,
@@ -143,6 +162,7 @@ def build_scraper(settings: Settings, client: JmxClient | None = None) -> Scrape
         quorum_sources=build_quorum_sources(settings),
         slow_interval_seconds=settings.scrape.slow_interval_seconds,
     )
+    return scraper
 
 
 def build_state(settings: Settings, scraper: Scraper) -> ExporterState:
@@ -188,6 +208,7 @@ def serve(settings: Settings) -> int:
     from exporter.app import create_app, http_server, run_until_stopped
 
     scraper = build_scraper(settings)
+    build_discovery(settings, scraper)
     state = build_state(settings, scraper)
     writer = None
     if settings.history is not None:
@@ -301,7 +322,9 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 def cmd_check_config(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
     nodes = sum(len(cluster.nodes) for cluster in settings.clusters)
-    sys.stdout.write(f"{args.config}: OK ({len(settings.clusters)} cluster(s), {nodes} node(s))\n")
+    discovering = sum(cluster.discovery is not None for cluster in settings.clusters)
+    found = f", {discovering} with discovery" if discovering else ""
+    sys.stdout.write(f"{args.config}: OK ({len(settings.clusters)} cluster(s), {nodes} listed node(s){found})\n")
     return 0
 
 
@@ -375,13 +398,49 @@ def _quorum_by_node(quorum: QuorumView, nodes: Sequence[NodeSnapshot], now: floa
 def cmd_probe(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
     scraper = build_scraper(settings, build_client(settings, args.client))
+    discovery = build_discovery(settings, scraper)
     state = build_state(settings, scraper)
     try:
         scraper.scrape_once()
+        if args.discover:
+            sys.stdout.write(format_watch_list(scraper.targets, state.current(), discovery))
+            return 0
+        if discovery is not None:
+            scraper.scrape_once()  # the nodes the first round's answers named are read from the second
         sys.stdout.write(format_probe(state.current()))
     finally:
         scraper.stop()
     return 0
+
+
+def format_watch_list(targets: Sequence[Target], observation: Observation, discovery: NodeDiscovery | None) -> str:
+    """What `ctlplane run` would read (node, role, id, JMX address, where it came from) and what the
+    clusters name that it would not, with why: `probe --discover`."""
+    found = {
+        (name, w.node): w
+        for name, state in (discovery.found if discovery else {}).items()
+        for w in state.watched.values()
+    }
+    lines = [f"{'cluster':<16} {'node':<24} {'role':<10} {'id':>6}  {'JMX address':<32} from"]
+    for target in targets:
+        watched = found.get((target.cluster, target.node))
+        role = (watched.member.role if watched else target.role_hint).value
+        node_id = "" if target.node_id is None else str(target.node_id)
+        source = "discovered (the cluster's answers)" if watched else "listed (nodes:)"
+        lines.append(
+            f"{target.cluster:<16} {target.node:<24} {role:<10} {node_id:>6}  {target.endpoint.address:<32} {source}"
+        )
+    for name, state in (discovery.found if discovery else {}).items():
+        for unwatched_id, unwatched in sorted(state.unwatched.items()):
+            role = unwatched.member.role.value
+            lines.append(
+                f"{name:<16} {'-':<24} {role:<10} {unwatched_id:>6}  {'-':<32} not watched: {unwatched.reason}"
+            )
+    for cluster in observation.snapshot.clusters:
+        quorum = cluster.quorum
+        if quorum is not None and quorum.members_error is not None and not quorum.members:
+            lines.append(f"{cluster.name}: the cluster did not say who is in it: {quorum.members_error}")
+    return "\n".join(lines) + "\n"
 
 
 def cmd_healthcheck(args: argparse.Namespace) -> int:
@@ -454,6 +513,11 @@ def build_parser() -> argparse.ArgumentParser:
     probe = sub.add_parser("probe", help="scrape every node once and print a table")
     probe.add_argument("--config", type=Path, required=True)
     probe.add_argument("--client", choices=["jpype", "jmxquery"], help="override scrape.client")
+    probe.add_argument(
+        "--discover",
+        action="store_true",
+        help="print what would be watched (node, role, id, JMX address, listed or discovered) and what not, and why",
+    )
     probe.set_defaults(func=cmd_probe)
     return parser
 

@@ -524,6 +524,9 @@ HEALTH_SERIES: Mapping[str, str] = MappingProxyType(
         "kafka_cluster_controller_views_disagree": "1 if the nodes whose JMX claims the active controller are not "
         "exactly the quorum's leader (a zombie controller, or its JMX unreachable); clusters with the quorum's view "
         "only",
+        "kafka_cluster_fenced_brokers_unnamed": "KRaft: brokers the active controller counts fenced "
+        "(FencedBrokerCount) that no kafka_broker_lifecycle_state of ctlplane shows FENCED, INITIAL or SHUTDOWN: "
+        "a broker ctlplane does not watch (not listed, not discovered), or watches but cannot read",
         "kafka_control_plane_saturated": "1 if the control-plane request queue is near its capacity of 20 or its "
         "threads are nearly never idle (KIP-291)",
     }
@@ -536,6 +539,9 @@ HEALTH_SERIES: Mapping[str, str] = MappingProxyType(
 QUORUM_SERIES: Mapping[str, str] = MappingProxyType(
     {
         "ctlplane_quorum_up": "1 if the cluster's metadata quorum answered describeMetadataQuorum this round",
+        "kafka_cluster_node_unwatched": "1 for each node the cluster's answers name this round (describeCluster, "
+        "the quorum's voters and observers) that ctlplane does not read: not listed and not discovered (or its "
+        "JMX address rule gives none), or listed but never read",
         "kafka_quorum_leader_id": "Node id of the quorum leader (the active controller), by the quorum's word",
         "kafka_quorum_leader_epoch": "Epoch of the quorum leader",
         "kafka_quorum_high_watermark": "High watermark of the metadata log (the first uncommitted offset)",

@@ -13,6 +13,7 @@ import re
 import ssl
 import tempfile
 from pathlib import Path
+from types import MappingProxyType
 from typing import Annotated, Any, Literal
 
 import yaml
@@ -26,6 +27,7 @@ from pydantic import (
     model_validator,
 )
 
+from exporter.discovery import JmxRule, check_template
 from exporter.shards import parse_shard, resolve_shard
 
 DEFAULT_PORT = 18309  # outside the 9100-9999 exporter range and away from 8000/8050 (see README)
@@ -218,9 +220,51 @@ class NodeConfig(_Strict):
         return self.name or self.address
 
 
+class DiscoveryConfig(_Strict):
+    """Every node found from the cluster's own answers (exporter/discovery.py, README "Watching your own
+    clusters"): needs the cluster's bootstrap_servers or bootstrap_controllers. Kafka advertises no JMX port,
+    so the JMX address comes from here: `jmx_port` on each node's own host, or a template per role over
+    {host}, {id} and {id+N}; `overrides` by node id win."""
+
+    jmx_port: int | None = Field(default=None, ge=1, lt=65536, description="each node's JMX port on its own host")
+    broker_jmx: str | None = Field(default=None, description="a broker's JMX address, e.g. {host}:9999")
+    controller_jmx: str | None = Field(default=None, description="a controller's, e.g. ctl-{id}.kafka:9999")
+    overrides: dict[int, str] = Field(default_factory=dict, description="node id -> JMX host:port")
+    node_name: str = Field(default="{role}-{id}", min_length=1, description="the `node` label: {role}, {id}")
+
+    @field_validator("broker_jmx", "controller_jmx")
+    @classmethod
+    def _template(cls, value: str | None) -> str | None:
+        return None if value is None else check_template(value)
+
+    @field_validator("overrides")
+    @classmethod
+    def _override_addresses(cls, values: dict[int, str]) -> dict[int, str]:
+        return {node_id: host_port(address) for node_id, address in values.items()}
+
+    @model_validator(mode="after")
+    def _one_rule(self) -> DiscoveryConfig:
+        if self.jmx_port is not None and (self.broker_jmx or self.controller_jmx):
+            raise ValueError("set jmx_port or broker_jmx/controller_jmx, not both")
+        if self.jmx_port is None and not (self.broker_jmx or self.controller_jmx or self.overrides):
+            raise ValueError("say how to reach a node's JMX: jmx_port, broker_jmx/controller_jmx or overrides")
+        return self
+
+    def rule(self) -> JmxRule:
+        on_host = None if self.jmx_port is None else f"{{host}}:{self.jmx_port}"
+        return JmxRule(
+            broker=self.broker_jmx or on_host,
+            controller=self.controller_jmx or on_host,
+            overrides=MappingProxyType(dict(self.overrides)),
+            name=self.node_name,
+        )
+
+
 class ClusterConfig(_Strict):
     name: str = Field(min_length=1, pattern=CLUSTER_NAME_PATTERN)
-    nodes: list[NodeConfig] = Field(min_length=1)
+    # the nodes to read as listed; with `discovery` they may be none (every node is found from the cluster)
+    nodes: list[NodeConfig] = Field(default_factory=list)
+    discovery: DiscoveryConfig | None = None
     jmx: JmxAuth | None = None
     # The quorum's own view (Admin API, README "The quorum's view"): brokers' client listeners, or the
     # KRaft controllers' (KIP-919, Kafka 3.7+), which answer even when every broker is down. At most one.
@@ -235,6 +279,13 @@ class ClusterConfig(_Strict):
 
     @model_validator(mode="after")
     def _unique_nodes(self) -> ClusterConfig:
+        if not self.nodes and self.discovery is None:
+            raise ValueError(f"cluster {self.name!r}: list its nodes, or set discovery (and a bootstrap address)")
+        if self.discovery is not None and not (self.bootstrap_servers or self.bootstrap_controllers):
+            raise ValueError(
+                f"cluster {self.name!r}: discovery asks the cluster itself: set bootstrap_servers or "
+                "bootstrap_controllers"
+            )
         seen: set[str] = set()
         for node in self.nodes:
             if node.label in seen:

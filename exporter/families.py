@@ -275,7 +275,10 @@ def health_families(health: FleetHealth) -> list[Family]:
     views = gauge("kafka_broker_views_disagree", NODE_LABELS)
     unplanned = gauge("kafka_broker_fenced_unplanned", NODE_LABELS)
     controller_views = gauge("kafka_cluster_controller_views_disagree", ["cluster"])
+    fenced_unnamed = gauge("kafka_cluster_fenced_brokers_unnamed", ["cluster"])
     for cluster in health.clusters:
+        if cluster.fenced_unnamed is not None:
+            fenced_unnamed.add((cluster.name,), float(cluster.fenced_unnamed))
         with_quorum = cluster.quorum_leader_id is not None  # the quorum answered this round
         if with_quorum:
             controller_views.add((cluster.name,), 1.0 if cluster.controller_views_disagree else 0.0)
@@ -329,6 +332,7 @@ def health_families(health: FleetHealth) -> list[Family]:
         saturated,
         views,
         controller_views,
+        fenced_unnamed,
     ]
     return [family for family in families if family.rows]
 
@@ -378,10 +382,13 @@ def quorum_families(snapshot: FleetSnapshot) -> list[Family]:
     fetch_age = _quorum_gauge("kafka_quorum_replica_last_fetch_age_seconds", NODE_LABELS)
     caught_up_age = _quorum_gauge("kafka_quorum_replica_last_caught_up_age_seconds", NODE_LABELS)
     fenced = _quorum_gauge("kafka_broker_fenced", NODE_LABELS)
+    unwatched = _quorum_gauge("kafka_cluster_node_unwatched", ["cluster", "node_id", "role"])
     for cluster in snapshot.clusters:
         view = cluster.quorum
         if view is None:
             continue
+        for member in cluster.unwatched():
+            unwatched.add((cluster.name, str(member.node_id), member.role.value), 1.0)
         up.add((cluster.name,), 1.0 if view.up else 0.0)
         if not view.up:
             continue
@@ -408,7 +415,7 @@ def quorum_families(snapshot: FleetSnapshot) -> list[Family]:
                     family.add(labels, age)
         for broker_id, is_fenced in sorted((view.fenced or {}).items()):
             fenced.add((cluster.name, names.get(broker_id, str(broker_id)), "broker"), 1.0 if is_fenced else 0.0)
-    families = [up, leader, epoch, high_watermark, log_end, lag, fetch_age, caught_up_age, fenced]
+    families = [up, leader, epoch, high_watermark, log_end, lag, fetch_age, caught_up_age, fenced, unwatched]
     return [family for family in families if family.rows]
 
 

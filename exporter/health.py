@@ -115,6 +115,9 @@ class ClusterHealth:
     # someone else (a zombie controller, or a partition between ctlplane and the nodes)
     quorum_leader_id: int | None = None
     controller_views_disagree: bool = False
+    # KRaft: the brokers the active controller counts fenced (FencedBrokerCount) for which ctlplane names no
+    # broker fenced: brokers it does not watch, or watches but cannot read. None where no controller says.
+    fenced_unnamed: int | None = None
 
     @property
     def active_controllers(self) -> int:
@@ -496,6 +499,29 @@ def _infer_fenced(
     ]
 
 
+def _fenced_unnamed(
+    cluster: ClusterSnapshot, active: NodeSnapshot | None, brokers: Sequence[BrokerHealth]
+) -> int | None:
+    """FencedBrokerCount minus the brokers ctlplane already names fenced, so that a broker nobody listed (and
+    nobody discovered) still pages when the controller fences it.
+
+    The count is of registrations with the fenced flag (ControllerMetadataMetrics, KRaft only): a broker
+    FENCED here, one starting (INITIAL: fenced until caught up, KIP-631) and one gone after a controlled
+    shutdown are each one of them. Whatever remains is a fenced broker that no ctlplane series shows FENCED.
+    """
+    if active is None or cluster.mode not in (Mode.KRAFT, Mode.MIGRATION):
+        return None
+    count = active.value("kafka_controller_fenced_brokers")
+    if count is None or not math.isfinite(count):
+        return None
+    named = sum(
+        1
+        for b in brokers
+        if b.state in (Lifecycle.FENCED, Lifecycle.INITIAL) or (b.state is Lifecycle.SHUTDOWN and not b.up)
+    )
+    return max(0, int(count) - named)
+
+
 def _fenced_unplanned(
     broker: BrokerHealth, node: NodeSnapshot, mode: Mode | None, names_shutdown: bool, led: bool
 ) -> bool:
@@ -833,6 +859,7 @@ def evaluate_cluster(
         migration_phase=phase,
         quorum_leader_id=quorum.leader_id if quorum is not None and quorum.up else None,
         controller_views_disagree=_controller_views_disagree(cluster, controller),
+        fenced_unnamed=_fenced_unnamed(cluster, active, final),
     )
     return health, memory
 

@@ -9,7 +9,16 @@ from typing import Any
 from exporter.catalog import Mode, Role
 from exporter.families import control_plane_listener_enabled
 from exporter.health import BrokerHealth, ClusterHealth, ControllerView, FleetHealth, Lifecycle
-from exporter.model import ClusterSnapshot, Failure, FleetSnapshot, NodeSnapshot, QuorumReplica, QuorumView, Sample
+from exporter.model import (
+    ClusterSnapshot,
+    Failure,
+    FleetSnapshot,
+    Member,
+    NodeSnapshot,
+    QuorumReplica,
+    QuorumView,
+    Sample,
+)
 
 SCHEMA_VERSION = 1
 
@@ -57,6 +66,9 @@ def _quorum_to_dict(view: QuorumView) -> dict[str, Any]:
         # JSON keys are strings: broker id -> fenced
         "fenced": None if view.fenced is None else {str(k): v for k, v in sorted(view.fenced.items())},
         "registrations_error": view.registrations_error,
+        # every node the cluster's answers named (discovery's input), and why describeCluster did not answer
+        "members": [{"node_id": m.node_id, "role": m.role.value, "host": m.host} for m in view.members],
+        "members_error": view.members_error,
     }
 
 
@@ -70,6 +82,8 @@ def _quorum_from_dict(document: Mapping[str, Any]) -> QuorumView:
         replicas=tuple(QuorumReplica(**replica) for replica in document["replicas"]),
         fenced=None if document.get("fenced") is None else {int(k): bool(v) for k, v in document["fenced"].items()},
         registrations_error=document.get("registrations_error"),
+        members=tuple(Member(int(m["node_id"]), Role(m["role"]), m.get("host")) for m in document.get("members") or ()),
+        members_error=document.get("members_error"),
     )
 
 
@@ -162,6 +176,7 @@ def health_to_dict(health: FleetHealth, snapshot: FleetSnapshot) -> dict[str, An
                 "migration_phase": cluster.migration_phase,
                 "quorum_leader_id": cluster.quorum_leader_id,
                 "controller_views_disagree": cluster.controller_views_disagree,
+                "fenced_unnamed": cluster.fenced_unnamed,
                 "active_controllers": cluster.active_controllers,
                 "controller": {
                     "claimants": list(cluster.controller.claimants),
@@ -246,6 +261,7 @@ def health_from_dict(document: Mapping[str, Any]) -> FleetHealth:
                 migration_phase=cluster.get("migration_phase"),
                 quorum_leader_id=cluster.get("quorum_leader_id"),
                 controller_views_disagree=cluster.get("controller_views_disagree", False),
+                fenced_unnamed=cluster.get("fenced_unnamed"),
             )
         )
     return FleetHealth(tuple(clusters))

@@ -27,8 +27,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from exporter.catalog import Role
 from exporter.javac import cache_root
-from exporter.model import QuorumReplica, QuorumView
+from exporter.model import Member, QuorumReplica, QuorumView
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +135,18 @@ def _java_class(name: str) -> Any:
 def _optional_seconds(value: Any) -> float | None:
     """An OptionalLong of epoch milliseconds as unix seconds."""
     return int(value.getAsLong()) / 1000.0 if value.isPresent() else None
+
+
+def _quorum_members(info: Any) -> list[Member]:
+    """The voters (controllers, with the host of their first endpoint where the leader gives endpoints:
+    DescribeQuorum v2, Kafka 3.9+, KIP-853) and the observers (brokers; no host) of a QuorumInfo."""
+    hosts: dict[int, str] = {}
+    for node_id, node in dict(info.nodes()).items():
+        endpoints = list(node.endpoints())
+        if endpoints:
+            hosts[int(node_id)] = str(endpoints[0].host())
+    voters = [Member(int(s.replicaId()), Role.CONTROLLER, hosts.get(int(s.replicaId()))) for s in info.voters()]
+    return voters + [Member(int(s.replicaId()), Role.BROKER) for s in info.observers()]
 
 
 def quorum_view(info: Any, read_at: float) -> QuorumView:
@@ -256,6 +269,8 @@ class QuorumReader:
         self.timeout_ms = max(1, int(timeout_seconds * 1000))
         self._admin: Any = None
         self._lock = threading.Lock()
+        self._fenced_listed = True  # until the brokers say they cannot (before Kafka 4.0)
+        self._fenced_refusal: str | None = None  # what they said then
         # every error names what was asked: Kafka's own messages do not say which cluster or address
         self._where = f"{'bootstrap.controllers' if controllers else 'bootstrap.servers'} {','.join(self.bootstrap)}"
 
@@ -295,47 +310,77 @@ class QuorumReader:
 
     def read(self) -> QuorumView:
         """The quorum's view now, or a QuorumView saying why there is none; never raises for Kafka's
-        failures (an unreachable quorum is a value, as an unreachable node is)."""
+        failures (an unreachable quorum is a value, as an unreachable node is).
+
+        describeCluster and describeMetadataQuorum are asked side by side (the client sends both at once),
+        so a cluster that answers neither costs one deadline, not two. describeCluster answers also where
+        there is no quorum to describe (ZooKeeper mode): its nodes are what discovery finds brokers from."""
         import jpype
 
         with self._lock:
             try:
+                admin = self._admin_client()
                 options = _java_class("org.apache.kafka.clients.admin.DescribeMetadataQuorumOptions")()
                 options.timeoutMs(jpype.JInt(self.timeout_ms))
-                future = self._admin_client().describeMetadataQuorum(options).quorumInfo()
-                from java.util.concurrent import TimeUnit
-
-                # a second past the client's own deadline: where Kafka says why it gave up, its words win
-                info = future.get(self.timeout_ms + 1000, TimeUnit.MILLISECONDS)
-                view = quorum_view(info, time.time())
-                if self.controllers:
-                    return view
-                fenced, error = self._registrations()
-                return replace(view, fenced=fenced, registrations_error=error)
+                quorum_future = admin.describeMetadataQuorum(options).quorumInfo()
+                cluster_future = self._describe_cluster(admin, include_fenced=self._fenced_listed)
             except AdminClientError as exc:
                 return QuorumView(read_at=time.time(), error=str(exc))
             except jpype.JException as exc:
                 self._close_admin()
-                if exc.getClass().getName() == "java.util.concurrent.TimeoutException":
-                    reason = f"no answer within {self.timeout_ms / 1000 + 1:g}s"  # Future.get's deadline
+                return QuorumView(read_at=time.time(), error=f"{self._where}: {_reason(exc)}")
+            nodes, nodes_error = self._answer(cluster_future)
+            if nodes_error is not None and self._fenced_listed and "UnsupportedVersion" in nodes_error:
+                # brokers before 4.0 cannot list fenced ones (DescribeCluster v2, KIP-1073): ask as they can
+                self._fenced_listed, self._fenced_refusal = False, nodes_error
+                nodes, nodes_error = self._answer(self._describe_cluster(admin, include_fenced=False))
+            info, error = self._answer(quorum_future)
+            now = time.time()
+            role = Role.CONTROLLER if self.controllers else Role.BROKER
+            members = [Member(int(n.id()), role, str(n.host()) or None) for n in nodes or ()]
+            if info is None:
+                view = QuorumView(read_at=now, error=f"{self._where}: {error}")
+                if nodes is None:
+                    self._close_admin()  # nothing answered: the next round starts a new client
+            else:
+                view = quorum_view(info, now)
+                members += _quorum_members(info)
+            fenced: Mapping[int, bool] | None = None
+            registrations_error = None
+            if not self.controllers:
+                # controllers answer DescribeCluster with themselves (KIP-919): fenced flags come from brokers
+                if nodes is not None and self._fenced_listed:
+                    fenced = MappingProxyType({int(n.id()): bool(n.isFenced()) for n in nodes})
                 else:
-                    reason = _reason(exc)
-                return QuorumView(read_at=time.time(), error=f"{self._where}: {reason}")
+                    registrations_error = nodes_error or self._fenced_refusal
+            return replace(
+                view,
+                fenced=fenced,
+                registrations_error=registrations_error,
+                members=tuple(members),
+                members_error=None if nodes is not None else f"{self._where}: {nodes_error}",
+            )
 
-    def _registrations(self) -> tuple[Mapping[int, bool] | None, str | None]:
-        """Every registered broker and whether it is fenced (describeCluster with includeFencedBrokers,
-        KIP-1073, DescribeCluster v2: brokers of Kafka 4.0+); a broker that cannot say is (None, why)."""
+    def _describe_cluster(self, admin: Any, *, include_fenced: bool) -> Any:
+        import jpype
+
+        options = _java_class("org.apache.kafka.clients.admin.DescribeClusterOptions")()
+        options.timeoutMs(jpype.JInt(self.timeout_ms))
+        if include_fenced and not self.controllers:
+            options.includeFencedBrokers(True)
+        return admin.describeCluster(options).nodes()
+
+    def _answer(self, future: Any) -> tuple[Any, str | None]:
+        """A future's value, or (None, why): a second past the client's own deadline, where Kafka says why
+        it gave up its words win."""
         import jpype
         from java.util.concurrent import TimeUnit
 
         try:
-            options = _java_class("org.apache.kafka.clients.admin.DescribeClusterOptions")()
-            options.includeFencedBrokers(True).timeoutMs(jpype.JInt(self.timeout_ms))
-            nodes = (
-                self._admin_client().describeCluster(options).nodes().get(self.timeout_ms + 1000, TimeUnit.MILLISECONDS)
-            )
-            return MappingProxyType({int(node.id()): bool(node.isFenced()) for node in nodes}), None
+            return future.get(self.timeout_ms + 1000, TimeUnit.MILLISECONDS), None
         except jpype.JException as exc:
+            if exc.getClass().getName() == "java.util.concurrent.TimeoutException":
+                return None, f"no answer within {self.timeout_ms / 1000 + 1:g}s"  # Future.get's deadline
             return None, _reason(exc)
 
     def _close_admin(self) -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from types import MappingProxyType
 
@@ -124,6 +124,37 @@ class QuorumReplica:
 
 
 @dataclass(frozen=True)
+class Member:
+    """A node as one of the cluster's answers names it (describeCluster, the quorum's voters and observers):
+    what discovery (exporter/discovery.py) finds the nodes to watch from."""
+
+    node_id: int
+    role: Role  # BROKER, CONTROLLER, or COMBINED when answers name it as both
+    host: str | None = None  # from describeCluster or a voter's endpoint; None where no answer said
+
+
+def merge_roles(first: Role, second: Role) -> Role:
+    if first is second or second is Role.UNKNOWN:
+        return first
+    if first is Role.UNKNOWN:
+        return second
+    return Role.COMBINED
+
+
+def merged(members: Iterable[Member]) -> dict[int, Member]:
+    """One Member per id: the roles each answer gave it, and the first host any answer gave."""
+    out: dict[int, Member] = {}
+    for member in members:
+        seen = out.get(member.node_id)
+        out[member.node_id] = (
+            member
+            if seen is None
+            else replace(seen, role=merge_roles(seen.role, member.role), host=seen.host or member.host)
+        )
+    return out
+
+
+@dataclass(frozen=True)
 class QuorumView:
     """The metadata quorum's own view of a cluster, from the Admin API's describeMetadataQuorum (KIP-836):
     what the leader says of every voter and observer, readable while a node's own JMX is not."""
@@ -139,6 +170,10 @@ class QuorumView:
     # where it was not asked or the brokers cannot say (then `registrations_error` says why).
     fenced: Mapping[int, bool] | None = None
     registrations_error: str | None = None
+    # Every node the answers named (describeCluster's nodes with their hosts, the voters and observers), for
+    # discovery; asked also where describeMetadataQuorum failed (ZooKeeper mode has no quorum to describe)
+    members: tuple[Member, ...] = ()
+    members_error: str | None = None  # why describeCluster did not answer
 
     @property
     def up(self) -> bool:
@@ -175,6 +210,14 @@ class ClusterSnapshot:
 
     def node(self, name: str) -> NodeSnapshot | None:
         return next((node for node in self.nodes if node.node == name), None)
+
+    def unwatched(self) -> list[Member]:
+        """The nodes this round's answers name that no node ctlplane reads is (by node id): not listed and
+        not discovered, or listed but never read. Discovery on or off: the cluster's own word on what it has."""
+        if self.quorum is None:
+            return []
+        read = {node.node_id for node in self.nodes if node.node_id is not None}
+        return [member for node_id, member in sorted(merged(self.quorum.members).items()) if node_id not in read]
 
 
 @dataclass(frozen=True)

@@ -196,6 +196,11 @@ class _Lane:
                 self.busy_timed_out -= item.timed_out
                 self._dispatch()
 
+    def resize(self, slots: int) -> None:
+        with self.lock:
+            self.slots = slots
+            self._dispatch()
+
     def cancel_waiting(self) -> None:
         with self.lock:
             waiting, self.waiting = self.waiting, []
@@ -209,7 +214,7 @@ def _cancel_if_cancelled(read: Future[_Read], started: Future[None]) -> None:
         read.cancel()
 
 
-def empty_snapshot(targets: Sequence[Target], now: float) -> FleetSnapshot:
+def empty_snapshot(targets: Sequence[Target], now: float, cluster_names: Sequence[str] = ()) -> FleetSnapshot:
     """What is served before the first round ends: every node known, none read yet."""
     return _assemble(
         targets,
@@ -233,6 +238,7 @@ def empty_snapshot(targets: Sequence[Target], now: float) -> FleetSnapshot:
         sequence=0,
         taken_at=now,
         duration=0.0,
+        cluster_names=cluster_names,
     )
 
 
@@ -244,8 +250,9 @@ def _assemble(
     taken_at: float,
     duration: float,
     quorums: Mapping[str, QuorumView] | None = None,
+    cluster_names: Sequence[str] = (),
 ) -> FleetSnapshot:
-    clusters: dict[str, list[NodeSnapshot]] = {}
+    clusters: dict[str, list[NodeSnapshot]] = {name: [] for name in cluster_names}
     for target in targets:
         clusters.setdefault(target.cluster, [])
     for node in nodes:
@@ -305,37 +312,62 @@ class Scraper:
             self.queries if slow_interval_seconds is None else tuple(query for query in self.queries if not query.slow)
         )
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jmx")
-        sizes: dict[str, int] = {}
-        for target in self.targets:
-            sizes[target.cluster] = sizes.get(target.cluster, 0) + 1
-        shares = worker_shares(workers, sizes)
-        if sum(shares.values()) > workers:
-            log.warning(
-                "%d workers for %d clusters: fewer than two each, so hung nodes in some clusters can delay others",
-                workers,
-                len(sizes),
-            )
-        self._lanes = {name: _Lane(self._pool, slots) for name, slots in shares.items()}
-        # Every node reads its slow tier in its first round; after that, each node's next slow read comes
-        # early by its phase, so the nodes' slow reads spread over the rounds of a slow interval instead
-        # of landing together in one round a minute (1,000 nodes: a round of ~11 s among rounds of ~7.5 s)
-        rounds_per_slow = max(1, round((slow_interval_seconds or interval_seconds) / interval_seconds))
-        self._memory = {
-            target: _NodeMemory(
-                errors_total=0,
-                role=target.role_hint,
-                node_id=target.node_id,
-                slow_phase=(index % rounds_per_slow) * interval_seconds,
-            )
-            for index, target in enumerate(self.targets)
-        }
-        self._latest = empty_snapshot(self.targets, clock())
+        self.workers = workers
+        # clusters served even with no node to read yet (every node to be discovered): their quorum's view
+        self.cluster_names = tuple(dict.fromkeys([*(t.cluster for t in self.targets), *self.quorum_sources]))
+        self._lanes: dict[str, _Lane] = {}
+        self._memory: dict[Target, _NodeMemory] = {}
+        self._place(self.targets)
+        self._latest = empty_snapshot(self.targets, clock(), self.cluster_names)
         self._listeners: Listeners[FleetSnapshot] = Listeners("snapshot")
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def latest(self) -> FleetSnapshot:
         return self._latest
+
+    def set_targets(self, targets: Sequence[Target]) -> None:
+        """Read these nodes from the next round on (discovery found some, a reload changed the list). A node
+        kept keeps what ctlplane knows of it (counters, identity, a read under way); a node left out takes
+        its memory with it. Call it from the scrape thread (a snapshot listener) or between rounds."""
+        targets = tuple(targets)
+        if targets != self.targets:
+            self._place(targets)
+            self.targets = targets
+            self.cluster_names = tuple(dict.fromkeys([*self.cluster_names, *(t.cluster for t in targets)]))
+
+    def _place(self, targets: Sequence[Target]) -> None:
+        """Each cluster's share of the workers, and each node's memory (new ones start empty)."""
+        sizes: dict[str, int] = {}
+        for target in targets:
+            sizes[target.cluster] = sizes.get(target.cluster, 0) + 1
+        shares = worker_shares(self.workers, sizes)
+        if sum(shares.values()) > self.workers:
+            log.warning(
+                "%d workers for %d clusters: fewer than two each, so hung nodes in some clusters can delay others",
+                self.workers,
+                len(sizes),
+            )
+        for name, slots in shares.items():
+            lane = self._lanes.get(name)
+            if lane is None:
+                self._lanes[name] = _Lane(self._pool, slots)
+            elif lane.slots != slots:
+                lane.resize(slots)
+        # Every node reads its slow tier in its first round; after that, each node's next slow read comes
+        # early by its phase, so the nodes' slow reads spread over the rounds of a slow interval instead
+        # of landing together in one round a minute (1,000 nodes: a round of ~11 s among rounds of ~7.5 s)
+        rounds_per_slow = max(1, round((self.slow_interval_seconds or self.interval_seconds) / self.interval_seconds))
+        self._memory = {
+            target: self._memory.get(target)
+            or _NodeMemory(
+                errors_total=0,
+                role=target.role_hint,
+                node_id=target.node_id,
+                slow_phase=(index % rounds_per_slow) * self.interval_seconds,
+            )
+            for index, target in enumerate(targets)
+        }
 
     def subscribe(self, listener: SnapshotListener) -> None:
         """Call `listener` with every new snapshot, in the scrape thread (keep it quick)."""
@@ -400,6 +432,7 @@ class Scraper:
             taken_at=taken_at,
             duration=time.perf_counter() - started,
             quorums=quorums,
+            cluster_names=self.cluster_names,
         )
         self._latest = snapshot
         if log.isEnabledFor(logging.DEBUG):

@@ -39,10 +39,24 @@ class Rule:
 
 
 FAULTS = "tests/integration/test_fault_table.py::"
-# The longest `together` first: the order the scheduler hands them out. The minutes are from a fresh-clone
-# run on one process (2 cores, 2026-11-26), to see why the order is what it is.
+# The order the scheduler hands the `together`s out: the longest first. The minutes are from fresh-clone runs
+# on 3 workers (2 cores, 2026-11-26), to see why the order is what it is. The tests of one session cluster
+# run together whether they are fault rows or not: a second copy of a cluster on another worker cost its
+# start-up and ~0.14 of a core while idle (a KRaft cluster of 5 JVMs), and two lanes end where one would.
 RULES: tuple[Rule, ...] = (
-    # the faults on a KRaft cluster of its own (restarted_kraft: the rows restart its controllers), ~10 min
+    # the session KRaft cluster: its fault rows (each kills or stops its brokers and heals them, ~9 min) and
+    # every other test of it (and the two that read both session clusters, ~8 min)
+    Rule(
+        (
+            FAULTS + "test_kill_just_after",
+            FAULTS + "test_kill_at_other_phases",
+            FAULTS + "test_controlled_shutdown_between_rounds",
+            FAULTS + "test_a_rolling_restart",
+        ),
+        "fault_table",
+        "kraft",
+    ),
+    # the faults on a KRaft cluster of its own (restarted_kraft: the rows restart its controllers), ~11 min
     Rule(
         (
             FAULTS + "test_a_broker_cut_off_from_the_controllers",
@@ -55,29 +69,14 @@ RULES: tuple[Rule, ...] = (
         "fault_table",
         "faults-restarted-kraft",
     ),
-    # the shared KRaft cluster's faults, ~8 min: each row kills or stops its brokers and heals them
-    Rule(
-        (
-            FAULTS + "test_kill_just_after",
-            FAULTS + "test_kill_at_other_phases",
-            FAULTS + "test_controlled_shutdown_between_rounds",
-            FAULTS + "test_a_rolling_restart",
-        ),
-        "fault_table",
-        "faults-kraft",
-    ),
-    # the ZooKeeper-mode faults (zk_cluster, and zk_linked on its ZooKeeper), ~4.5 min
-    Rule((FAULTS + "test_zookeeper_mode", FAULTS + "test_a_zookeeper_mode"), "fault_table", "faults-zookeeper"),
-    # a standalone Spark master and two workers, ~2-3 min of both cores on a quiet machine: here so that the
-    # ZooKeeper-mode faults' worker (2 tests, so xdist hands it a second `together` at once) starts it after
-    # them, while the KRaft fault rows sleep (first, it slowed every cluster's start; last, the run ended with
-    # it; beside the KRaft cluster's other tests on 4 workers it ran out of time)
-    Rule(("tests/integration/test_spark_cluster.py",), "spark", "spark-cluster"),
-    # every other test of the session KRaft cluster (and the two that read both session clusters), ~6.5 min
+    # the session ZooKeeper-mode clusters: their fault rows (zk_cluster, and zk_linked on its ZooKeeper),
+    # ~5.5 min, and every other test of them, ~3 min
+    Rule((FAULTS + "test_zookeeper_mode", FAULTS + "test_a_zookeeper_mode"), "fault_table", "zookeeper"),
     Rule(
         (
             "tests/integration/test_quorum_view.py",
             "tests/integration/test_health_kafka.py::test_stalled",
+            "tests/integration/test_health_kafka.py::test_a_broker_missing_from_the_config",
             "tests/integration/test_health_kafka.py::test_controlled_shutdown",
             "tests/integration/test_health_kafka.py::test_metadata",
             "tests/integration/test_exporter_kafka.py::test_kraft",
@@ -93,7 +92,6 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(("tests/e2e/test_paging.py",), "e2e", "kraft"),
     Rule(("tests/integration/test_dashboard_kraft.py",), "browser", "kraft"),
-    # every other test of the session ZooKeeper-mode clusters, ~2.5 min
     Rule(
         (
             "tests/integration/test_exporter_kafka.py",
@@ -105,11 +103,14 @@ RULES: tuple[Rule, ...] = (
         "integration",
         "zookeeper",
     ),
-    # one local Spark JVM (a worker process keeps it), ~1.5 min
+    # one local Spark JVM (a worker process keeps it), ~1-3 min
     Rule(("tests/integration/test_history_pipeline.py",), "spark", "spark-local"),
     Rule(("tests/unit/pipeline/",), "unit", "spark-local"),
-    # one Chromium, ~1 min
+    # one Chromium, ~1.5 min
     Rule(("tests/e2e/test_dashboard_browser.py",), "browser", "browser"),
+    # a standalone Spark master and two workers, ~3-5 min of both cores: after the clusters' start-ups (first,
+    # it slowed every one of them) and early enough not to end the run (last, it did)
+    Rule(("tests/integration/test_spark_cluster.py",), "spark", "spark-cluster"),
     # the rest, each test on whichever worker is free
     Rule(("tests/e2e/",), "e2e"),
     Rule(("tests/integration/",), "integration"),

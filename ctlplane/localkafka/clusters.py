@@ -8,7 +8,7 @@ import re
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -309,6 +309,8 @@ def start_kraft_cluster(
     pki: LocalPki | None = None,
     wait: bool = True,
     timeout: float = 180,
+    jmx_port_base: int | None = None,
+    held: Collection[str] = (),
 ) -> KafkaCluster:
     """Start a KRaft cluster in ``<workdir>/<name>``: controller-only nodes
     ``controller-1..`` (node ids 101..) with static ``controller.quorum.voters``
@@ -326,6 +328,9 @@ def start_kraft_cluster(
     ``SASL_SSL`` (the same users over TLS, no client certificate). ``cluster.listener_bootstrap(name)``
     lists a listener's addresses.
     ``wait`` waits for ``wait_ready(timeout)``; on failure everything is stopped.
+    ``jmx_port_base``: each node's JMX port is the base plus its node id (free_port_base), as one host with a
+    JMX port per node would have it; otherwise each gets a free port. ``held``: nodes (by name) created and
+    formatted but not started, for a caller to start later (a broker added to a running cluster).
     """
     major, minor = major_minor(version)
     if sasl_users and (major, minor) < (3, 5):
@@ -413,6 +418,8 @@ def start_kraft_cluster(
     _check_node_overrides(node_overrides, [spec[0] for spec in specs])
     for spec in specs:
         spec[5].update((node_overrides or {}).get(spec[0], {}))
+    if unknown_held := set(held) - {spec[0] for spec in specs}:
+        raise ValueError(f"held nodes the cluster does not have: {sorted(unknown_held)}")
 
     try:
         for node_name, nid, roles, port, listeners, props in specs:
@@ -427,7 +434,7 @@ def start_kraft_cluster(
                     node_dir,
                     props,
                     port=port,
-                    jmx_port=free_port(),
+                    jmx_port=free_port() if jmx_port_base is None else jmx_port_base + nid,
                     listeners=listeners,
                     version=version,
                     log_config=log_config,
@@ -446,10 +453,11 @@ def start_kraft_cluster(
         if (major, minor) >= (4, 1):
             _wait_for_controller_metrics_publisher(cluster, timeout)
         for node in cluster.nodes:
-            if not node.is_controller:
+            if not node.is_controller and node.name not in held:
                 node.start()
         if wait:
-            cluster.wait_ready(timeout)
+            started = [node for node in cluster.nodes if node.name not in held]
+            wait_for_nodes(cluster, started, lambda n: n.is_ready(), timeout, "not ready")
     except BaseException:
         cluster.stop(timeout=10)
         raise

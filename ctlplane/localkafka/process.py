@@ -113,6 +113,31 @@ def free_port() -> int:
     raise LocalKafkaError("could not find a free loopback port")
 
 
+def free_port_base(offsets: Sequence[int]) -> int:
+    """A base such that base + each of `offsets` is a free port (as free_port), all reserved for the
+    caller: for nodes whose ports follow their ids (a JMX address rule `127.0.0.1:{id+BASE}`)."""
+    candidates = local_ports()
+    low, high = min(offsets), max(offsets)
+    with _ports_lock:
+        for _ in range(500):
+            base = random.randrange(candidates.start - low, candidates.stop - high)
+            ports = [base + offset for offset in offsets]
+            if any(port in _reserved_ports for port in ports) or not all(_bindable(port) for port in ports):
+                continue
+            _reserved_ports.update(ports)
+            return base
+    raise LocalKafkaError(f"could not find free loopback ports at offsets {low}..{high} of one base")
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((LOOPBACK, port))
+        except OSError:
+            return False
+    return True
+
+
 def port_open(port: int, host: str = LOOPBACK, timeout: float = 1.0) -> bool:
     """True if a TCP connection to host:port succeeds."""
     try:

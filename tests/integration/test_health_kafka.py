@@ -8,11 +8,17 @@ import time
 import pytest
 
 from ctlplane.localkafka import KafkaCluster, create_topic, delete_topic
+from exporter.catalog import Mode
 from exporter.health import Lifecycle, Thresholds
+from exporter.releases import catalogue_series
 from exporter.state import Observation
 from tests.integration.watch import Watch
-from tests.kafka_versions import KRAFT_NAME, ZK_NAME
+from tests.kafka_versions import KRAFT_NAME, KRAFT_UNDER_TEST, ZK_NAME
 
+# Kafka 4.1+ controllers name each broker's registration (KAFKA-18666), earlier ones only count the fenced
+PER_BROKER_REGISTRATION = "kafka_controller_broker_registration_state" in catalogue_series(
+    Mode.KRAFT, KRAFT_UNDER_TEST, listener=False
+)
 INTERVAL = 1.0  # Watch.until scrapes about once a second (plus the round itself)
 
 
@@ -61,6 +67,49 @@ def test_stalled_kraft_broker_is_fenced_then_active_again(kraft: Watch, kraft_cl
     finally:
         victim.resume()
     kraft.until(lambda o: _state(o, victim.name) is Lifecycle.ACTIVE, 60, "resumed broker ACTIVE")
+
+
+@pytest.mark.kraft
+def test_a_broker_missing_from_the_config_is_counted_fenced_when_the_controller_fences_it(
+    kraft_cluster: KafkaCluster,
+) -> None:
+    """Issue #33's case: a broker nobody listed hangs. Its own series cannot exist, but the controller's
+    FencedBrokerCount counts it, and kafka_cluster_fenced_brokers_unnamed (KafkaFencedBrokerUnnamed's
+    series, alerts/tests/brokers.test.yml) says so; a broker ctlplane names fenced is not counted twice."""
+    unlisted, listed = kraft_cluster.brokers()[1], kraft_cluster.brokers()[0]
+    watch = Watch(kraft_cluster, timeout=2.0, omit={unlisted.name})
+    try:
+        watch.until(lambda o: _cluster(o, KRAFT_NAME).fenced_unnamed == 0, 60, "nothing fenced, nothing unnamed")
+        unlisted.pause()
+        try:
+            # broker.session.timeout.ms (6 s) + two scrape intervals, with room for a loaded machine
+            fenced = watch.until(
+                lambda o: _cluster(o, KRAFT_NAME).fenced_unnamed == 1, 6 + 2 * INTERVAL + 20, "one unnamed fenced"
+            )
+            assert unlisted.name not in {n.node for n in fenced.snapshot.nodes()}
+            assert _state(fenced, listed.name) is Lifecycle.ACTIVE
+            listed.pause()
+            try:
+                if PER_BROKER_REGISTRATION:
+                    # the listed one is named FENCED by its registration, so not counted again
+                    both = watch.until(
+                        lambda o: _state(o, listed.name) is Lifecycle.FENCED, 6 + 2 * INTERVAL + 20, "listed FENCED"
+                    )
+                    assert _cluster(both, KRAFT_NAME).fenced_unnamed == 1
+                else:
+                    # before 4.1 the count alone cannot say which two: the listed one stays UNREACHABLE and
+                    # both are unnamed (one page for the pair, never none)
+                    watch.until(
+                        lambda o: _cluster(o, KRAFT_NAME).fenced_unnamed == 2, 6 + 2 * INTERVAL + 20, "two unnamed"
+                    )
+            finally:
+                listed.resume()
+        finally:
+            unlisted.resume()
+        watch.until(lambda o: _cluster(o, KRAFT_NAME).fenced_unnamed == 0, 60, "unfenced again: none unnamed")
+        watch.until(lambda o: _state(o, listed.name) is Lifecycle.ACTIVE, 60, "listed broker ACTIVE again")
+    finally:
+        watch.close()
 
 
 @pytest.mark.kraft

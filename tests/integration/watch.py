@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from ctlplane.localkafka import KafkaCluster
 from exporter.catalog import Role
@@ -25,7 +25,8 @@ def shared_client() -> JPypeJmxClient:
     return _CLIENT
 
 
-def targets_of(*clusters: KafkaCluster) -> list[Target]:
+def targets_of(*clusters: KafkaCluster, omit: Collection[str] = ()) -> list[Target]:
+    """Every node of `clusters` as ctlplane's config would list it, but those named in `omit`."""
     return [
         Target(
             cluster.name,
@@ -36,6 +37,7 @@ def targets_of(*clusters: KafkaCluster) -> list[Target]:
         )
         for cluster in clusters
         for node in cluster.nodes
+        if node.name not in omit
     ]
 
 
@@ -46,9 +48,10 @@ class Watch:
         timeout: float = 3.0,
         thresholds: Thresholds | None = None,
         quorum_sources: Mapping[str, QuorumSource] | None = None,
+        omit: Collection[str] = (),
     ) -> None:
         self.scraper = Scraper(
-            targets_of(*clusters),
+            targets_of(*clusters, omit=omit),
             shared_client(),
             interval_seconds=1.0,
             timeout_seconds=timeout,

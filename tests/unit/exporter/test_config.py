@@ -93,7 +93,7 @@ def test_check_config_command_exit_codes(
 ) -> None:
     monkeypatch.setenv("CTLPLANE_TEST_PASSWORD", "x")
     assert main(["check-config", str(write(tmp_path, GOOD))]) == 0
-    assert "OK (1 cluster(s), 2 node(s))" in capsys.readouterr().out
+    assert "OK (1 cluster(s), 2 listed node(s))" in capsys.readouterr().out
     assert main(["check-config", str(write(tmp_path, GOOD.replace("workers: 8", "workers: 0")))]) == 2
     assert "scrape.workers" in capsys.readouterr().err
     assert main(["check-config", str(tmp_path / "missing.yaml")]) == 2

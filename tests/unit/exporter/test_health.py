@@ -5,7 +5,16 @@ from dataclasses import replace
 import pytest
 
 from exporter.catalog import Mode, Role
-from exporter.health import BrokerHealth, HealthMemory, Lifecycle, Thresholds, evaluate, find_active_controller
+from exporter.families import health_families
+from exporter.health import (
+    BrokerHealth,
+    FleetHealth,
+    HealthMemory,
+    Lifecycle,
+    Thresholds,
+    evaluate,
+    find_active_controller,
+)
 from exporter.model import Failure, NodeSnapshot, Sample
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller, node
 
@@ -363,6 +372,34 @@ def test_fenced_count_inference_subtracts_brokers_known_to_be_starting_or_shut_d
         "b2": Lifecycle.SHUTDOWN,
         "b3": Lifecycle.FENCED,
     }
+
+
+def test_fenced_brokers_nobody_watches_are_counted_and_the_named_ones_are_not() -> None:
+    memory = HealthMemory()
+    _, memory = _health(
+        kraft_controller("c1", 1, active=True, fenced=0, committed=5000),
+        kraft_broker("b1", 101, applied=5000),
+        kraft_broker("b2", 102, applied=5000, broker_state=6),  # seen in controlled shutdown
+        memory=memory,
+    )
+    # 3 fenced: b2 gone after its controlled shutdown, b1 fenced by its registration, and one more that no
+    # node of ctlplane's is: a broker nobody listed
+    cluster, _ = _health(
+        kraft_controller("c1", 1, active=True, fenced=3, committed=5000, registrations={101: 10}),
+        kraft_broker("b1", 101, up=False, failure=Failure.TIMEOUT),
+        kraft_broker("b2", 102, up=False),
+        memory=memory,
+        at=2.0,
+    )
+    assert {b.node: b.state for b in cluster.brokers} == {"b1": Lifecycle.FENCED, "b2": Lifecycle.SHUTDOWN}
+    assert cluster.fenced_unnamed == 1
+    served = [f for f in health_families(FleetHealth((cluster,))) if f.name == "kafka_cluster_fenced_brokers_unnamed"]
+    assert [row[2:] for row in served[0].rows] == [(("c1",), 1.0)]
+    healthy, _ = _health(kraft_controller("c1", 1, active=True, fenced=0), kraft_broker("b1", 101))
+    assert healthy.fenced_unnamed == 0
+    # no active controller read, or ZooKeeper mode: nobody counts, so nothing is said
+    unread, _ = _health(kraft_controller("c1", 1, active=True, up=False, fenced=2), kraft_broker("b1", 101))
+    assert unread.fenced_unnamed is None
 
 
 def test_registration_state_missing_on_the_active_controller_is_read_from_another_controller() -> None:

@@ -143,3 +143,38 @@ def test_after_a_timeout_the_round_waits_for_a_node_as_long_as_its_reads_usually
     assert b2 is not None and "its last read timed out" in (b2.error or "") and b2.scrape_duration_seconds == 1.0
     assert up[3] == {"b1": True, "b2": True, "b3": True}
     s.stop()
+
+
+def test_new_targets_are_read_from_the_next_round_and_the_kept_ones_keep_their_memory() -> None:
+    client = ScriptedClient()
+    client.failing.add(2)
+    s = scraper(client)
+    s.scrape_once()
+    s.scrape_once()
+    kept = list(s.targets)
+    s.set_targets(
+        [*kept[:2], Target("c1", "b4", Endpoint("127.0.0.1", 4)), Target("c2", "x5", Endpoint("127.0.0.1", 5))]
+    )
+    snapshot = s.scrape_once()
+    nodes = {n.node: n for n in snapshot.nodes()}
+    assert set(nodes) == {"b1", "b2", "b4", "x5"}  # b3 left out, b4 and a new cluster's x5 read at once
+    assert nodes["b2"].errors_total == 3  # its counter went on
+    assert nodes["b4"].up and nodes["x5"].up and [c.name for c in snapshot.clusters] == ["c1", "c2"]
+
+
+def test_a_cluster_with_no_node_to_read_yet_is_in_the_snapshot_with_its_quorum_view() -> None:
+    from exporter.model import QuorumView
+
+    class Quorum:
+        def read(self) -> QuorumView:
+            return QuorumView(read_at=1.0, leader_id=101)
+
+        def close(self) -> None:
+            pass
+
+    s = Scraper(
+        [], ScriptedClient(), interval_seconds=1, timeout_seconds=0.3, workers=2, quorum_sources={"d": Quorum()}
+    )
+    assert [c.name for c in s.latest().clusters] == ["d"]
+    cluster = s.scrape_once().cluster("d")
+    assert cluster is not None and cluster.quorum is not None and cluster.quorum.leader_id == 101

@@ -1,0 +1,125 @@
+"""Discovery on a real KRaft cluster (issue #33): ctlplane given one address (the controllers'
+`bootstrap.controllers`) and a JMX address rule watches every node with its id and role, a broker started
+later is watched and ACTIVE within a round or two, and its crash is FENCED exactly as a listed broker's.
+
+The cluster's nodes take their JMX ports from their ids (one loopback host, a port per node, as a
+docker-compose setup has them), so the rule is `127.0.0.1:{id+BASE}`: brokers seen through the controllers
+are quorum observers, named by id with no host."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from ctlplane.cli import build_discovery, build_scraper, format_watch_list
+from ctlplane.localkafka import KRAFT_VERSION, KafkaCluster, quorum_bootstrap, start_kraft_cluster
+from ctlplane.localkafka.process import free_port_base
+from exporter.catalog import Role
+from exporter.config import parse_settings
+from exporter.families import quorum_families
+from exporter.health import Lifecycle, Thresholds
+from exporter.scraper import Scraper
+from exporter.state import ExporterState, Observation
+from tests.integration.watch import shared_client
+
+NAME = "discovered"
+LATE = "broker-3"  # started once ctlplane watches the others
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KafkaCluster, int]]:
+    base = free_port_base([1, 2, 3, 101])
+    workdir: Path = tmp_path_factory.mktemp("discovery")
+    started = start_kraft_cluster(
+        NAME, workdir, version=KRAFT_VERSION, controllers=1, brokers=3, jmx_port_base=base, held=[LATE]
+    )
+    try:
+        yield started, base
+    finally:
+        started.stop()
+
+
+class Rounds:
+    def __init__(self, scraper: Scraper) -> None:
+        self.scraper = scraper
+        self.state = ExporterState(scraper.latest(), Thresholds())
+        scraper.subscribe(self.state.observe)
+
+    def until(self, check: Callable[[Observation], bool], timeout: float, what: str) -> Observation:
+        deadline = time.monotonic() + timeout
+        while True:
+            self.scraper.scrape_once()
+            observation = self.state.current()
+            if check(observation):
+                return observation
+            if time.monotonic() > deadline:
+                raise AssertionError(f"not within {timeout:g}s: {what}; last: {observation.snapshot}")
+            time.sleep(0.5)
+
+
+def _nodes(o: Observation) -> dict[str, tuple[int | None, Role, bool]]:
+    return {n.node: (n.node_id, n.role, n.up) for n in o.snapshot.nodes()}
+
+
+def _state(o: Observation, node: str) -> Lifecycle | None:
+    health = o.health.cluster(NAME)
+    broker = None if health is None else health.broker(node)
+    return None if broker is None else broker.state
+
+
+def test_one_address_and_a_jmx_rule_watch_every_node_and_a_broker_added_later(
+    cluster: tuple[KafkaCluster, int],
+) -> None:
+    kafka, base = cluster
+    rule = f"127.0.0.1:{{id+{base}}}"
+    settings = parse_settings(
+        {
+            "clusters": [
+                {
+                    "name": NAME,
+                    "bootstrap_controllers": quorum_bootstrap(kafka),
+                    "discovery": {"broker_jmx": rule, "controller_jmx": rule},
+                }
+            ],
+            "scrape": {"interval_seconds": 2, "timeout_seconds": 2},
+        }
+    )
+    scraper = build_scraper(settings, shared_client())
+    discovery = build_discovery(settings, scraper)
+    rounds = Rounds(scraper)
+    try:
+        everyone = {
+            "controller-101": (101, Role.CONTROLLER, True),
+            "broker-1": (1, Role.BROKER, True),
+            "broker-2": (2, Role.BROKER, True),
+        }
+        found = rounds.until(lambda o: _nodes(o) == everyone, 60, f"every running node watched: {everyone}")
+        assert not [f for f in quorum_families(found.snapshot) if f.name == "kafka_cluster_node_unwatched"]
+        # `ctlplane probe --discover`: each node with its id, JMX address (the rule's) and where it came from
+        listing = format_watch_list(scraper.targets, found, discovery).splitlines()
+        for node, (node_id, role, _) in everyone.items():
+            row = next(line for line in listing if f" {node} " in line)
+            assert row.split()[2:5] == [role.value, str(node_id), f"127.0.0.1:{base + node_id}"], row
+            assert row.endswith("discovered (the cluster's answers)"), row
+
+        late = kafka.node(LATE)
+        late.start()
+        late.wait_ready(120)
+        added = rounds.until(
+            lambda o: _state(o, "broker-3") is Lifecycle.ACTIVE, 60, "the broker started later watched and ACTIVE"
+        )
+        assert _nodes(added)["broker-3"] == (3, Role.BROKER, True)
+
+        late.kill()
+        fenced = rounds.until(lambda o: _state(o, "broker-3") is Lifecycle.FENCED, 60, "the killed broker FENCED")
+        assert _state(fenced, "broker-3") is not Lifecycle.SHUTDOWN
+        for _ in range(3):  # it stays watched and fenced, round after round
+            scraper.scrape_once()
+            assert _state(rounds.state.current(), "broker-3") is Lifecycle.FENCED
+    finally:
+        scraper._pool.shutdown(wait=False, cancel_futures=True)
+        for source in scraper.quorum_sources.values():
+            source.close()
