@@ -6,9 +6,12 @@ import argparse
 import importlib.util
 import logging
 import os
+import signal
 import sys
 import tempfile
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
@@ -16,7 +19,8 @@ from pathlib import Path
 
 from exporter.catalog import Role
 from exporter.config import ClusterConfig, ConfigError, Settings, load_settings, parse_settings
-from exporter.discovery import NodeDiscovery
+from exporter.discovery import JmxRule, NodeDiscovery
+from exporter.families import Family, reload_families
 from exporter.health import Thresholds
 from exporter.jmx.base import Endpoint, JmxClient
 from exporter.memory import collect_garbage_per_round, release_free_memory
@@ -72,17 +76,28 @@ def build_targets(settings: Settings) -> list[Target]:
     return targets
 
 
-def build_discovery(settings: Settings, scraper: Scraper) -> NodeDiscovery | None:
-    """Discovery for the clusters that ask for it (exporter/discovery.py), fed by every round's answers."""
-    rules = {c.name: c.discovery.rule() for c in settings.clusters if c.discovery is not None}
-    if not rules:
-        return None
-    clusters = {c.name: c for c in settings.clusters}
+def discovery_rules(settings: Settings) -> dict[str, JmxRule]:
+    return {c.name: c.discovery.rule() for c in settings.clusters if c.discovery is not None}
 
-    def make_target(cluster: str, node: str, address: str, role: Role, node_id: int) -> Target:
-        return Target(cluster, node, _endpoint(settings, clusters[cluster], address), role, node_id)
 
-    discovery = NodeDiscovery(scraper.targets, rules, make_target, scraper.set_targets)
+class DiscoveredTargets:
+    """Targets for discovered nodes with their cluster's JMX credentials, from the settings in force (a
+    reload replaces them)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def __call__(self, cluster: str, node: str, address: str, role: Role, node_id: int) -> Target:
+        config = next(c for c in self.settings.clusters if c.name == cluster)
+        return Target(cluster, node, _endpoint(self.settings, config, address), role, node_id)
+
+
+def build_discovery(settings: Settings, scraper: Scraper) -> NodeDiscovery:
+    """Discovery for the clusters that ask for it (exporter/discovery.py), fed by every round's answers;
+    with none, it hands the scraper the listed nodes (and a reload's new list)."""
+    discovery = NodeDiscovery(
+        scraper.targets, discovery_rules(settings), DiscoveredTargets(settings), scraper.set_targets
+    )
     scraper.subscribe(discovery.observe)
     return discovery
 
@@ -117,15 +132,31 @@ def build_client(settings: Settings, kind: str | None = None) -> JmxClient:
     )
 
 
-def build_quorum_sources(settings: Settings) -> dict[str, QuorumSource]:
+def build_quorum_sources(
+    settings: Settings,
+    kept: Mapping[str, QuorumSource] | None = None,
+    before: Settings | None = None,
+) -> dict[str, QuorumSource]:
     """A QuorumReader per cluster with bootstrap_servers or bootstrap_controllers (the JVM must be up:
-    build the JPype client first)."""
+    build the JPype client first). On a reload, `kept` (the running sources) and `before` (their settings):
+    a cluster whose addresses, security and timeout are unchanged keeps its reader and its Admin client."""
     from exporter.kafka_admin import QuorumReader, security_properties
 
     # the Admin call's own deadline inside the round's, so its answer (or its error) lands this round
     timeout = max(0.5, settings.scrape.timeout_seconds * 0.8)
     sources: dict[str, QuorumSource] = {}
+    old = {c.name: c for c in before.clusters} if before is not None else {}
     for cluster in settings.clusters:
+        previous = old.get(cluster.name)
+        if (
+            kept is not None
+            and before is not None
+            and cluster.name in kept
+            and previous is not None
+            and _quorum_settings(previous, before) == _quorum_settings(cluster, settings)
+        ):
+            sources[cluster.name] = kept[cluster.name]
+            continue
         if not (cluster.bootstrap_controllers or cluster.bootstrap_servers):
             continue
         security = None
@@ -148,6 +179,10 @@ def build_quorum_sources(settings: Settings) -> dict[str, QuorumSource]:
             security=security,
         )
     return sources
+
+
+def _quorum_settings(cluster: ClusterConfig, settings: Settings) -> tuple[object, ...]:
+    return (cluster.bootstrap_servers, cluster.bootstrap_controllers, cluster.admin, settings.scrape.timeout_seconds)
 
 
 def build_scraper(settings: Settings, client: JmxClient | None = None) -> Scraper:
@@ -203,13 +238,101 @@ def _local_settings(stack: ExitStack, workdir: Path | None) -> Settings:
     )
 
 
-def serve(settings: Settings) -> int:
-    """Scrape the configured clusters and serve HTTP until interrupted."""
+# Settings a running ctlplane cannot change: the HTTP server, the history writer, the dashboard, the JMX
+# client's JVM and pool. A reload applies the rest and names these in its log line.
+RESTART_ONLY = (
+    "http",
+    "history",
+    "dashboard",
+    "scrape.workers",
+    "scrape.client",
+    "scrape.jvm_max_heap",
+    "scrape.slow_interval_seconds",
+    "jmx.truststore",
+)
+
+
+class ConfigReload:
+    """SIGHUP and POST /-/reload: the config file read again, applied to the running exporter.
+
+    As Prometheus: a config that fails its checks changes nothing (the running one stays) and is counted
+    (`ctlplane_config_last_reload_successful 0`); one that passes replaces the clusters, their listed nodes,
+    discovery rules, quorum readers (a cluster whose addresses did not change keeps its Admin client),
+    intervals and health thresholds. What survives: each kept node's counters, identity and JMX connection,
+    the health model's memory (failovers, lifecycle), the dashboard's trail and the history buffers."""
+
+    def __init__(
+        self,
+        path: Path,
+        settings: Settings,
+        scraper: Scraper,
+        discovery: NodeDiscovery,
+        state: ExporterState,
+        shard: str | None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.path = path
+        self.settings = settings
+        self.scraper = scraper
+        self.discovery = discovery
+        self.state = state
+        self.shard = shard
+        self.clock = clock
+        self.successful = True
+        self.last_success_at = clock()
+        self.failures_total = 0
+        self._lock = threading.Lock()
+
+    def __call__(self) -> str | None:
+        """Reload now: None when applied, else why not (one line, the file and each field path)."""
+        with self._lock:
+            try:
+                new = sharded(load_settings(self.path), self.shard)
+            except ConfigError as exc:
+                self.successful = False
+                self.failures_total += 1
+                reason = "; ".join(line.strip() for line in str(exc).splitlines())
+                log.error("config reload failed, the running config stays: %s", reason)
+                return reason
+            old, self.settings = self.settings, new
+            needs_restart = [name for name in RESTART_ONLY if _setting(old, name) != _setting(new, name)]
+            self.scraper.set_quorum_sources(build_quorum_sources(new, self.scraper.quorum_sources, old))
+            self.scraper.interval_seconds = new.scrape.interval_seconds
+            self.scraper.timeout_seconds = new.scrape.timeout_seconds
+            self.state.thresholds = Thresholds(**new.health.model_dump())
+            if isinstance(self.discovery.make_target, DiscoveredTargets):
+                self.discovery.make_target.settings = new
+            self.discovery.update(build_targets(new), discovery_rules(new))
+            self.successful = True
+            self.last_success_at = self.clock()
+            log.info(
+                "config reloaded from %s: %d cluster(s)%s",
+                self.path,
+                len(new.clusters),
+                f"; needs a restart to apply: {', '.join(needs_restart)}" if needs_restart else "",
+            )
+            return None
+
+    def families(self) -> list[Family]:
+        return reload_families(self.successful, self.last_success_at, self.failures_total)
+
+
+def _setting(settings: Settings, dotted: str) -> object:
+    value: object = settings
+    for part in dotted.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def serve(settings: Settings, config_path: Path | None = None, shard: str | None = None) -> int:
+    """Scrape the configured clusters and serve HTTP until interrupted; with `config_path`, SIGHUP and
+    POST /-/reload read it again (ConfigReload)."""
     from exporter.app import create_app, http_server, run_until_stopped
 
     scraper = build_scraper(settings)
-    build_discovery(settings, scraper)
+    discovery = build_discovery(settings, scraper)
     state = build_state(settings, scraper)
+    reload = None if config_path is None else ConfigReload(config_path, settings, scraper, discovery, state, shard)
     writer = None
     if settings.history is not None:
         from exporter.history import HistoryWriter
@@ -232,9 +355,16 @@ def serve(settings: Settings) -> int:
             interval_seconds=settings.scrape.interval_seconds,
             version=_version(),
             basic_auth_users=http.basic_auth_users,
-            per_request=writer.families if writer is not None else tuple,
+            per_request=lambda: [
+                *(writer.families() if writer is not None else ()),
+                *(reload.families() if reload is not None else ()),
+            ],
             observations=state.subscribe,
+            reload=reload,
         )
+        if reload is not None:
+            # the handler only starts the work: a reload reads files and may wait for a quorum reader
+            signal.signal(signal.SIGHUP, lambda signum, frame: threading.Thread(target=reload, name="reload").start())
         dashboard_served = settings.dashboard.enabled
         if dashboard_served and (missing := missing_extras((("dash", "dashboard"),))):
             # the exporter is what an operator cannot do without: serve it, and say what the dashboard needs
@@ -282,7 +412,7 @@ def serve(settings: Settings) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     with ExitStack() as stack:
         settings = load_settings(args.config) if args.config else _local_settings(stack, args.workdir)
-        return serve(sharded(settings, args.shard))
+        return serve(sharded(settings, args.shard), args.config, args.shard)
 
 
 def sharded(settings: Settings, shard: str | None) -> Settings:
@@ -405,7 +535,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
         if args.discover:
             sys.stdout.write(format_watch_list(scraper.targets, state.current(), discovery))
             return 0
-        if discovery is not None:
+        if discovery.rules:
             scraper.scrape_once()  # the nodes the first round's answers named are read from the second
         sys.stdout.write(format_probe(state.current()))
     finally:
@@ -413,14 +543,10 @@ def cmd_probe(args: argparse.Namespace) -> int:
     return 0
 
 
-def format_watch_list(targets: Sequence[Target], observation: Observation, discovery: NodeDiscovery | None) -> str:
+def format_watch_list(targets: Sequence[Target], observation: Observation, discovery: NodeDiscovery) -> str:
     """What `ctlplane run` would read (node, role, id, JMX address, where it came from) and what the
     clusters name that it would not, with why: `probe --discover`."""
-    found = {
-        (name, w.node): w
-        for name, state in (discovery.found if discovery else {}).items()
-        for w in state.watched.values()
-    }
+    found = {(name, w.node): w for name, state in discovery.found.items() for w in state.watched.values()}
     lines = [f"{'cluster':<16} {'node':<24} {'role':<10} {'id':>6}  {'JMX address':<32} from"]
     for target in targets:
         watched = found.get((target.cluster, target.node))
@@ -430,7 +556,7 @@ def format_watch_list(targets: Sequence[Target], observation: Observation, disco
         lines.append(
             f"{target.cluster:<16} {target.node:<24} {role:<10} {node_id:>6}  {target.endpoint.address:<32} {source}"
         )
-    for name, state in (discovery.found if discovery else {}).items():
+    for name, state in discovery.found.items():
         for unwatched_id, unwatched in sorted(state.unwatched.items()):
             role = unwatched.member.role.value
             lines.append(

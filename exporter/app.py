@@ -17,7 +17,7 @@ from typing import Any
 
 import uvicorn
 from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 
 from exporter.config import TlsConfig
 from exporter.families import Family, MetricsPage, accepts_gzip
@@ -156,6 +156,7 @@ def create_app(
     clock: Callable[[], float] = time.time,
     per_request: Callable[[], Sequence[Family]] = tuple,
     observations: Callable[[Callable[[Observation], None]], None] | None = None,
+    reload: Callable[[], str | None] | None = None,
 ) -> FastAPI:
     """The exporter's HTTP app. `per_request` gives families made fresh for each /metrics request (the
     history writer's self-metrics), beside the page cached per round. `observations` (ExporterState.
@@ -180,6 +181,17 @@ def create_app(
             current.snapshot, current.health, request.headers.get("accept"), clock(), per_request(), gzipped
         )
         return PageResponse(parts, content_type, gzipped)
+
+    @app.post("/-/reload", response_class=PlainTextResponse)
+    def reload_config() -> PlainTextResponse:
+        """Prometheus' convention: read the config file again; 500 and why when it fails its checks (the
+        running config stays)."""
+        if reload is None:
+            return PlainTextResponse("no config file to reload (started without --config)\n", status_code=404)
+        failed = reload()
+        if failed is not None:
+            return PlainTextResponse(f"failed to reload config: {failed}\n", status_code=500)
+        return PlainTextResponse("config reloaded\n")
 
     @app.get("/api/v1/snapshot")
     def snapshot() -> JSONResponse:

@@ -478,6 +478,11 @@ DERIVED_SERIES: Mapping[str, str] = MappingProxyType(
         "ctlplane_history_rows_dropped_total": "History rows dropped because the buffer kept across failed "
         "flushes was full (history.max_buffered_rows)",
         "ctlplane_history_buffered_rows": "History rows waiting for the next flush",
+        "ctlplane_config_last_reload_successful": "1 if the last config reload (SIGHUP, POST /-/reload) was "
+        "applied, 0 if the file failed its checks and the running config stayed",
+        "ctlplane_config_last_reload_success_timestamp_seconds": "Unix time of the last config applied (the "
+        "start, or the last reload that passed)",
+        "ctlplane_config_reload_failures_total": "Config reloads refused because the file failed its checks",
         "ctlplane_history_compaction_errors_total": "History compactions that stopped on a directory or could "
         "not start (an unreadable file, a read-only archive); the files are kept as they were",
         "ctlplane_history_last_flush_timestamp_seconds": "Unix time of the last history flush that wrote every "

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -178,8 +179,24 @@ class NodeDiscovery:
         self.make_target = make_target
         self.apply = apply
         self.found: dict[str, Discovered] = {name: Discovered() for name in rules}
+        self._lock = threading.Lock()  # a reload's update (its own thread) against the round's observe
+
+    def update(self, listed: Sequence[Target], rules: Mapping[str, JmxRule]) -> None:
+        """A reloaded config: its listed nodes and rules, applied at once. A cluster whose discovery was
+        turned off or removed takes its discovered nodes with it (the operator's word, not an absence); a
+        cluster whose rule changed finds its nodes again with the new rule from the next answer."""
+        with self._lock:
+            changed = {name for name, rule in rules.items() if self.rules.get(name) != rule}
+            self.listed = tuple(listed)
+            self.rules = dict(rules)
+            self.found = {name: Discovered() if name in changed else self.found[name] for name in rules}
+            self.apply(self.targets())
 
     def observe(self, snapshot: FleetSnapshot) -> None:
+        with self._lock:
+            self._observe(snapshot)
+
+    def _observe(self, snapshot: FleetSnapshot) -> None:
         for name, rule in self.rules.items():
             cluster = snapshot.cluster(name)
             if cluster is None or cluster.quorum is None:

@@ -458,6 +458,20 @@ def history_families(
     return families
 
 
+def reload_families(successful: bool, last_success_at: float, failures_total: int) -> list[Family]:
+    """The config reload's self-metrics (ctlplane/cli.py ConfigReload), as Prometheus names its own."""
+    families = []
+    for name, kind, value in (
+        ("ctlplane_config_last_reload_successful", "gauge", 1.0 if successful else 0.0),
+        ("ctlplane_config_last_reload_success_timestamp_seconds", "gauge", last_success_at),
+        ("ctlplane_config_reload_failures_total", "counter", float(failures_total)),
+    ):
+        family = Family(name, DERIVED_SERIES[name], kind)
+        family.add((), value)
+        families.append(family)
+    return families
+
+
 def snapshot_age_family(age_seconds: float) -> Family:
     family = _gauge("ctlplane_snapshot_age_seconds", ())
     family.add((), age_seconds)

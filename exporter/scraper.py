@@ -317,6 +317,9 @@ class Scraper:
         self.cluster_names = tuple(dict.fromkeys([*(t.cluster for t in self.targets), *self.quorum_sources]))
         self._lanes: dict[str, _Lane] = {}
         self._memory: dict[Target, _NodeMemory] = {}
+        self._pending_lock = threading.Lock()
+        self._pending_targets: tuple[Target, ...] | None = None
+        self._pending_sources: dict[str, QuorumSource] | None = None
         self._place(self.targets)
         self._latest = empty_snapshot(self.targets, clock(), self.cluster_names)
         self._listeners: Listeners[FleetSnapshot] = Listeners("snapshot")
@@ -329,12 +332,38 @@ class Scraper:
     def set_targets(self, targets: Sequence[Target]) -> None:
         """Read these nodes from the next round on (discovery found some, a reload changed the list). A node
         kept keeps what ctlplane knows of it (counters, identity, a read under way); a node left out takes
-        its memory with it. Call it from the scrape thread (a snapshot listener) or between rounds."""
-        targets = tuple(targets)
-        if targets != self.targets:
+        its memory with it. Safe from any thread: applied when the next round starts."""
+        with self._pending_lock:
+            self._pending_targets = tuple(targets)
+
+    def set_quorum_sources(self, sources: Mapping[str, QuorumSource]) -> None:
+        """Ask these clusters' quorums from the next round on (a reload). A source object kept is kept (its
+        Admin client and its read under way); a source left out is closed once its read is done."""
+        with self._pending_lock:
+            self._pending_sources = dict(sources)
+
+    def _apply_pending(self) -> None:
+        with self._pending_lock:
+            targets, self._pending_targets = self._pending_targets, None
+            sources, self._pending_sources = self._pending_sources, None
+        if targets is not None and targets != self.targets:
             self._place(targets)
             self.targets = targets
-            self.cluster_names = tuple(dict.fromkeys([*self.cluster_names, *(t.cluster for t in targets)]))
+        if sources is not None:
+            dropped = [s for name, s in self.quorum_sources.items() if sources.get(name) is not s]
+            self.quorum_sources = sources
+            self._quorum_reads = {c: r for c, r in self._quorum_reads.items() if c in sources}
+            old_pool = self._quorum_pool
+            self._quorum_pool = (
+                ThreadPoolExecutor(max_workers=len(sources), thread_name_prefix="quorum") if sources else None
+            )
+            if old_pool is not None:
+                old_pool.shutdown(wait=False)  # reads under way finish; their results are still taken
+            if dropped:
+                # closing waits for a read under way: not in the round's thread
+                threading.Thread(target=_close_all, args=(dropped,), name="quorum-close", daemon=True).start()
+        names = [*(t.cluster for t in self.targets), *self.quorum_sources]
+        self.cluster_names = tuple(dict.fromkeys(names))
 
     def _place(self, targets: Sequence[Target]) -> None:
         """Each cluster's share of the workers, and each node's memory (new ones start empty)."""
@@ -385,6 +414,7 @@ class Scraper:
         return now - memory.slow_read_at >= self.slow_interval_seconds - self.interval_seconds / 2
 
     def scrape_once(self) -> FleetSnapshot:
+        self._apply_pending()
         taken_at = self.clock()
         started = time.perf_counter()
         sequence = self._latest.sequence + 1
@@ -591,6 +621,14 @@ def _with_slow_tier(memory: _NodeMemory, read: _Read, samples: tuple[Sample, ...
     phase = memory.slow_phase if memory.slow_read_at is None else 0.0
     memory.slow_samples, memory.slow_read_at = slow, read.started_at - phase
     return (*(sample for sample in samples if sample.series not in SLOW_SERIES), *slow)
+
+
+def _close_all(sources: Sequence[QuorumSource]) -> None:
+    for source in sources:
+        try:
+            source.close()
+        except Exception:  # closing a dropped client must not take the others with it
+            log.warning("closing a quorum reader failed", exc_info=True)
 
 
 def _timed_out(read: Future[_Read]) -> bool:

@@ -85,7 +85,6 @@ RULES: tuple[Rule, ...] = (
             "tests/integration/test_localkafka.py::test_kraft",
             "tests/integration/test_localkafka.py::test_every_kraft",
             "tests/integration/test_node_reader.py",
-            "tests/integration/test_grafana_queries.py",
         ),
         "integration",
         "kraft",
@@ -99,6 +98,9 @@ RULES: tuple[Rule, ...] = (
             "tests/integration/test_localkafka.py",
             "tests/integration/test_unreachable_nodes.py",
             "tests/integration/test_wheel.py",
+            "tests/integration/test_reload.py",
+            # it reads both session clusters: here, the KRaft cluster's lane is the longest (~15 min)
+            "tests/integration/test_grafana_queries.py",
         ),
         "integration",
         "zookeeper",

@@ -179,6 +179,7 @@ def start_zk_cluster(
     node_overrides: Mapping[str, Mapping[str, str]] | None = None,
     wait: bool = True,
     timeout: float = 180,
+    jmx_port_base: int | None = None,
 ) -> KafkaCluster:
     """Start a ZooKeeper-mode cluster of ``brokers`` brokers (ids 1..N) in ``<workdir>/<name>``.
 
@@ -190,6 +191,7 @@ def start_zk_cluster(
     listener CONTROLLER used as ``control.plane.listener.name`` (KIP-291).
     ``node_overrides[node name]`` is added to that broker's properties last.
     ``wait`` waits for ``wait_ready(timeout)``; on failure everything is stopped.
+    ``jmx_port_base``: each broker's JMX port is the base plus its id (as start_kraft_cluster).
     """
     if major_minor(version)[0] >= 4:
         raise ValueError(f"Kafka {version} has no ZooKeeper mode; use {ZK_VERSION}")
@@ -231,7 +233,8 @@ def start_zk_cluster(
         for broker_id in range(1, brokers + 1):
             node_name = f"broker-{broker_id}"
             node_dir = base / node_name
-            port, jmx_port = free_port(), free_port()
+            port = free_port()
+            jmx_port = free_port() if jmx_port_base is None else jmx_port_base + broker_id
             listeners = {"PLAINTEXT": port}
             if control_plane_listener:
                 listeners["CONTROLLER"] = free_port()

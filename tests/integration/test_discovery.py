@@ -15,7 +15,14 @@ from pathlib import Path
 import pytest
 
 from ctlplane.cli import build_discovery, build_scraper, format_watch_list
-from ctlplane.localkafka import KRAFT_VERSION, KafkaCluster, quorum_bootstrap, start_kraft_cluster
+from ctlplane.localkafka import (
+    KRAFT_VERSION,
+    ZK_VERSION,
+    KafkaCluster,
+    quorum_bootstrap,
+    start_kraft_cluster,
+    start_zk_cluster,
+)
 from ctlplane.localkafka.process import free_port_base
 from exporter.catalog import Role
 from exporter.config import parse_settings
@@ -26,6 +33,7 @@ from exporter.state import ExporterState, Observation
 from tests.integration.watch import shared_client
 
 NAME = "discovered"
+ZK_NAME = "discovered-zk"
 LATE = "broker-3"  # started once ctlplane watches the others
 
 
@@ -64,8 +72,8 @@ def _nodes(o: Observation) -> dict[str, tuple[int | None, Role, bool]]:
     return {n.node: (n.node_id, n.role, n.up) for n in o.snapshot.nodes()}
 
 
-def _state(o: Observation, node: str) -> Lifecycle | None:
-    health = o.health.cluster(NAME)
+def _state(o: Observation, node: str, cluster: str = NAME) -> Lifecycle | None:
+    health = o.health.cluster(cluster)
     broker = None if health is None else health.broker(node)
     return None if broker is None else broker.state
 
@@ -119,6 +127,74 @@ def test_one_address_and_a_jmx_rule_watch_every_node_and_a_broker_added_later(
         for _ in range(3):  # it stays watched and fenced, round after round
             scraper.scrape_once()
             assert _state(rounds.state.current(), "broker-3") is Lifecycle.FENCED
+    finally:
+        scraper._pool.shutdown(wait=False, cancel_futures=True)
+        for source in scraper.quorum_sources.values():
+            source.close()
+
+
+@pytest.fixture(scope="module")
+def discovered_zk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KafkaCluster, int]]:
+    base = free_port_base([1, 2])
+    workdir: Path = tmp_path_factory.mktemp("discovery-zk")
+    started = start_zk_cluster(
+        ZK_NAME, workdir, version=ZK_VERSION, brokers=2, control_plane_listener=False, jmx_port_base=base
+    )
+    try:
+        yield started, base
+    finally:
+        started.stop()
+
+
+def test_zookeeper_mode_brokers_are_found_from_describe_cluster_and_one_that_vanishes_from_it_stays_watched(
+    discovered_zk: tuple[KafkaCluster, int],
+) -> None:
+    """ZooKeeper mode: the brokers through `bootstrap_servers` (describeCluster, with their hosts: the rule
+    uses `{host}`). A killed broker's ZooKeeper session expires and describeCluster stops naming it: it is
+    the node that must stay watched, and it does, FENCED, until it is back ACTIVE."""
+    kafka, base = discovered_zk
+    settings = parse_settings(
+        {
+            "clusters": [
+                {
+                    "name": ZK_NAME,
+                    "bootstrap_servers": [kafka.brokers()[0].address],
+                    "discovery": {"broker_jmx": f"{{host}}:{{id+{base}}}"},
+                }
+            ],
+            "scrape": {"interval_seconds": 2, "timeout_seconds": 2},
+        }
+    )
+    scraper = build_scraper(settings, shared_client())
+    build_discovery(settings, scraper)
+    rounds = Rounds(scraper)
+    try:
+        both = {"broker-1": (1, Role.BROKER, True), "broker-2": (2, Role.BROKER, True)}
+        found = rounds.until(
+            lambda o: (
+                _nodes(o) == both and (h := o.health.cluster(ZK_NAME)) is not None and h.controller.node is not None
+            ),
+            90,
+            "both brokers watched, a controller known",
+        )
+        health = found.health.cluster(ZK_NAME)
+        assert health is not None
+        victim = kafka.node("broker-2" if health.controller.node == "broker-1" else "broker-1")
+        victim.kill()
+
+        def vanished_and_fenced(o: Observation) -> bool:
+            cluster = o.snapshot.cluster(ZK_NAME)
+            named = {m.node_id for m in cluster.quorum.members} if cluster and cluster.quorum else set()
+            return victim.node_id not in named and _state(o, victim.name, ZK_NAME) is Lifecycle.FENCED
+
+        rounds.until(vanished_and_fenced, 90, "the killed broker gone from describeCluster, still FENCED")
+        for _ in range(3):  # round after round: still read (down), still FENCED, never dropped
+            scraper.scrape_once()
+            now = rounds.state.current()
+            assert victim.name in {n.node for n in now.snapshot.nodes()}, "dropped when it vanished from the answer"
+            assert _state(now, victim.name, ZK_NAME) is Lifecycle.FENCED
+        victim.start()
+        rounds.until(lambda o: _state(o, victim.name, ZK_NAME) is Lifecycle.ACTIVE, 120, "back ACTIVE")
     finally:
         scraper._pool.shutdown(wait=False, cancel_futures=True)
         for source in scraper.quorum_sources.values():
