@@ -329,12 +329,16 @@ class QuorumReader:
             except jpype.JException as exc:
                 self._close_admin()
                 return QuorumView(read_at=time.time(), error=f"{self._where}: {_reason(exc)}")
-            nodes, nodes_error = self._answer(cluster_future)
+            # one deadline for both answers (a second past the client's own): the round waits for this read
+            # no longer than for one call, also when neither answers
+            deadline = time.monotonic() + self.timeout_ms / 1000 + 1
+            info, error = self._answer(quorum_future, deadline)
+            nodes, nodes_error = self._answer(cluster_future, deadline)
             if nodes_error is not None and self._fenced_listed and "UnsupportedVersion" in nodes_error:
                 # brokers before 4.0 cannot list fenced ones (DescribeCluster v2, KIP-1073): ask as they can
                 self._fenced_listed, self._fenced_refusal = False, nodes_error
-                nodes, nodes_error = self._answer(self._describe_cluster(admin, include_fenced=False))
-            info, error = self._answer(quorum_future)
+                again = time.monotonic() + self.timeout_ms / 1000 + 1
+                nodes, nodes_error = self._answer(self._describe_cluster(admin, include_fenced=False), again)
             now = time.time()
             role = Role.CONTROLLER if self.controllers else Role.BROKER
             members = [Member(int(n.id()), role, str(n.host()) or None) for n in nodes or ()]
@@ -370,14 +374,15 @@ class QuorumReader:
             options.includeFencedBrokers(True)
         return admin.describeCluster(options).nodes()
 
-    def _answer(self, future: Any) -> tuple[Any, str | None]:
-        """A future's value, or (None, why): a second past the client's own deadline, where Kafka says why
-        it gave up its words win."""
+    def _answer(self, future: Any, deadline: float) -> tuple[Any, str | None]:
+        """A future's value, or (None, why) at `deadline` (time.monotonic()): a second past the client's own,
+        so where Kafka says why it gave up, its words win."""
         import jpype
         from java.util.concurrent import TimeUnit
 
+        wait_ms = max(0, int((deadline - time.monotonic()) * 1000))
         try:
-            return future.get(self.timeout_ms + 1000, TimeUnit.MILLISECONDS), None
+            return future.get(wait_ms, TimeUnit.MILLISECONDS), None
         except jpype.JException as exc:
             if exc.getClass().getName() == "java.util.concurrent.TimeoutException":
                 return None, f"no answer within {self.timeout_ms / 1000 + 1:g}s"  # Future.get's deadline
