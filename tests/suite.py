@@ -105,14 +105,14 @@ RULES: tuple[Rule, ...] = (
         "integration",
         "zookeeper",
     ),
-    # one local Spark JVM (a worker process keeps it), ~1-3 min
-    Rule(("tests/integration/test_history_pipeline.py",), "spark", "spark-local"),
-    Rule(("tests/unit/pipeline/",), "unit", "spark-local"),
+    # Spark, one after the other on one worker: the local Spark JVM (a worker process keeps it, ~1-3 min),
+    # then a standalone master and two workers (~3-5 min of both cores). Side by side on two workers they
+    # took each other's CPU and the cluster's jobs ran past the test's 600 s (a fresh-clone run on 3 workers)
+    Rule(("tests/integration/test_history_pipeline.py",), "spark", "spark"),
+    Rule(("tests/unit/pipeline/",), "unit", "spark"),
+    Rule(("tests/integration/test_spark_cluster.py",), "spark", "spark"),
     # one Chromium, ~1.5 min
     Rule(("tests/e2e/test_dashboard_browser.py",), "browser", "browser"),
-    # a standalone Spark master and two workers, ~3-5 min of both cores: after the clusters' start-ups (first,
-    # it slowed every one of them) and early enough not to end the run (last, it did)
-    Rule(("tests/integration/test_spark_cluster.py",), "spark", "spark-cluster"),
     # the rest, each test on whichever worker is free
     Rule(("tests/e2e/",), "e2e"),
     Rule(("tests/integration/",), "integration"),
