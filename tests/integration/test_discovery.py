@@ -116,8 +116,12 @@ def test_one_address_and_a_jmx_rule_watch_every_node_and_a_broker_added_later(
         late = kafka.node(LATE)
         late.start()
         late.wait_ready(120)
+        # ACTIVE can come from the controller's word a round before the new broker's own JMX answers: wait
+        # for both (a loaded CI machine showed the gap)
         added = rounds.until(
-            lambda o: _state(o, "broker-3") is Lifecycle.ACTIVE, 60, "the broker started later watched and ACTIVE"
+            lambda o: _state(o, "broker-3") is Lifecycle.ACTIVE and _nodes(o).get("broker-3", (0, 0, False))[2],
+            90,
+            "the broker started later watched, read and ACTIVE",
         )
         assert _nodes(added)["broker-3"] == (3, Role.BROKER, True)
 
