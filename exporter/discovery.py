@@ -163,6 +163,11 @@ class Discovered:
 TargetFactory = Callable[[str, str, str, Role, int], Target]  # cluster, node label, JMX address, role, id
 
 
+def _read_as(found: Discovered) -> dict[int, tuple[str, str, Role]]:
+    """What the scraper reads of a cluster's discovered nodes: a change here is a change of targets."""
+    return {node_id: (w.node, w.address, w.member.role) for node_id, w in found.watched.items()}
+
+
 class NodeDiscovery:
     """A snapshot listener: after each round, the nodes the cluster's answers named, given to the scraper
     to read from the next round on (`apply`: Scraper.set_targets). The listed nodes come first, as listed."""
@@ -197,6 +202,7 @@ class NodeDiscovery:
             self._observe(snapshot)
 
     def _observe(self, snapshot: FleetSnapshot) -> None:
+        changed = False
         for name, rule in self.rules.items():
             cluster = snapshot.cluster(name)
             if cluster is None or cluster.quorum is None:
@@ -225,7 +231,10 @@ class NodeDiscovery:
                     found.address,
                 )
             self.found[name] = after
-        self.apply(self.targets())
+            changed = changed or _read_as(before) != _read_as(after)
+        # the targets are rebuilt (credentials and all) only when what is read changed, not every round
+        if changed:
+            self.apply(self.targets())
 
     def targets(self) -> list[Target]:
         discovered = [
