@@ -92,13 +92,13 @@ class DiscoveredTargets:
         return Target(cluster, node, _endpoint(self.settings, config, address), role, node_id)
 
 
-def build_discovery(settings: Settings, scraper: Scraper) -> NodeDiscovery:
-    """Discovery for the clusters that ask for it (exporter/discovery.py), fed by every round's answers;
-    with none, it hands the scraper the listed nodes (and a reload's new list)."""
+def build_discovery(settings: Settings, scraper: Scraper, state: ExporterState) -> NodeDiscovery:
+    """Discovery for the clusters that ask for it (exporter/discovery.py), fed by every round's answers and
+    health; with none, it hands the scraper the listed nodes (and a reload's new list)."""
     discovery = NodeDiscovery(
         scraper.targets, discovery_rules(settings), DiscoveredTargets(settings), scraper.set_targets
     )
-    scraper.subscribe(discovery.observe)
+    state.subscribe(discovery.observe)
     return discovery
 
 
@@ -330,8 +330,8 @@ def serve(settings: Settings, config_path: Path | None = None, shard: str | None
     from exporter.app import create_app, http_server, run_until_stopped
 
     scraper = build_scraper(settings)
-    discovery = build_discovery(settings, scraper)
     state = build_state(settings, scraper)
+    discovery = build_discovery(settings, scraper, state)
     reload = None if config_path is None else ConfigReload(config_path, settings, scraper, discovery, state, shard)
     writer = None
     if settings.history is not None:
@@ -358,6 +358,7 @@ def serve(settings: Settings, config_path: Path | None = None, shard: str | None
             per_request=lambda: [
                 *(writer.families() if writer is not None else ()),
                 *(reload.families() if reload is not None else ()),
+                *(discovery.families() if discovery.rules else ()),
             ],
             observations=state.subscribe,
             reload=reload,
@@ -528,8 +529,8 @@ def _quorum_by_node(quorum: QuorumView, nodes: Sequence[NodeSnapshot], now: floa
 def cmd_probe(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
     scraper = build_scraper(settings, build_client(settings, args.client))
-    discovery = build_discovery(settings, scraper)
     state = build_state(settings, scraper)
+    discovery = build_discovery(settings, scraper, state)
     try:
         scraper.scrape_once()
         if args.discover:

@@ -231,6 +231,12 @@ class DiscoveryConfig(_Strict):
     controller_jmx: str | None = Field(default=None, description="a controller's, e.g. ctl-{id}.kafka:9999")
     overrides: dict[int, str] = Field(default_factory=dict, description="node id -> JMX host:port")
     node_name: str = Field(default="{role}-{id}", min_length=1, description="the `node` label: {role}, {id}")
+    forget_after_seconds: float = Field(
+        default=300.0,
+        ge=0,
+        description="how long the evidence that a node left the cluster (unregistered, removed from the voters, "
+        "a ZooKeeper-mode clean shutdown) must hold, its JMX silent, before it is no longer watched",
+    )
 
     @field_validator("broker_jmx", "controller_jmx")
     @classmethod
@@ -257,6 +263,7 @@ class DiscoveryConfig(_Strict):
             controller=self.controller_jmx or on_host,
             overrides=MappingProxyType(dict(self.overrides)),
             name=self.node_name,
+            forget_after_seconds=self.forget_after_seconds,
         )
 
 

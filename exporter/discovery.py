@@ -10,6 +10,8 @@ A node is never dropped because it stopped appearing: before Kafka 4.0 describeC
 broker, the quorum's leader forgets an observer silent for 5 minutes and knows none after a failover
 (shared/reference/kafka-mbeans.md, "Answered since"). A node that vanished from the answers is exactly the
 node that needs watching, so once seen it stays watched, and the faults it has page as a listed node's do.
+It leaves only on positive evidence that it left the cluster (`departures`), held for the rule's
+`forget_after_seconds`, with its JMX silent all along: each departure is logged and counted.
 """
 
 from __future__ import annotations
@@ -19,11 +21,18 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
-from exporter.catalog import Role
-from exporter.model import FleetSnapshot, Member, merge_roles, merged
+from exporter.catalog import Mode, Role
+from exporter.families import Family, discovery_families
+from exporter.health import Lifecycle
+from exporter.model import ClusterSnapshot, Member, merge_roles, merged
 from exporter.scraper import Target
+
+if TYPE_CHECKING:
+    from exporter.state import Observation
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +78,12 @@ class JmxRule:
     controller: str | None = None
     overrides: Mapping[int, str] = field(default_factory=lambda: MappingProxyType({}))
     name: str = "{role}-{id}"  # the `node` label of a discovered node
+    # how long the evidence that a node left the cluster must hold before it is no longer watched
+    forget_after_seconds: float = 300.0
+
+    def finds_as(self, other: JmxRule) -> bool:
+        """Whether both rules find every node at the same address under the same name."""
+        return replace(self, forget_after_seconds=other.forget_after_seconds) == other
 
     def template(self, member: Member) -> str | None:
         # a combined node is one JVM: the broker's template, else the controller's
@@ -100,6 +115,72 @@ class Watched:
     address: str
     first_seen_at: float
     last_seen_at: float  # the last answer that named it
+    leaving_since: float | None = None  # the first round of the evidence that it left (`departures`)
+
+
+class Departure(StrEnum):
+    """The positive evidence that a node left the cluster: the `reason` of the forgotten-nodes counter."""
+
+    UNREGISTERED = "unregistered"  # KRaft: no registration left (`kafka-cluster.sh unregister`)
+    VOTER_REMOVED = "voter_removed"  # KRaft: not in the voter set (`kafka-metadata-quorum remove-controller`)
+    CLEAN_SHUTDOWN = "clean_shutdown"  # ZooKeeper mode: shut down cleanly, and describeCluster lost it
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    """A discovered node no longer watched, and the evidence it left the cluster on."""
+
+    watched: Watched
+    departure: Departure
+    evidence: str
+
+
+def departures(
+    cluster: ClusterSnapshot, watched: Mapping[int, Watched], shut_down: frozenset[str]
+) -> dict[int, tuple[Departure, str]]:
+    """The watched nodes this round shows to have left the cluster, with the evidence; `shut_down`: the
+    nodes whose lifecycle is SHUTDOWN (a controlled shutdown seen, exporter/health.py).
+
+    Absence from an answer is never evidence (the module's docstring); these are:
+    - a KRaft broker missing from describeCluster asked with includeFencedBrokers (KIP-1073, brokers of
+      4.0+): that answer lists every registered broker, fenced or not (Strimzi's KafkaNodeUnregistration
+      lists the registered brokers the same way), so a broker missing from it has been unregistered;
+    - a controller missing from the voters of a describeMetadataQuorum answer: the leader always lists the
+      whole voter set (an observer is forgotten after 5 minutes, a voter never), so it was removed (KIP-853);
+    - a ZooKeeper-mode broker seen going through a controlled shutdown, that describeCluster no longer names
+      (its ZooKeeper registration is gone): it stopped on purpose and has not come back.
+    A node whose JMX answers is running, so it has not left whatever the answers say."""
+    quorum = cluster.quorum
+    if quorum is None:
+        return {}
+    named = {node_id for node_id, member in merged(quorum.members).items() if member.current}
+    voters = {r.replica_id for r in quorum.replicas if r.voter} if quorum.up else None
+    nodes = {node.node: node for node in cluster.nodes}
+    found: dict[int, tuple[Departure, str]] = {}
+    for node_id, node in watched.items():
+        read = nodes.get(node.node)
+        if node_id in named or read is None or read.up:
+            continue
+        role = node.member.role
+        evidence: tuple[Departure, str] | None = None
+        if role in (Role.BROKER, Role.COMBINED):
+            if quorum.fenced is not None:
+                evidence = (Departure.UNREGISTERED, "describeCluster with fenced brokers no longer lists it")
+            elif read.mode is Mode.ZOOKEEPER and quorum.members_error is None and node.node in shut_down:
+                evidence = (
+                    Departure.CLEAN_SHUTDOWN,
+                    "it shut down cleanly and describeCluster no longer lists it",
+                )
+            else:
+                continue
+        if role in (Role.CONTROLLER, Role.COMBINED):
+            if voters is None or node_id in voters:
+                continue
+            removed = (Departure.VOTER_REMOVED, "not in the quorum's voter set (describeMetadataQuorum)")
+            evidence = removed if evidence is None else (evidence[0], f"{evidence[1]}; {removed[1]}")
+        if evidence is not None:
+            found[node_id] = evidence
+    return found
 
 
 @dataclass(frozen=True)
@@ -116,6 +197,10 @@ class Discovered:
 
     watched: Mapping[int, Watched] = field(default_factory=lambda: MappingProxyType({}))
     unwatched: Mapping[int, Unwatched] = field(default_factory=lambda: MappingProxyType({}))
+    forgotten: tuple[Forgotten, ...] = ()  # the nodes this reconcile stopped watching (log, counter)
+    # ids forgotten on evidence: a leader's memory of them as observers (Member.current False) does not
+    # bring them back; a current mention does
+    left: frozenset[int] = frozenset()
 
     def reconcile(
         self,
@@ -125,15 +210,36 @@ class Discovered:
         static_addresses: frozenset[str],
         static_labels: frozenset[str],
         now: float,
+        departed: Mapping[int, tuple[Departure, str]] = MappingProxyType({}),
     ) -> Discovered:
         """These nodes after one answer: every node named now or before, watched where the rule gives an
         address that no listed node already has. `static_ids`/`static_addresses`: the listed nodes' ids
-        (where known) and JMX addresses, which are read as listed and never twice."""
+        (where known) and JMX addresses, which are read as listed and never twice. `departed`: this round's
+        evidence that a node left (`departures`); one whose evidence held for the rule's
+        forget_after_seconds, round after round, is no longer watched."""
         named = merged(answer)
         # a listed node is read as listed: once its id is known, a discovered copy of it goes
-        watched = {node_id: found for node_id, found in self.watched.items() if node_id not in static_ids}
+        watched: dict[int, Watched] = {}
+        forgotten: list[Forgotten] = []
+        for node_id, found in self.watched.items():
+            if node_id in static_ids:
+                continue
+            if node_id not in departed:
+                watched[node_id] = replace(found, leaving_since=None) if found.leaving_since is not None else found
+                continue
+            leaving = replace(found, leaving_since=found.leaving_since if found.leaving_since is not None else now)
+            assert leaving.leaving_since is not None
+            if now - leaving.leaving_since >= rule.forget_after_seconds:
+                forgotten.append(Forgotten(leaving, *departed[node_id]))
+            else:
+                watched[node_id] = leaving
         unwatched: dict[int, Unwatched] = {}
+        left = set(self.left) | {gone.watched.member.node_id for gone in forgotten}
         for node_id, member in named.items():
+            if node_id in left:
+                if not member.current:
+                    continue
+                left.discard(node_id)  # back in the cluster
             before = watched.get(node_id)
             if before is not None:
                 role = merge_roles(before.member.role, member.role)
@@ -157,7 +263,7 @@ class Discovered:
         for node_id, before_unwatched in self.unwatched.items():
             if node_id not in named and node_id not in watched and node_id not in static_ids:
                 unwatched.setdefault(node_id, before_unwatched)
-        return Discovered(MappingProxyType(watched), MappingProxyType(unwatched))
+        return Discovered(MappingProxyType(watched), MappingProxyType(unwatched), tuple(forgotten), frozenset(left))
 
 
 TargetFactory = Callable[[str, str, str, Role, int], Target]  # cluster, node label, JMX address, role, id
@@ -169,8 +275,9 @@ def _read_as(found: Discovered) -> dict[int, tuple[str, str, Role]]:
 
 
 class NodeDiscovery:
-    """A snapshot listener: after each round, the nodes the cluster's answers named, given to the scraper
-    to read from the next round on (`apply`: Scraper.set_targets). The listed nodes come first, as listed."""
+    """An observation listener (ExporterState.subscribe): after each round, the nodes the cluster's answers
+    named, given to the scraper to read from the next round on (`apply`: Scraper.set_targets). The listed
+    nodes come first, as listed. The health of the round tells a controlled shutdown (`departures`)."""
 
     def __init__(
         self,
@@ -184,6 +291,7 @@ class NodeDiscovery:
         self.make_target = make_target
         self.apply = apply
         self.found: dict[str, Discovered] = {name: Discovered() for name in rules}
+        self.forgotten_total: dict[tuple[str, Departure], int] = {}
         self._lock = threading.Lock()  # a reload's update (its own thread) against the round's observe
 
     def update(self, listed: Sequence[Target], rules: Mapping[str, JmxRule]) -> None:
@@ -191,22 +299,29 @@ class NodeDiscovery:
         turned off or removed takes its discovered nodes with it (the operator's word, not an absence); a
         cluster whose rule changed finds its nodes again with the new rule from the next answer."""
         with self._lock:
-            changed = {name for name, rule in rules.items() if self.rules.get(name) != rule}
+            changed = {
+                name for name, rule in rules.items() if name not in self.rules or not self.rules[name].finds_as(rule)
+            }
             self.listed = tuple(listed)
             self.rules = dict(rules)
             self.found = {name: Discovered() if name in changed else self.found[name] for name in rules}
             self.apply(self.targets())
 
-    def observe(self, snapshot: FleetSnapshot) -> None:
+    def observe(self, observation: Observation) -> None:
         with self._lock:
-            self._observe(snapshot)
+            self._observe(observation)
 
-    def _observe(self, snapshot: FleetSnapshot) -> None:
+    def _observe(self, observation: Observation) -> None:
+        snapshot = observation.snapshot
         changed = False
         for name, rule in self.rules.items():
             cluster = snapshot.cluster(name)
             if cluster is None or cluster.quorum is None:
                 continue
+            health = observation.health.cluster(name)
+            shut_down = frozenset(
+                b.node for b in (health.brokers if health is not None else ()) if b.state is Lifecycle.SHUTDOWN
+            )
             listed = [t for t in self.listed if t.cluster == name]
             labels = {t.node for t in listed}
             ids = {t.node_id for t in listed if t.node_id is not None}
@@ -219,7 +334,21 @@ class NodeDiscovery:
                 frozenset(t.endpoint.address for t in listed),
                 frozenset(labels),
                 snapshot.taken_at,
+                departures(cluster, before.watched, shut_down),
             )
+            for gone in after.forgotten:
+                key = (name, gone.departure)
+                self.forgotten_total[key] = self.forgotten_total.get(key, 0) + 1
+                log.warning(
+                    "cluster %s: %s (%s %d, JMX at %s) left the cluster and is no longer watched: %s, for %gs",
+                    name,
+                    gone.watched.node,
+                    gone.watched.member.role.value,
+                    gone.watched.member.node_id,
+                    gone.watched.address,
+                    gone.evidence,
+                    rule.forget_after_seconds,
+                )
             for node_id in after.watched.keys() - before.watched.keys():
                 found = after.watched[node_id]
                 log.info(
@@ -235,6 +364,12 @@ class NodeDiscovery:
         # the targets are rebuilt (credentials and all) only when what is read changed, not every round
         if changed:
             self.apply(self.targets())
+
+    def families(self) -> list[Family]:
+        with self._lock:
+            discovered = {name: len(state.watched) for name, state in self.found.items()}
+            forgotten = {(name, reason.value): count for (name, reason), count in self.forgotten_total.items()}
+        return discovery_families(discovered, forgotten)
 
     def targets(self) -> list[Target]:
         discovered = [

@@ -15,7 +15,7 @@ import struct
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -470,6 +470,18 @@ def reload_families(successful: bool, last_success_at: float, failures_total: in
         family.add((), value)
         families.append(family)
     return families
+
+
+def discovery_families(discovered: Mapping[str, int], forgotten_total: Mapping[tuple[str, str], int]) -> list[Family]:
+    """Discovery's self-metrics (exporter/discovery.py NodeDiscovery), made per request."""
+    watched = Family("ctlplane_discovered_nodes", DERIVED_SERIES["ctlplane_discovered_nodes"], "gauge", ["cluster"])
+    for cluster, count in sorted(discovered.items()):
+        watched.add((cluster,), float(count))
+    name = "ctlplane_discovery_forgotten_nodes_total"
+    forgotten = Family(name, DERIVED_SERIES[name], "counter", ["cluster", "reason"])
+    for (cluster, reason), count in sorted(forgotten_total.items()):
+        forgotten.add((cluster, reason), float(count))
+    return [watched, forgotten]
 
 
 def snapshot_age_family(age_seconds: float) -> Family:

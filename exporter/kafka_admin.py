@@ -137,7 +137,13 @@ def _optional_seconds(value: Any) -> float | None:
     return int(value.getAsLong()) / 1000.0 if value.isPresent() else None
 
 
-def _quorum_members(info: Any) -> list[Member]:
+# An observer that has not fetched for this long is only remembered by the leader (Member.current): a
+# running observer fetches back to back, the leader parking each fetch for at most 500 ms
+# (KafkaRaftClient.MAX_FETCH_WAIT_MS)
+OBSERVER_HEARD_WITHIN_SECONDS = 30.0
+
+
+def _quorum_members(info: Any, now: float) -> list[Member]:
     """The voters (controllers, with the host of their first endpoint where the leader gives endpoints:
     DescribeQuorum v2, Kafka 3.9+, KIP-853) and the observers (brokers; no host) of a QuorumInfo."""
     hosts: dict[int, str] = {}
@@ -146,7 +152,12 @@ def _quorum_members(info: Any) -> list[Member]:
         if endpoints:
             hosts[int(node_id)] = str(endpoints[0].host())
     voters = [Member(int(s.replicaId()), Role.CONTROLLER, hosts.get(int(s.replicaId()))) for s in info.voters()]
-    return voters + [Member(int(s.replicaId()), Role.BROKER) for s in info.observers()]
+    observers = []
+    for state in info.observers():
+        fetched_at = _optional_seconds(state.lastFetchTimestamp())
+        heard = fetched_at is not None and now - fetched_at <= OBSERVER_HEARD_WITHIN_SECONDS
+        observers.append(Member(int(state.replicaId()), Role.BROKER, current=heard))
+    return voters + observers
 
 
 def quorum_view(info: Any, read_at: float) -> QuorumView:
@@ -348,7 +359,7 @@ class QuorumReader:
                     self._close_admin()  # nothing answered: the next round starts a new client
             else:
                 view = quorum_view(info, now)
-                members += _quorum_members(info)
+                members += _quorum_members(info, now)
             fenced: Mapping[int, bool] | None = None
             registrations_error = None
             if not self.controllers:

@@ -131,6 +131,10 @@ class Member:
     node_id: int
     role: Role  # BROKER, CONTROLLER, or COMBINED when answers name it as both
     host: str | None = None  # from describeCluster or a voter's endpoint; None where no answer said
+    # False for an observer the quorum's leader only remembers: it keeps one for 5 minutes after its last
+    # fetch (LeaderState.OBSERVER_SESSION_TIMEOUT_MS), so such a mention says the node was there, not that
+    # it still is. Every other mention (describeCluster, the voter set) is of the cluster as it is now.
+    current: bool = True
 
 
 def merge_roles(first: Role, second: Role) -> Role:
@@ -149,7 +153,12 @@ def merged(members: Iterable[Member]) -> dict[int, Member]:
         out[member.node_id] = (
             member
             if seen is None
-            else replace(seen, role=merge_roles(seen.role, member.role), host=seen.host or member.host)
+            else replace(
+                seen,
+                role=merge_roles(seen.role, member.role),
+                host=seen.host or member.host,
+                current=seen.current or member.current,
+            )
         )
     return out
 

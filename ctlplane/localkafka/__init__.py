@@ -24,7 +24,7 @@ TLS listeners), ``admin`` (topics), and
 ``__main__`` (the CLI). This module re-exports what callers use.
 """
 
-from ctlplane.localkafka.admin import create_topic, delete_topic, describe_quorum_replication
+from ctlplane.localkafka.admin import create_topic, delete_topic, describe_quorum_replication, unregister_broker
 from ctlplane.localkafka.clusters import (
     KafkaCluster,
     clusters_config,
@@ -75,4 +75,5 @@ __all__ = [
     "start_test_fleet",
     "start_zk_cluster",
     "start_zookeeper",
+    "unregister_broker",
 ]

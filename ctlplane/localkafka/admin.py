@@ -64,6 +64,19 @@ def delete_topic(cluster: KafkaCluster, topic: str, timeout: float = 120) -> Non
     _admin(cluster, topic, "delete", timeout)
 
 
+def _kafka_tool(cluster: KafkaCluster, command: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """One of Kafka's own tools (`org.apache.kafka.tools.<command[0]>`, the release's kafka-tools jar)."""
+    classpath = f"{ensure_jars(cluster.version)}/*:{ensure_tools_jar(cluster.version)}"
+    main, *args = command
+    return subprocess.run(
+        [java_executable(), "-Xmx128m", "-cp", classpath, f"org.apache.kafka.tools.{main}", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 def describe_quorum_replication(cluster: KafkaCluster, timeout: float = 60) -> list[dict[str, str]]:
     """What `kafka-metadata-quorum.sh --bootstrap-controller … describe --replication` prints (Kafka's own
     MetadataQuorumCommand, 3.7+ for --bootstrap-controller, KIP-919), one dict per row keyed by its header:
@@ -72,17 +85,19 @@ def describe_quorum_replication(cluster: KafkaCluster, timeout: float = 60) -> l
     if not controllers:
         raise LocalKafkaError(f"{cluster.name} has no KRaft controllers to ask")
     bootstrap = ",".join(f"127.0.0.1:{node.listeners['CONTROLLER']}" for node in controllers)
-    classpath = f"{ensure_jars(cluster.version)}/*:{ensure_tools_jar(cluster.version)}"
-    command = [java_executable(), "-Xmx128m", "-cp", classpath, "org.apache.kafka.tools.MetadataQuorumCommand"]
-    result = subprocess.run(
-        [*command, "--bootstrap-controller", bootstrap, "describe", "--replication"],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    command = ["MetadataQuorumCommand", "--bootstrap-controller", bootstrap, "describe", "--replication"]
+    result = _kafka_tool(cluster, command, timeout)
     if result.returncode != 0:
         raise LocalKafkaError(f"describe --replication of {cluster.name} failed: {tail_text(result.stderr, 20)}")
     lines = [line.split() for line in result.stdout.splitlines() if line.strip()]
     header = lines[0]
     return [dict(zip(header, row, strict=True)) for row in lines[1:]]
+
+
+def unregister_broker(cluster: KafkaCluster, node_id: int, timeout: float = 60) -> None:
+    """`kafka-cluster.sh unregister --id` (Kafka's own ClusterTool, KRaft): the controller drops the broker's
+    registration, as an operator does for a broker that is gone for good."""
+    command = ["ClusterTool", "unregister", "--bootstrap-server", cluster.bootstrap, "--id", str(node_id)]
+    result = _kafka_tool(cluster, command, timeout)
+    if result.returncode != 0:
+        raise LocalKafkaError(f"unregister {node_id} in {cluster.name} failed: {tail_text(result.stderr, 20)}")

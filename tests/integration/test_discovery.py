@@ -8,6 +8,7 @@ are quorum observers, named by id with no host."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,13 +20,17 @@ from ctlplane.localkafka import (
     KRAFT_VERSION,
     ZK_VERSION,
     KafkaCluster,
+    create_topic,
+    delete_topic,
     quorum_bootstrap,
     start_kraft_cluster,
     start_zk_cluster,
+    unregister_broker,
 )
 from ctlplane.localkafka.process import free_port_base
 from exporter.catalog import Role
-from exporter.config import parse_settings
+from exporter.config import Settings, parse_settings
+from exporter.discovery import NodeDiscovery
 from exporter.families import quorum_families
 from exporter.health import Lifecycle, Thresholds
 from exporter.scraper import Scraper
@@ -64,7 +69,8 @@ class Rounds:
             if check(observation):
                 return observation
             if time.monotonic() > deadline:
-                raise AssertionError(f"not within {timeout:g}s: {what}; last: {observation.snapshot}")
+                said = [(b.node, b.state.value, b.evidence) for c in observation.health.clusters for b in c.brokers]
+                raise AssertionError(f"not within {timeout:g}s: {what}; last: {said}; {observation.snapshot}")
             time.sleep(0.5)
 
 
@@ -96,8 +102,8 @@ def test_one_address_and_a_jmx_rule_watch_every_node_and_a_broker_added_later(
         }
     )
     scraper = build_scraper(settings, shared_client())
-    discovery = build_discovery(settings, scraper)
     rounds = Rounds(scraper)
+    discovery = build_discovery(settings, scraper, rounds.state)
     try:
         everyone = {
             "controller-101": (101, Role.CONTROLLER, True),
@@ -137,6 +143,95 @@ def test_one_address_and_a_jmx_rule_watch_every_node_and_a_broker_added_later(
             source.close()
 
 
+def _forgotten(discovery: NodeDiscovery) -> dict[tuple[str, ...], float]:
+    return {
+        row[2]: row[3]
+        for family in discovery.families()
+        for row in family.rows
+        if row[0] == "ctlplane_discovery_forgotten_nodes_total"
+    }
+
+
+def _never_pages(o: Observation, node: str, cluster: str) -> None:
+    """What a page reads: the broker never FENCED (KafkaBrokerFenced), no fenced broker without a name."""
+    health = o.health.cluster(cluster)
+    assert health is not None
+    broker = health.broker(node)
+    assert broker is None or broker.state is not Lifecycle.FENCED, f"{node} read FENCED: {broker}"
+    assert not health.fenced_unnamed, f"a fenced broker without a name: {health.fenced_unnamed}"
+
+
+def _leaves_cleanly(
+    settings: Settings, cluster: str, node: str, stop: Callable[[], None], departed: Callable[[], None]
+) -> None:
+    """`node` watched and ACTIVE; `stop` it (a controlled shutdown), `departed` (what tells the cluster it is
+    gone for good): it leaves the watched set, counted, and no round reads anything that pages."""
+    scraper = build_scraper(settings, shared_client())
+    rounds = Rounds(scraper)
+    discovery = build_discovery(settings, scraper, rounds.state)
+    try:
+        rounds.until(lambda o: _state(o, node, cluster) is Lifecycle.ACTIVE, 90, f"{node} watched and ACTIVE")
+        # the rounds go on while the broker stops, as ctlplane's do beside an operator's `kafka-server-stop`
+        stopping = threading.Thread(target=stop, name=f"stop {node}")
+        stopping.start()
+        rounds.until(lambda o: _state(o, node, cluster) is Lifecycle.SHUTDOWN, 60, f"{node} SHUTDOWN")
+        stopping.join(60)
+        departed()
+
+        def left(o: Observation) -> bool:
+            _never_pages(o, node, cluster)
+            return node not in {n.node for n in o.snapshot.nodes()}
+
+        rounds.until(left, 120, f"{node} no longer watched")
+        assert _forgotten(discovery) == {(cluster, reason): 1.0 for reason in [_REASON[cluster]]}
+        for _ in range(2):  # and it stays away: nothing names it, nothing pages
+            scraper.scrape_once()
+            _never_pages(rounds.state.current(), node, cluster)
+            assert node not in {n.node for n in rounds.state.current().snapshot.nodes()}
+    finally:
+        scraper._pool.shutdown(wait=False, cancel_futures=True)
+        for source in scraper.quorum_sources.values():
+            source.close()
+
+
+_REASON = {NAME: "unregistered", ZK_NAME: "clean_shutdown"}
+FORGET_AFTER = 6  # seconds the evidence must hold (300 by default): rounds here are ~2 s
+
+
+def test_a_discovered_broker_shut_down_and_unregistered_leaves_the_watched_set_and_pages_nothing(
+    cluster: tuple[KafkaCluster, int],
+) -> None:
+    """KRaft, brokers of 4.0+ asked (`bootstrap_servers`): describeCluster with includeFencedBrokers lists
+    every registered broker, so one missing from it was unregistered (`kafka-cluster.sh unregister`).
+
+    The broker leads a partition when it stops, as a broker in service does: the controller then marks its
+    controlled shutdown (ControlledShutdownBrokerCount), which is what tells a clean stop from a crash when
+    it happens between two rounds (an empty broker stops within one, and reads as a crash: it pages)."""
+    kafka, base = cluster
+    late = kafka.node(LATE)
+    if not late.is_running:
+        late.start()
+        late.wait_ready(120)
+    create_topic(kafka, "led-by-the-leaving-broker", [[late.node_id, 1]])
+    rule = f"127.0.0.1:{{id+{base}}}"
+    settings = parse_settings(
+        {
+            "clusters": [
+                {
+                    "name": NAME,
+                    "bootstrap_servers": [kafka.node("broker-1").address],
+                    "discovery": {"broker_jmx": rule, "controller_jmx": rule, "forget_after_seconds": FORGET_AFTER},
+                }
+            ],
+            "scrape": {"interval_seconds": 2, "timeout_seconds": 2},
+        }
+    )
+    try:
+        _leaves_cleanly(settings, NAME, LATE, late.stop, lambda: unregister_broker(kafka, late.node_id))
+    finally:
+        delete_topic(kafka, "led-by-the-leaving-broker")
+
+
 @pytest.fixture(scope="module")
 def discovered_zk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KafkaCluster, int]]:
     base = free_port_base([1, 2])
@@ -170,8 +265,8 @@ def test_zookeeper_mode_brokers_are_found_from_describe_cluster_and_one_that_van
         }
     )
     scraper = build_scraper(settings, shared_client())
-    build_discovery(settings, scraper)
     rounds = Rounds(scraper)
+    build_discovery(settings, scraper, rounds.state)
     try:
         both = {"broker-1": (1, Role.BROKER, True), "broker-2": (2, Role.BROKER, True)}
         found = rounds.until(
@@ -203,3 +298,33 @@ def test_zookeeper_mode_brokers_are_found_from_describe_cluster_and_one_that_van
         scraper._pool.shutdown(wait=False, cancel_futures=True)
         for source in scraper.quorum_sources.values():
             source.close()
+
+
+def test_a_zookeeper_mode_broker_shut_down_cleanly_leaves_the_watched_set_after_the_delay(
+    discovered_zk: tuple[KafkaCluster, int],
+) -> None:
+    """ZooKeeper mode: a broker seen through its controlled shutdown, then gone from describeCluster for
+    forget_after_seconds, is forgotten (counted `clean_shutdown`); a crashed one never is (the test above)."""
+    kafka, base = discovered_zk
+    settings = parse_settings(
+        {
+            "clusters": [
+                {
+                    "name": ZK_NAME,
+                    "bootstrap_servers": [kafka.brokers()[0].address],
+                    "discovery": {"broker_jmx": f"{{host}}:{{id+{base}}}", "forget_after_seconds": FORGET_AFTER},
+                }
+            ],
+            "scrape": {"interval_seconds": 2, "timeout_seconds": 2},
+        }
+    )
+    leaving = kafka.brokers()[-1]
+    # leading a partition, its controlled shutdown hands leadership over first (BrokerState
+    # PENDING_CONTROLLED_SHUTDOWN): the evidence an operator's stop of a broker in service leaves
+    create_topic(kafka, "led-by-the-leaving-broker", [[leaving.node_id, kafka.brokers()[0].node_id]])
+    try:
+        _leaves_cleanly(settings, ZK_NAME, leaving.name, leaving.stop, lambda: None)
+    finally:
+        leaving.start()  # the module's cluster as it was: its tests may run in any order
+        leaving.wait_ready(120)
+        delete_topic(kafka, "led-by-the-leaving-broker")

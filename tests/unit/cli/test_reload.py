@@ -30,8 +30,8 @@ def _running(path: Path) -> tuple[ConfigReload, Scraper, ScriptedClient]:
     settings = load_settings(path)
     client = ScriptedClient()
     scraper = Scraper(build_targets(settings), client, interval_seconds=1, timeout_seconds=0.3, workers=4)
-    discovery = build_discovery(settings, scraper)
     state = build_state(settings, scraper)
+    discovery = build_discovery(settings, scraper, state)
     return ConfigReload(path, settings, scraper, discovery, state, None), scraper, client
 
 

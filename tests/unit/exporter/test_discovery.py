@@ -3,14 +3,29 @@ cluster's answers only ever add to (a node absent from an answer is the node tha
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import pytest
 
-from exporter.catalog import Role
+from exporter.catalog import Mode, Role
 from exporter.config import ConfigError, Settings, parse_settings
-from exporter.discovery import Discovered, JmxRule, NodeDiscovery, TemplateError, check_template, fill
+from exporter.discovery import (
+    Departure,
+    Discovered,
+    JmxRule,
+    NodeDiscovery,
+    TemplateError,
+    Watched,
+    check_template,
+    departures,
+    fill,
+)
+from exporter.health import Thresholds
 from exporter.jmx.base import Endpoint
-from exporter.model import ClusterSnapshot, FleetSnapshot, Member, QuorumView
+from exporter.model import ClusterSnapshot, FleetSnapshot, Member, NodeSnapshot, QuorumReplica, QuorumView
 from exporter.scraper import Target
+from exporter.state import ExporterState, Observation
+from tests.unit.exporter.builders import node
 
 RULE = JmxRule(broker="{host}:9999", controller="ctl-{id}.kafka:9998")
 NONE: frozenset[int] = frozenset()
@@ -98,9 +113,9 @@ def test_a_listed_node_is_never_discovered_twice() -> None:
     assert not clash.watched and "broker-1" in clash.unwatched[1].reason
 
 
-def _snapshot(members: tuple[Member, ...]) -> FleetSnapshot:
+def _snapshot(members: tuple[Member, ...]) -> Observation:
     view = QuorumView(read_at=1.0, members=members)
-    return FleetSnapshot(1, 1.0, 0.1, (ClusterSnapshot("prod", (), view),))
+    return ExporterState(FleetSnapshot(1, 1.0, 0.1, (ClusterSnapshot("prod", (), view),)), Thresholds()).current()
 
 
 def test_the_scraper_is_given_the_listed_nodes_then_the_discovered_ones_each_round() -> None:
@@ -138,3 +153,120 @@ def test_discovery_in_the_config_needs_a_bootstrap_address_and_a_jmx_rule() -> N
     assert discovery is not None
     rule = discovery.rule()
     assert rule.address(Member(7, Role.BROKER, "h7")) == "h7:9999" and rule.address(Member(3, Role.BROKER)) == "x:1"
+
+
+def _watched(node_id: int, role: Role, name: str) -> Watched:
+    return Watched(Member(node_id, role), name, f"h{node_id}:9999", 1.0, 1.0)
+
+
+def _cluster(view: QuorumView, *nodes: NodeSnapshot) -> ClusterSnapshot:
+    return ClusterSnapshot("prod", nodes, view)
+
+
+BROKER_3 = {3: _watched(3, Role.BROKER, "broker-3")}
+DOWN_3 = node("broker-3", node_id=3, up=False, cluster="prod")
+
+
+def test_a_kraft_broker_left_when_the_registrations_including_fenced_ones_lack_it_and_its_jmx_is_silent() -> None:
+    listed = QuorumView(read_at=1.0, fenced=MappingProxyType({1: False}), members=(Member(1, Role.BROKER),))
+    assert departures(_cluster(listed, DOWN_3), BROKER_3, frozenset()) == {
+        3: (Departure.UNREGISTERED, "describeCluster with fenced brokers no longer lists it")
+    }
+    # its JMX answers: it runs, whatever the answers say
+    up = node("broker-3", node_id=3, cluster="prod")
+    assert departures(_cluster(listed, up), BROKER_3, frozenset()) == {}
+    # still registered (listed fenced): no evidence
+    fenced = replace_fenced(listed, {1: False, 3: True}, (Member(1, Role.BROKER), Member(3, Role.BROKER)))
+    assert departures(_cluster(fenced, DOWN_3), BROKER_3, frozenset()) == {}
+    # brokers before 4.0 (or only the controllers asked): describeCluster leaves fenced brokers out, so its
+    # silence proves nothing, also after a controlled shutdown
+    unlisted = QuorumView(read_at=1.0, members=(Member(1, Role.BROKER),))
+    assert departures(_cluster(unlisted, DOWN_3), BROKER_3, frozenset({"broker-3"})) == {}
+
+
+def replace_fenced(view: QuorumView, fenced: dict[int, bool], members: tuple[Member, ...]) -> QuorumView:
+    return QuorumView(read_at=view.read_at, fenced=MappingProxyType(fenced), members=members)
+
+
+def test_a_controller_left_when_the_quorum_answers_and_it_is_no_voter() -> None:
+    watched = {102: _watched(102, Role.CONTROLLER, "controller-102")}
+    down = node("controller-102", node_id=102, role=Role.CONTROLLER, up=False, cluster="prod")
+    voters = (QuorumReplica(101, True, 10, None, None),)
+    removed = QuorumView(read_at=1.0, leader_id=101, replicas=voters, members=(Member(101, Role.CONTROLLER),))
+    assert departures(_cluster(removed, down), watched, frozenset())[102][0] is Departure.VOTER_REMOVED
+    # the quorum did not answer: nothing is known of the voter set
+    failed = QuorumView(read_at=1.0, error="timed out")
+    assert departures(_cluster(failed, down), watched, frozenset()) == {}
+
+
+def test_a_zookeeper_mode_broker_left_only_after_a_controlled_shutdown_and_gone_from_describe_cluster() -> None:
+    down = node("broker-3", node_id=3, up=False, cluster="prod", mode=Mode.ZOOKEEPER)
+    answer = QuorumView(read_at=1.0, error="no quorum in ZooKeeper mode", members=(Member(1, Role.BROKER),))
+    assert departures(_cluster(answer, down), BROKER_3, frozenset({"broker-3"})) == {
+        3: (Departure.CLEAN_SHUTDOWN, "it shut down cleanly and describeCluster no longer lists it")
+    }
+    # a crash (no controlled shutdown seen): its ZooKeeper session expired, and it must page, not leave
+    assert departures(_cluster(answer, down), BROKER_3, frozenset()) == {}
+    # describeCluster did not answer: an absence from no answer is no evidence
+    silent = QuorumView(read_at=1.0, error="no quorum", members_error="timed out")
+    assert departures(_cluster(silent, down), BROKER_3, frozenset({"broker-3"})) == {}
+
+
+def test_a_node_is_forgotten_only_when_the_evidence_held_for_the_delay_round_after_round() -> None:
+    rule = JmxRule(broker="{host}:9999", forget_after_seconds=60)
+    state = Discovered().reconcile([Member(3, Role.BROKER, "h3")], rule, NONE, frozenset(), frozenset(), 0.0)
+    gone = {3: (Departure.UNREGISTERED, "describeCluster with fenced brokers no longer lists it")}
+
+    def step(state: Discovered, at: float, departed: dict[int, tuple[Departure, str]]) -> Discovered:
+        return state.reconcile([], rule, NONE, frozenset(), frozenset(), at, departed)
+
+    state = step(state, 10.0, gone)
+    assert state.watched[3].leaving_since == 10.0 and not state.forgotten
+    state = step(state, 40.0, {})  # the evidence broke (an answer that did not say): the clock starts again
+    assert state.watched[3].leaving_since is None
+    state = step(step(state, 50.0, gone), 100.0, gone)
+    assert 3 in state.watched  # 50 s of 60
+    state = step(state, 110.0, gone)
+    assert 3 not in state.watched
+    assert [(f.watched.node, f.departure) for f in state.forgotten] == [("broker-3", Departure.UNREGISTERED)]
+    assert not step(state, 120.0, {}).forgotten  # reported once
+    # the quorum's leader still remembers it as an observer (for 5 minutes after its last fetch): that
+    # memory does not bring it back; a current mention (it registered again) does
+    remembered = Member(3, Role.BROKER, current=False)
+    state = state.reconcile([remembered], rule, NONE, frozenset(), frozenset(), 130.0)
+    assert 3 not in state.watched
+    back = state.reconcile([Member(3, Role.BROKER, "h3")], rule, NONE, frozenset(), frozenset(), 140.0)
+    assert back.watched[3].first_seen_at == 140.0 and not back.left
+
+
+def test_a_node_only_remembered_as_an_observer_gives_no_presence_against_the_evidence() -> None:
+    listed = QuorumView(
+        read_at=1.0,
+        fenced=MappingProxyType({1: False}),
+        members=(Member(1, Role.BROKER), Member(3, Role.BROKER, current=False)),
+    )
+    assert set(departures(_cluster(listed, DOWN_3), BROKER_3, frozenset())) == {3}
+
+
+def test_discovery_counts_what_it_watches_and_what_it_forgot_and_why() -> None:
+    applied: list[list[Target]] = []
+
+    def make(cluster: str, node: str, address: str, role: Role, node_id: int) -> Target:
+        host, _, port = address.rpartition(":")
+        return Target(cluster, node, Endpoint(host, int(port)), role, node_id)
+
+    rule = JmxRule(broker="{host}:9999", forget_after_seconds=0)
+    discovery = NodeDiscovery([], {"prod": rule}, make, lambda targets: applied.append(list(targets)))
+    two = (Member(1, Role.BROKER, "h1"), Member(3, Role.BROKER, "h3"))
+    discovery.observe(_snapshot(two))
+    assert [t.node for t in applied[-1]] == ["broker-1", "broker-3"]
+    view = QuorumView(read_at=2.0, fenced=MappingProxyType({1: False}), members=two[:1])
+    up_1 = node("broker-1", node_id=1, cluster="prod")
+    snapshot = FleetSnapshot(2, 2.0, 0.1, (ClusterSnapshot("prod", (up_1, DOWN_3), view),))
+    discovery.observe(ExporterState(snapshot, Thresholds()).current())
+    assert [t.node for t in applied[-1]] == ["broker-1"]
+    rows = {row[0]: (row[2], row[3]) for family in discovery.families() for row in family.rows}
+    assert rows == {
+        "ctlplane_discovered_nodes": (("prod",), 1.0),
+        "ctlplane_discovery_forgotten_nodes_total": (("prod", "unregistered"), 1.0),
+    }
