@@ -20,6 +20,7 @@ from pathlib import Path
 from exporter.catalog import Role
 from exporter.config import ClusterConfig, ConfigError, Settings, load_settings, parse_settings
 from exporter.discovery import JmxRule, NodeDiscovery
+from exporter.dns import DnsName, DnsResolver, DnsWatch
 from exporter.families import Family, reload_families
 from exporter.health import Thresholds
 from exporter.jmx.base import Endpoint, JmxClient
@@ -87,7 +88,7 @@ class DiscoveredTargets:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
 
-    def __call__(self, cluster: str, node: str, address: str, role: Role, node_id: int) -> Target:
+    def __call__(self, cluster: str, node: str, address: str, role: Role, node_id: int | None) -> Target:
         config = next(c for c in self.settings.clusters if c.name == cluster)
         return Target(cluster, node, _endpoint(self.settings, config, address), role, node_id)
 
@@ -100,6 +101,29 @@ def build_discovery(settings: Settings, scraper: Scraper, state: ExporterState) 
     )
     state.subscribe(discovery.observe)
     return discovery
+
+
+def dns_sources(settings: Settings) -> dict[str, tuple[DnsResolver, Sequence[DnsName]]]:
+    """Each cluster's DNS names with a resolver of its name servers (exporter/dns.py)."""
+    return {
+        c.name: (
+            DnsResolver(c.discovery.dns_nameservers, settings.scrape.timeout_seconds),
+            [DnsName(n.name, n.type, n.port) for n in c.discovery.dns],
+        )
+        for c in settings.clusters
+        if c.discovery is not None and c.discovery.dns
+    }
+
+
+def dns_interval(settings: Settings) -> float:
+    return min(
+        (c.discovery.dns_interval_seconds for c in settings.clusters if c.discovery and c.discovery.dns), default=30.0
+    )
+
+
+def build_dns_watch(settings: Settings, discovery: NodeDiscovery) -> DnsWatch:
+    """The DNS names of every cluster that has some, resolved on their interval into `discovery`."""
+    return DnsWatch(dns_sources(settings), discovery.set_dns, dns_interval(settings))
 
 
 def build_client(settings: Settings, kind: str | None = None) -> JmxClient:
@@ -270,6 +294,7 @@ class ConfigReload:
         state: ExporterState,
         shard: str | None,
         clock: Callable[[], float] = time.time,
+        dns: DnsWatch | None = None,
     ) -> None:
         self.path = path
         self.settings = settings
@@ -278,6 +303,7 @@ class ConfigReload:
         self.state = state
         self.shard = shard
         self.clock = clock
+        self.dns = dns
         self.successful = True
         self.last_success_at = clock()
         self.failures_total = 0
@@ -303,6 +329,9 @@ class ConfigReload:
             if isinstance(self.discovery.make_target, DiscoveredTargets):
                 self.discovery.make_target.settings = new
             self.discovery.update(build_targets(new), discovery_rules(new))
+            if self.dns is not None:
+                self.dns.sources = dns_sources(new)
+                self.dns.interval_seconds = dns_interval(new)
             self.successful = True
             self.last_success_at = self.clock()
             log.info(
@@ -332,7 +361,10 @@ def serve(settings: Settings, config_path: Path | None = None, shard: str | None
     scraper = build_scraper(settings)
     state = build_state(settings, scraper)
     discovery = build_discovery(settings, scraper, state)
-    reload = None if config_path is None else ConfigReload(config_path, settings, scraper, discovery, state, shard)
+    dns = build_dns_watch(settings, discovery).start()
+    reload = (
+        None if config_path is None else ConfigReload(config_path, settings, scraper, discovery, state, shard, dns=dns)
+    )
     writer = None
     if settings.history is not None:
         from exporter.history import HistoryWriter
@@ -399,6 +431,7 @@ def serve(settings: Settings, config_path: Path | None = None, shard: str | None
         # round waiting on a hung node). So: no new round, history flushed first, then the join, then
         # one more flush for a round that finished meanwhile.
         scraper.request_stop()
+        dns.stop()
         if writer is not None:
             try:
                 writer.flush()
@@ -532,6 +565,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
     state = build_state(settings, scraper)
     discovery = build_discovery(settings, scraper, state)
     try:
+        build_dns_watch(settings, discovery).refresh()  # the DNS names once, before the first round
         scraper.scrape_once()
         if args.discover:
             sys.stdout.write(format_watch_list(scraper.targets, state.current(), discovery))
@@ -548,12 +582,22 @@ def format_watch_list(targets: Sequence[Target], observation: Observation, disco
     """What `ctlplane run` would read (node, role, id, JMX address, where it came from) and what the
     clusters name that it would not, with why: `probe --discover`."""
     found = {(name, w.node): w for name, state in discovery.found.items() for w in state.watched.values()}
+    through_dns = {(name, label) for name, nodes in discovery.dns.items() for label in nodes}
+    read = {(n.cluster, n.node): n for n in observation.snapshot.nodes()}
     lines = [f"{'cluster':<16} {'node':<24} {'role':<10} {'id':>6}  {'JMX address':<32} from"]
     for target in targets:
         watched = found.get((target.cluster, target.node))
-        role = (watched.member.role if watched else target.role_hint).value
-        node_id = "" if target.node_id is None else str(target.node_id)
-        source = "discovered (the cluster's answers)" if watched else "listed (nodes:)"
+        node = read.get((target.cluster, target.node))
+        role = (watched.member.role if watched else node.role if node else target.role_hint).value
+        known_id = target.node_id if target.node_id is not None else node.node_id if node else None
+        node_id = "" if known_id is None else str(known_id)
+        source = (
+            "discovered (the cluster's answers)"
+            if watched
+            else "discovered (DNS)"
+            if (target.cluster, target.node) in through_dns
+            else "listed (nodes:)"
+        )
         lines.append(
             f"{target.cluster:<16} {target.node:<24} {role:<10} {node_id:>6}  {target.endpoint.address:<32} {source}"
         )

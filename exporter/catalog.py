@@ -486,7 +486,7 @@ DERIVED_SERIES: Mapping[str, str] = MappingProxyType(
         "ctlplane_discovered_nodes": "Nodes of the cluster that discovery watches (found from the cluster's "
         "answers, the listed nodes not counted)",
         "ctlplane_discovery_forgotten_nodes_total": "Discovered nodes no longer watched on positive evidence "
-        "that they left the cluster (reason: unregistered, voter_removed, clean_shutdown)",
+        "that they left the cluster (reason: unregistered, voter_removed, clean_shutdown, moved)",
         "ctlplane_history_compaction_errors_total": "History compactions that stopped on a directory or could "
         "not start (an unreadable file, a read-only archive); the files are kept as they were",
         "ctlplane_history_last_flush_timestamp_seconds": "Unix time of the last history flush that wrote every "

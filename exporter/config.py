@@ -220,6 +220,24 @@ class NodeConfig(_Strict):
         return self.name or self.address
 
 
+class DnsNameConfig(_Strict):
+    """A DNS name whose records are nodes (exporter/dns.py): SRV, e.g. a headless Service's
+    `_jmx._tcp.<service>.<namespace>.svc.cluster.local` (each target a node, named by its first label, at the
+    record's port), or A (each IPv4/IPv6 address a node, named by the address, at `port`)."""
+
+    name: str = Field(min_length=1)
+    type: Literal["SRV", "A"] = "SRV"
+    port: int | None = Field(default=None, ge=1, lt=65536, description="the JMX port, for type A")
+
+    @model_validator(mode="after")
+    def _port(self) -> DnsNameConfig:
+        if self.type == "A" and self.port is None:
+            raise ValueError(f"{self.name}: an A name needs the JMX port (port:)")
+        if self.type == "SRV" and self.port is not None:
+            raise ValueError(f"{self.name}: an SRV record carries its port: drop port:")
+        return self
+
+
 class DiscoveryConfig(_Strict):
     """Every node found from the cluster's own answers (exporter/discovery.py, README "Watching your own
     clusters"): needs the cluster's bootstrap_servers or bootstrap_controllers. Kafka advertises no JMX port,
@@ -238,6 +256,12 @@ class DiscoveryConfig(_Strict):
         "a ZooKeeper-mode clean shutdown) must hold, its JMX silent, before it is no longer watched",
     )
 
+    dns: list[DnsNameConfig] = Field(default_factory=list, description="DNS names whose records are nodes")
+    dns_nameservers: list[str] = Field(
+        default_factory=list, description="host or host:port of the name servers; the system's when empty"
+    )
+    dns_interval_seconds: float = Field(default=30.0, gt=0, description="how often the DNS names are resolved")
+
     @field_validator("broker_jmx", "controller_jmx")
     @classmethod
     def _template(cls, value: str | None) -> str | None:
@@ -252,8 +276,8 @@ class DiscoveryConfig(_Strict):
     def _one_rule(self) -> DiscoveryConfig:
         if self.jmx_port is not None and (self.broker_jmx or self.controller_jmx):
             raise ValueError("set jmx_port or broker_jmx/controller_jmx, not both")
-        if self.jmx_port is None and not (self.broker_jmx or self.controller_jmx or self.overrides):
-            raise ValueError("say how to reach a node's JMX: jmx_port, broker_jmx/controller_jmx or overrides")
+        if self.jmx_port is None and not (self.broker_jmx or self.controller_jmx or self.overrides or self.dns):
+            raise ValueError("say how to reach a node's JMX: jmx_port, broker_jmx/controller_jmx, overrides or dns")
         return self
 
     def rule(self) -> JmxRule:
@@ -288,10 +312,14 @@ class ClusterConfig(_Strict):
     def _unique_nodes(self) -> ClusterConfig:
         if not self.nodes and self.discovery is None:
             raise ValueError(f"cluster {self.name!r}: list its nodes, or set discovery (and a bootstrap address)")
-        if self.discovery is not None and not (self.bootstrap_servers or self.bootstrap_controllers):
+        if (
+            self.discovery is not None
+            and not self.discovery.dns
+            and not (self.bootstrap_servers or self.bootstrap_controllers)
+        ):
             raise ValueError(
                 f"cluster {self.name!r}: discovery asks the cluster itself: set bootstrap_servers or "
-                "bootstrap_controllers"
+                "bootstrap_controllers (or dns names)"
             )
         seen: set[str] = set()
         for node in self.nodes:

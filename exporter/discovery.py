@@ -118,12 +118,30 @@ class Watched:
     leaving_since: float | None = None  # the first round of the evidence that it left (`departures`)
 
 
+@dataclass(frozen=True)
+class DnsNode:
+    """A node a DNS name answered with (exporter/dns.py): its `node` label and JMX address."""
+
+    label: str
+    address: str  # host:port ([v6]:port)
+
+
+@dataclass(frozen=True)
+class DnsFound:
+    """A node found through DNS, kept while absent from the answers as a node found in Kafka's are."""
+
+    node: DnsNode
+    answered: bool  # in the names' latest answer
+    leaving_since: float | None = None
+
+
 class Departure(StrEnum):
     """The positive evidence that a node left the cluster: the `reason` of the forgotten-nodes counter."""
 
     UNREGISTERED = "unregistered"  # KRaft: no registration left (`kafka-cluster.sh unregister`)
     VOTER_REMOVED = "voter_removed"  # KRaft: not in the voter set (`kafka-metadata-quorum remove-controller`)
     CLEAN_SHUTDOWN = "clean_shutdown"  # ZooKeeper mode: shut down cleanly, and describeCluster lost it
+    MOVED = "moved"  # DNS: gone from the names' answer, and its node id now answers at another address
 
 
 @dataclass(frozen=True)
@@ -266,7 +284,7 @@ class Discovered:
         return Discovered(MappingProxyType(watched), MappingProxyType(unwatched), tuple(forgotten), frozenset(left))
 
 
-TargetFactory = Callable[[str, str, str, Role, int], Target]  # cluster, node label, JMX address, role, id
+TargetFactory = Callable[[str, str, str, Role, int | None], Target]  # cluster, node label, JMX address, role, id
 
 
 def _read_as(found: Discovered) -> dict[int, tuple[str, str, Role]]:
@@ -291,6 +309,7 @@ class NodeDiscovery:
         self.make_target = make_target
         self.apply = apply
         self.found: dict[str, Discovered] = {name: Discovered() for name in rules}
+        self.dns: dict[str, dict[str, DnsFound]] = {}  # cluster -> node label -> what DNS answered
         self.forgotten_total: dict[tuple[str, Departure], int] = {}
         self._lock = threading.Lock()  # a reload's update (its own thread) against the round's observe
 
@@ -305,7 +324,26 @@ class NodeDiscovery:
             self.listed = tuple(listed)
             self.rules = dict(rules)
             self.found = {name: Discovered() if name in changed else self.found[name] for name in rules}
+            self.dns = {name: found for name, found in self.dns.items() if name in rules}
             self.apply(self.targets())
+
+    def set_dns(self, cluster: str, nodes: Sequence[DnsNode]) -> None:
+        """What a cluster's DNS names answered now (exporter/dns.py DnsWatch): each node named is watched; a
+        node named before and not now is kept, read, until `_prune_dns` has evidence that it left."""
+        with self._lock:
+            if cluster not in self.rules:
+                return  # a reload took its discovery away while the names were resolving
+            before = self.dns.get(cluster, {})
+            after = {label: replace(found, answered=False) for label, found in before.items()}
+            for node in nodes:
+                if node.label in before and before[node.label].node != node:
+                    log.info("cluster %s: %s now at %s (DNS)", cluster, node.label, node.address)
+                elif node.label not in before:
+                    log.info("cluster %s: discovered %s through DNS, JMX at %s", cluster, node.label, node.address)
+                after[node.label] = DnsFound(node, answered=True)
+            self.dns[cluster] = after
+            if {f.node for f in before.values()} != {f.node for f in after.values()}:
+                self.apply(self.targets())
 
     def observe(self, observation: Observation) -> None:
         with self._lock:
@@ -316,39 +354,34 @@ class NodeDiscovery:
         changed = False
         for name, rule in self.rules.items():
             cluster = snapshot.cluster(name)
-            if cluster is None or cluster.quorum is None:
+            if cluster is None:
                 continue
             health = observation.health.cluster(name)
             shut_down = frozenset(
                 b.node for b in (health.brokers if health is not None else ()) if b.state is Lifecycle.SHUTDOWN
             )
+            changed = self._prune_dns(name, cluster, shut_down, rule, snapshot.taken_at) or changed
+            if cluster.quorum is None:
+                continue
             listed = [t for t in self.listed if t.cluster == name]
-            labels = {t.node for t in listed}
+            # nodes found through DNS are read as listed ones: Kafka's answers do not add them twice
+            through_dns = [found.node for found in self.dns.get(name, {}).values()]
+            labels = {t.node for t in listed} | {node.label for node in through_dns}
             ids = {t.node_id for t in listed if t.node_id is not None}
             ids |= {n.node_id for n in cluster.nodes if n.node in labels and n.node_id is not None}
+            addresses = {t.endpoint.address for t in listed} | {node.address for node in through_dns}
             before = self.found[name]
             after = before.reconcile(
                 cluster.quorum.members,
                 rule,
                 frozenset(ids),
-                frozenset(t.endpoint.address for t in listed),
+                frozenset(addresses),
                 frozenset(labels),
                 snapshot.taken_at,
                 departures(cluster, before.watched, shut_down),
             )
             for gone in after.forgotten:
-                key = (name, gone.departure)
-                self.forgotten_total[key] = self.forgotten_total.get(key, 0) + 1
-                log.warning(
-                    "cluster %s: %s (%s %d, JMX at %s) left the cluster and is no longer watched: %s, for %gs",
-                    name,
-                    gone.watched.node,
-                    gone.watched.member.role.value,
-                    gone.watched.member.node_id,
-                    gone.watched.address,
-                    gone.evidence,
-                    rule.forget_after_seconds,
-                )
+                self._forgot(name, gone, rule)
             for node_id in after.watched.keys() - before.watched.keys():
                 found = after.watched[node_id]
                 log.info(
@@ -365,16 +398,78 @@ class NodeDiscovery:
         if changed:
             self.apply(self.targets())
 
+    def _forgot(self, cluster: str, gone: Forgotten, rule: JmxRule) -> None:
+        key = (cluster, gone.departure)
+        self.forgotten_total[key] = self.forgotten_total.get(key, 0) + 1
+        held = "" if gone.departure is Departure.MOVED else f", for {rule.forget_after_seconds:g}s"
+        log.warning(
+            "cluster %s: %s (%s %d, JMX at %s) left the cluster and is no longer watched: %s%s",
+            cluster,
+            gone.watched.node,
+            gone.watched.member.role.value,
+            gone.watched.member.node_id,
+            gone.watched.address,
+            gone.evidence,
+            held,
+        )
+
+    def _prune_dns(
+        self, name: str, cluster: ClusterSnapshot, shut_down: frozenset[str], rule: JmxRule, now: float
+    ) -> bool:
+        """Drop the DNS-found nodes of `name` that left: gone from the names' answer and either their node id
+        answers at another node the names still give (a pod rescheduled to a new address, named by it), or
+        `departures` holds for them as for a node found in Kafka's answers. Whether any was dropped."""
+        found = self.dns.get(name)
+        if not found:
+            return False
+        read = {node.node: node for node in cluster.nodes}
+        answering: dict[int, str] = {}  # node id -> the label it answers under, in the latest answer
+        absent: dict[int, Watched] = {}
+        for label, entry in found.items():
+            node = read.get(label)
+            if node is None or node.node_id is None:
+                continue
+            if entry.answered and node.up:
+                answering[node.node_id] = label
+            elif not entry.answered:
+                absent[node.node_id] = Watched(Member(node.node_id, node.role), label, entry.node.address, now, now)
+        evidence = departures(cluster, absent, shut_down)
+        kept = dict(found)
+        for node_id, watched in absent.items():
+            entry = found[watched.node]
+            if node_id in answering:
+                gone = Forgotten(watched, Departure.MOVED, f"node id {node_id} answers as {answering[node_id]} now")
+            elif node_id in evidence:
+                since = entry.leaving_since if entry.leaving_since is not None else now
+                if now - since < rule.forget_after_seconds:
+                    kept[watched.node] = replace(entry, leaving_since=since)
+                    continue
+                gone = Forgotten(watched, *evidence[node_id])
+            else:
+                kept[watched.node] = replace(entry, leaving_since=None)
+                continue
+            del kept[watched.node]
+            self._forgot(name, gone, rule)
+        self.dns[name] = kept
+        return len(kept) != len(found)
+
+    def _dns_targets(self, name: str) -> list[Target]:
+        return [
+            self.make_target(name, label, found.node.address, Role.UNKNOWN, None)
+            for label, found in sorted(self.dns.get(name, {}).items())
+        ]
+
     def families(self) -> list[Family]:
         with self._lock:
-            discovered = {name: len(state.watched) for name, state in self.found.items()}
+            discovered = {name: len(state.watched) + len(self.dns.get(name, ())) for name, state in self.found.items()}
             forgotten = {(name, reason.value): count for (name, reason), count in self.forgotten_total.items()}
         return discovery_families(discovered, forgotten)
 
     def targets(self) -> list[Target]:
+        through_dns = [target for name in self.found for target in self._dns_targets(name)]
         discovered = [
             self.make_target(name, found.node, found.address, found.member.role, node_id)
             for name, state in self.found.items()
             for node_id, found in sorted(state.watched.items())
         ]
-        return [*self.listed, *discovered]
+        return [*self.listed, *through_dns, *discovered]

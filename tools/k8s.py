@@ -65,18 +65,14 @@ JMX_SECRET = f"{STRIMZI_CLUSTER}-kafka-jmx"
 JMX_SECRET_KEYS = {"JMX_USERNAME": "jmx-username", "JMX_PASSWORD": "jmx-password"}
 
 
-def strimzi_addresses() -> list[tuple[str, str]]:
-    """(node label, JMX address) of every node of the example cluster."""
-    service = f"{STRIMZI_CLUSTER}-kafka-brokers.{STRIMZI_NAMESPACE}.svc"
-    return [
-        (f"{pool}-{node_id}", f"{STRIMZI_CLUSTER}-{pool}-{node_id}.{service}:{STRIMZI_JMX_PORT}")
-        for pool, ids in STRIMZI_POOLS.items()
-        for node_id in ids
-    ]
+def strimzi_jmx_srv() -> str:
+    """The SRV name of the JMX port of every node of the example cluster: Strimzi's headless Service
+    <cluster>-kafka-brokers carries the port named `jmx` (JmxModel.JMX_PORT_NAME) on every node, and its pods
+    set hostname and subdomain, so each record's target is a pod: <cluster>-<pool>-<id>."""
+    return f"_jmx._tcp.{STRIMZI_CLUSTER}-kafka-brokers.{STRIMZI_NAMESPACE}.svc.cluster.local"
 
 
 def example_config() -> str:
-    nodes = "".join(f'      - {{address: "{address}", name: {label}}}\n' for label, address in strimzi_addresses())
     return f"""\
 # ctlplane's config (README "Watching your own clusters"); replace it in an overlay:
 #   configMapGenerator: [{{name: ctlplane-config, behavior: replace, files: [ctlplane.yaml]}}]
@@ -84,12 +80,13 @@ def example_config() -> str:
 # namespace `{STRIMZI_NAMESPACE}`, spec.kafka.jmxOptions {{authentication: {{type: password}}}}): JMX on port
 # {STRIMZI_JMX_PORT} of every node, user and password from the Secret {JMX_SECRET} (passed in as JMX_USERNAME /
 # JMX_PASSWORD).
-# List every broker and controller pod (kubectl get pods -l strimzi.io/cluster={STRIMZI_CLUSTER}):
-# <cluster>-<pool>-<node id>.<cluster>-kafka-brokers.<namespace>.svc:{STRIMZI_JMX_PORT}.
 clusters:
   - name: {STRIMZI_CLUSTER}
-    nodes:
-{nodes}\
+    # every broker and controller pod, from the SRV records of the headless Service's `jmx` port, resolved
+    # every 30 s: a pod added by a scale-up or a new node pool is watched without an edit (a cluster domain
+    # other than cluster.local changes the name's end)
+    discovery:
+      dns: [{{name: "{strimzi_jmx_srv()}"}}]
     # the quorum's view (README "The quorum's view") through the plain listener on 9092 (Strimzi's
     # controllers' own 9090 is TLS for Kafka's pods only); for a TLS or SASL listener add `admin:`
     bootstrap_servers: ["{STRIMZI_CLUSTER}-kafka-bootstrap.{STRIMZI_NAMESPACE}.svc:9092"]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ctlplane.cli import build_discovery, build_scraper, format_watch_list
+from ctlplane.cli import build_discovery, build_dns_watch, build_scraper, format_watch_list
 from ctlplane.localkafka import (
     KRAFT_VERSION,
     ZK_VERSION,
@@ -35,6 +35,7 @@ from exporter.families import quorum_families
 from exporter.health import Lifecycle, Thresholds
 from exporter.scraper import Scraper
 from exporter.state import ExporterState, Observation
+from tests.dnsserver import loopback_dns
 from tests.integration.watch import shared_client
 
 NAME = "discovered"
@@ -298,6 +299,79 @@ def test_zookeeper_mode_brokers_are_found_from_describe_cluster_and_one_that_van
         scraper._pool.shutdown(wait=False, cancel_futures=True)
         for source in scraper.quorum_sources.values():
             source.close()
+
+
+def test_the_srv_records_of_a_headless_service_watch_every_broker_and_a_crashed_one_they_drop_stays(
+    discovered_zk: tuple[KafkaCluster, int],
+) -> None:
+    """Kubernetes' form (README "Kubernetes"): SRV records `_jmx._tcp.<service>` with a target per pod,
+    answered by a DNS server on loopback that the test edits as the pods come and go. Kafka's own answers
+    (bootstrap_servers) name the same brokers: each is read once, under its pod's name."""
+    kafka, base = discovered_zk
+    service = "kafka-brokers.kafka.svc.cluster.local."
+    srv = f"_jmx._tcp.{service}"
+    with loopback_dns() as dns:
+
+        def publish(*brokers: str) -> None:
+            dns.records[(srv, "SRV")] = [f"0 50 {base + kafka.node(b).node_id} {b}.{service}" for b in brokers]
+            for b in brokers:
+                dns.records[(f"{b}.{service}", "A")] = ["127.0.0.1"]
+
+        publish("broker-1", "broker-2")
+        settings = parse_settings(
+            {
+                "clusters": [
+                    {
+                        "name": ZK_NAME,
+                        "bootstrap_servers": [kafka.brokers()[0].address],
+                        "discovery": {"dns": [{"name": srv}], "dns_nameservers": [dns.address]},
+                    }
+                ],
+                "scrape": {"interval_seconds": 2, "timeout_seconds": 2},
+            }
+        )
+        scraper = build_scraper(settings, shared_client())
+        rounds = Rounds(scraper)
+        discovery = build_discovery(settings, scraper, rounds.state)
+        names = build_dns_watch(settings, discovery)
+
+        def resolved_round(check: Callable[[Observation], bool], what: str) -> Observation:
+            def after_dns(o: Observation) -> bool:
+                names.refresh()  # as the watch's thread does on its interval
+                return check(o)
+
+            return rounds.until(after_dns, 90, what)
+
+        try:
+            both = {"broker-1": (1, Role.BROKER, True), "broker-2": (2, Role.BROKER, True)}
+            found = resolved_round(lambda o: _nodes(o) == both, "both pods watched once each, ids read")
+            listing = format_watch_list(scraper.targets, found, discovery)
+            assert listing.count("discovered (DNS)") == 2, listing
+            assert not [f for f in quorum_families(found.snapshot) if f.name == "kafka_cluster_node_unwatched"]
+
+            victim = kafka.node("broker-2")
+            victim.kill()
+            publish("broker-1")  # the crashed pod left the Service's endpoints
+
+            def expired_and_fenced(o: Observation) -> bool:
+                # its ZooKeeper session expired (describeCluster no longer names it): the restart below can
+                # register again (a broker whose old session still holds /brokers/ids/N refuses to start)
+                cluster = o.snapshot.cluster(ZK_NAME)
+                named = {m.node_id for m in cluster.quorum.members} if cluster and cluster.quorum else {2}
+                return 2 not in named and _state(o, "broker-2", ZK_NAME) is Lifecycle.FENCED
+
+            resolved_round(expired_and_fenced, "the crashed pod's session expired, FENCED")
+            for _ in range(3):  # still watched, still FENCED: a record gone is no evidence it left
+                names.refresh()
+                scraper.scrape_once()
+                assert _state(rounds.state.current(), "broker-2", ZK_NAME) is Lifecycle.FENCED
+            victim.start()
+            publish("broker-1", "broker-2")
+            resolved_round(lambda o: _state(o, "broker-2", ZK_NAME) is Lifecycle.ACTIVE, "back ACTIVE")
+        finally:
+            scraper._pool.shutdown(wait=False, cancel_futures=True)
+            for source in scraper.quorum_sources.values():
+                source.close()
 
 
 def test_a_zookeeper_mode_broker_shut_down_cleanly_leaves_the_watched_set_after_the_delay(

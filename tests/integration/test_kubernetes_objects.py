@@ -168,19 +168,19 @@ def test_the_strimzi_example_is_valid_and_is_what_the_example_config_reads(tmp_p
         assert _problems(document) == [], (document["kind"], document["metadata"]["name"])
     (kafka,) = (d for d in documents if d["kind"] == "Kafka")
     assert kafka["spec"]["kafka"]["jmxOptions"] == {"authentication": {"type": "password"}}
-    # every pod of every pool (<cluster>-<pool>-<id>, ids pinned by strimzi.io/next-node-ids) is a node of
-    # the config, addressed through the headless service on the JMX port, and nothing else is
+    # every pod of every pool (<cluster>-<pool>-<id>, ids pinned by strimzi.io/next-node-ids) is a target of
+    # the SRV records of the cluster's headless service for its `jmx` port (JmxModel.JMX_PORT_NAME, on every
+    # node whatever its role): the config finds them there, with no pod listed
     cluster, namespace = kafka["metadata"]["name"], kafka["metadata"]["namespace"]
-    expected = set()
     for pool in (d for d in documents if d["kind"] == "KafkaNodePool"):
         first, last = (int(n) for n in pool["metadata"]["annotations"]["strimzi.io/next-node-ids"][1:-1].split("-"))
         assert last - first + 1 == pool["spec"]["replicas"]
-        expected |= {f"{cluster}-{pool['metadata']['name']}-{i}.{cluster}-kafka-brokers.{namespace}.svc:9999"
-                     for i in range(first, last + 1)}  # fmt: skip
     config = yaml.safe_load((KUBE / "common" / "ctlplane.yaml").read_text())
     (configured,) = config["clusters"]
-    assert configured["name"] == cluster
-    assert {node["address"] for node in configured["nodes"]} == expected
+    assert configured["name"] == cluster and "nodes" not in configured
+    assert configured["discovery"] == {
+        "dns": [{"name": f"_jmx._tcp.{cluster}-kafka-brokers.{namespace}.svc.cluster.local"}]
+    }
     assert configured["bootstrap_servers"] == [f"{cluster}-kafka-bootstrap.{namespace}.svc:9092"]
     assert {"name": "plain", "port": 9092, "type": "internal", "tls": False} in kafka["spec"]["kafka"]["listeners"]
     # and a Kafka with a misplaced jmxOptions (under a node pool, which has none) is refused
