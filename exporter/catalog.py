@@ -551,6 +551,9 @@ QUORUM_SERIES: Mapping[str, str] = MappingProxyType(
         "kafka_cluster_node_unwatched": "1 for each node the cluster's answers name this round (describeCluster, "
         "the quorum's voters and observers) that ctlplane does not read: not listed and not discovered (or its "
         "JMX address rule gives none), or listed but never read",
+        "kafka_cluster_node_unknown": "1 for each node ctlplane reads whose own node id the cluster's answers "
+        "(describeCluster, the quorum's voters and observers) do not name this round: listed under the wrong "
+        "cluster, or its JMX address reaches another cluster's node",
         "kafka_quorum_leader_id": "Node id of the quorum leader (the active controller), by the quorum's word",
         "kafka_quorum_leader_epoch": "Epoch of the quorum leader",
         "kafka_quorum_high_watermark": "High watermark of the metadata log (the first uncommitted offset)",

@@ -383,12 +383,15 @@ def quorum_families(snapshot: FleetSnapshot) -> list[Family]:
     caught_up_age = _quorum_gauge("kafka_quorum_replica_last_caught_up_age_seconds", NODE_LABELS)
     fenced = _quorum_gauge("kafka_broker_fenced", NODE_LABELS)
     unwatched = _quorum_gauge("kafka_cluster_node_unwatched", ["cluster", "node_id", "role"])
+    unknown = _quorum_gauge("kafka_cluster_node_unknown", NODE_LABELS)
     for cluster in snapshot.clusters:
         view = cluster.quorum
         if view is None:
             continue
         for member in cluster.unwatched():
             unwatched.add((cluster.name, str(member.node_id), member.role.value), 1.0)
+        for node in cluster.unknown():
+            unknown.add(_node_labels(node), 1.0)
         up.add((cluster.name,), 1.0 if view.up else 0.0)
         if not view.up:
             continue
@@ -415,7 +418,7 @@ def quorum_families(snapshot: FleetSnapshot) -> list[Family]:
                     family.add(labels, age)
         for broker_id, is_fenced in sorted((view.fenced or {}).items()):
             fenced.add((cluster.name, names.get(broker_id, str(broker_id)), "broker"), 1.0 if is_fenced else 0.0)
-    families = [up, leader, epoch, high_watermark, log_end, lag, fetch_age, caught_up_age, fenced, unwatched]
+    families = [up, leader, epoch, high_watermark, log_end, lag, fetch_age, caught_up_age, fenced, unwatched, unknown]
     return [family for family in families if family.rows]
 
 

@@ -354,7 +354,10 @@ class QuorumReader:
             role = Role.CONTROLLER if self.controllers else Role.BROKER
             members = [Member(int(n.id()), role, str(n.host()) or None) for n in nodes or ()]
             if info is None:
-                view = QuorumView(read_at=now, error=f"{self._where}: {error}")
+                # ZooKeeper-mode brokers have no quorum: "UnsupportedVersionException: The node does not
+                # support DESCRIBE_QUORUM" (seen on 3.9.2), while describeCluster answers
+                no_quorum = nodes is not None and not self.controllers and "UnsupportedVersion" in (error or "")
+                view = QuorumView(read_at=now, error=f"{self._where}: {error}", no_quorum=no_quorum)
                 if nodes is None:
                     self._close_admin()  # nothing answered: the next round starts a new client
             else:

@@ -183,6 +183,9 @@ class QuorumView:
     # discovery; asked also where describeMetadataQuorum failed (ZooKeeper mode has no quorum to describe)
     members: tuple[Member, ...] = ()
     members_error: str | None = None  # why describeCluster did not answer
+    # the brokers said they have no metadata quorum to describe (ZooKeeper mode: DescribeQuorum unsupported),
+    # so describeCluster's brokers are the whole cluster
+    no_quorum: bool = False
 
     @property
     def up(self) -> bool:
@@ -227,6 +230,22 @@ class ClusterSnapshot:
             return []
         read = {node.node_id for node in self.nodes if node.node_id is not None}
         return [member for node_id, member in sorted(merged(self.quorum.members).items()) if node_id not in read]
+
+    def unknown(self) -> list[NodeSnapshot]:
+        """The nodes ctlplane reads that this round's answers do not name (by the id the node itself reports):
+        listed under the wrong cluster, or a JMX address that reaches another cluster's node. Only where the
+        answers are whole: describeCluster answered, and the quorum too (its voters; the brokers it hears
+        fetching) or the brokers said there is none (ZooKeeper mode). A live node is in them: a running
+        broker fetches metadata (an observer) or is registered (describeCluster)."""
+        quorum = self.quorum
+        if quorum is None or quorum.members_error is not None or not (quorum.up or quorum.no_quorum):
+            return []
+        named = set(merged(quorum.members))
+        return [
+            node
+            for node in self.nodes
+            if node.up and node.node_id is not None and node.node_id not in named and node.mode is not None
+        ]
 
 
 @dataclass(frozen=True)

@@ -402,3 +402,43 @@ def test_a_zookeeper_mode_broker_shut_down_cleanly_leaves_the_watched_set_after_
         leaving.start()  # the module's cluster as it was: its tests may run in any order
         leaving.wait_ready(120)
         delete_topic(kafka, "led-by-the-leaving-broker")
+
+
+def test_a_listed_node_that_answers_as_another_clusters_node_is_unknown_to_its_cluster(
+    cluster: tuple[KafkaCluster, int], discovered_zk: tuple[KafkaCluster, int]
+) -> None:
+    """The converse of unwatched: the ZooKeeper-mode cluster's config also lists the KRaft cluster's
+    controller (a copy-paste between cluster blocks). It answers JMX as node 101, which the ZooKeeper-mode
+    cluster's describeCluster never names: `kafka_cluster_node_unknown` for it, and for no other node."""
+    kraft, _ = cluster
+    zk, _ = discovered_zk
+    settings = parse_settings(
+        {
+            "clusters": [
+                {
+                    "name": ZK_NAME,
+                    "bootstrap_servers": [zk.brokers()[0].address],
+                    "nodes": [
+                        *({"address": f"127.0.0.1:{b.jmx_port}", "name": b.name} for b in zk.brokers()),
+                        {"address": f"127.0.0.1:{kraft.controllers()[0].jmx_port}", "name": "pasted"},
+                    ],
+                }
+            ],
+            "scrape": {"interval_seconds": 2, "timeout_seconds": 2},
+        }
+    )
+    scraper = build_scraper(settings, shared_client())
+    rounds = Rounds(scraper)
+    build_discovery(settings, scraper, rounds.state)
+    try:
+
+        def unknown(o: Observation) -> list[tuple[str, ...]]:
+            families = quorum_families(o.snapshot)
+            return [row[2] for f in families if f.name == "kafka_cluster_node_unknown" for row in f.rows]
+
+        read = rounds.until(lambda o: all(n.up for n in o.snapshot.nodes()) and bool(unknown(o)), 60, "unknown")
+        assert unknown(read) == [(ZK_NAME, "pasted", "controller")]
+    finally:
+        scraper._pool.shutdown(wait=False, cancel_futures=True)
+        for source in scraper.quorum_sources.values():
+            source.close()

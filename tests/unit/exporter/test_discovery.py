@@ -270,3 +270,28 @@ def test_discovery_counts_what_it_watches_and_what_it_forgot_and_why() -> None:
         "ctlplane_discovered_nodes": (("prod",), 1.0),
         "ctlplane_discovery_forgotten_nodes_total": (("prod", "unregistered"), 1.0),
     }
+
+
+def test_a_node_read_whose_id_the_cluster_does_not_name_is_unknown_to_it() -> None:
+    from exporter.families import quorum_families
+
+    def unknown(view: QuorumView, *nodes: NodeSnapshot) -> list[tuple[str, ...]]:
+        snapshot = FleetSnapshot(1, 1.0, 0.1, (ClusterSnapshot("prod", nodes, view),))
+        return [row[2] for f in quorum_families(snapshot) if f.name == "kafka_cluster_node_unknown" for row in f.rows]
+
+    ours = node("b1", node_id=1, cluster="prod")
+    theirs = node("b9", node_id=9, cluster="prod")  # listed here, answers as another cluster's broker 9
+    answers = QuorumView(read_at=1.0, leader_id=100, members=(Member(1, Role.BROKER), Member(100, Role.CONTROLLER)))
+    assert unknown(answers, ours, theirs) == [("prod", "b9", "broker")]
+    # answers that are not whole say nothing: describeCluster failed, or (KRaft) the quorum did
+    assert unknown(replace_fenced_error(answers, members_error="timed out"), ours, theirs) == []
+    assert unknown(QuorumView(read_at=1.0, error="timed out", members=answers.members), ours, theirs) == []
+    # ZooKeeper mode has no quorum to describe: describeCluster's brokers are the whole cluster
+    zk = QuorumView(read_at=1.0, error="UnsupportedVersionException", no_quorum=True, members=answers.members[:1])
+    assert unknown(zk, ours, theirs) == [("prod", "b9", "broker")]
+    # a node down or never read reports no id of its own: it is not judged
+    assert unknown(answers, ours, node("b9", node_id=9, cluster="prod", up=False)) == []
+
+
+def replace_fenced_error(view: QuorumView, members_error: str) -> QuorumView:
+    return QuorumView(read_at=view.read_at, leader_id=view.leader_id, members=view.members, members_error=members_error)
