@@ -131,7 +131,7 @@ def zk_cluster_no_listener(kafka_workdir: Path, zookeeper: ZooKeeperServer) -> I
 @pytest.fixture(scope="session")
 def kraft_cluster(kafka_workdir: Path) -> Iterator[KafkaCluster]:
     """KRaft (4.3.1 unless the matrix says otherwise), 3 controller-only + 2 broker-only nodes, broker
-    session timeout 6 s; the brokers also listen with SASL_PLAINTEXT (SASL_USERS), SSL (a client
+    session timeout 9 s; the brokers also listen with SASL_PLAINTEXT (SASL_USERS), SSL (a client
     certificate of the cluster's pki required) and SASL_SSL."""
     started = time.monotonic()
     cluster = localkafka.start_kraft_cluster(

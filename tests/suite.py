@@ -65,10 +65,13 @@ RULES: tuple[Rule, ...] = (
             FAULTS + "test_a_crash_without_registration_gauges",
             FAULTS + "test_controlled_shutdown_without_registration_gauges",
             FAULTS + "test_a_restart_held_in_start_up",
+            FAULTS + "test_discovered_brokers",
         ),
         "fault_table",
         "faults-restarted-kraft",
     ),
+    # discovery's own clusters (a KRaft and a ZooKeeper-mode one, module fixtures): one copy of each
+    Rule(("tests/integration/test_discovery.py",), "integration", "discovery"),
     # the session ZooKeeper-mode clusters: their fault rows (zk_cluster, and zk_linked on its ZooKeeper),
     # ~5.5 min, and every other test of them, ~3 min
     Rule((FAULTS + "test_zookeeper_mode", FAULTS + "test_a_zookeeper_mode"), "fault_table", "zookeeper"),

@@ -303,7 +303,7 @@ def start_kraft_cluster(
     controllers: int = 3,
     brokers: int = 2,
     version: str = KRAFT_VERSION,
-    broker_session_timeout_ms: int = 6000,
+    broker_session_timeout_ms: int = 9000,  # Kafka's default (BrokerHeartbeatManager, KRaftConfigs)
     broker_overrides: Mapping[str, str] | None = None,
     node_overrides: Mapping[str, Mapping[str, str]] | None = None,
     controller_ports: Mapping[int, int] | None = None,

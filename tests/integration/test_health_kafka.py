@@ -54,7 +54,7 @@ def test_stalled_kraft_broker_is_fenced_then_active_again(kraft: Watch, kraft_cl
     victim = kraft_cluster.brokers()[0]
     victim.pause()
     try:
-        # broker.session.timeout.ms (6 s) + two scrape intervals, with room for a loaded machine
+        # broker.session.timeout.ms (9 s) + two scrape intervals, with room for a loaded machine
         fenced = kraft.until(
             lambda o: _state(o, victim.name) is Lifecycle.FENCED, 6 + 2 * INTERVAL + 20, "stalled broker FENCED"
         )
@@ -82,7 +82,7 @@ def test_a_broker_missing_from_the_config_is_counted_fenced_when_the_controller_
         watch.until(lambda o: _cluster(o, KRAFT_NAME).fenced_unnamed == 0, 60, "nothing fenced, nothing unnamed")
         unlisted.pause()
         try:
-            # broker.session.timeout.ms (6 s) + two scrape intervals, with room for a loaded machine
+            # broker.session.timeout.ms (9 s) + two scrape intervals, with room for a loaded machine
             fenced = watch.until(
                 lambda o: _cluster(o, KRAFT_NAME).fenced_unnamed == 1, 6 + 2 * INTERVAL + 20, "one unnamed fenced"
             )

@@ -193,7 +193,7 @@ def test_kraft_pause_resume_broker(kraft_cluster: KafkaCluster) -> None:
     assert jmx_values(controller, FENCED_BROKERS, registration) == {FENCED_BROKERS: 0, registration: 30}
     broker.pause()
     try:
-        # no heartbeats for longer than broker.session.timeout.ms (6 s): the controller fences it
+        # no heartbeats for longer than broker.session.timeout.ms (9 s): the controller fences it
         fenced = eventually(
             lambda: jmx_values(controller, FENCED_BROKERS, registration),
             lambda v: v == {FENCED_BROKERS: 1, registration: 10},

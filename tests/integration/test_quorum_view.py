@@ -186,7 +186,7 @@ def test_probe_shows_the_quorum_view_beside_each_broker(kraft_cluster: KafkaClus
 def test_a_hung_broker_is_fenced_by_name_and_its_lag_comes_from_the_quorum(kraft_cluster: KafkaCluster) -> None:
     """SIGSTOP of a broker, the quorum asked through the brokers (bootstrap_servers): its JMX stops
     answering, so its metadata lag is the quorum's - the time since the leader last saw it caught up grows
-    past the 6 s session. Once the active controller fences it, describeCluster names it fenced on 4.0+
+    past the 9 s session. Once the active controller fences it, describeCluster names it fenced on 4.0+
     (KIP-1073), where JMX gives only FencedBrokerCount before 4.1, and that decides its state. Resumed, it
     is unfenced and its lag is its own JMX's again. Before 4.0 the brokers cannot say who is fenced, and
     the view says why instead of guessing."""

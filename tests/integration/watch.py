@@ -5,11 +5,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Mapping
 
-from ctlplane.localkafka import KafkaCluster
+from ctlplane.localkafka import KafkaCluster, quorum_bootstrap
 from exporter.catalog import Role
+from exporter.discovery import JmxRule, NodeDiscovery
 from exporter.health import ClusterHealth, Thresholds
 from exporter.jmx.base import Endpoint
 from exporter.jmx.jpype_client import JPypeJmxClient
+from exporter.kafka_admin import QuorumReader
 from exporter.model import ClusterSnapshot
 from exporter.scraper import QuorumSource, Scraper, Target
 from exporter.state import ExporterState, Observation
@@ -86,5 +88,24 @@ class Watch:
         return snapshot, health
 
     def close(self) -> None:
-        # the shared client stays open for the next watcher; only the pool goes
+        # the shared client stays open for the next watcher; the pool and the Admin clients go
         self.scraper._pool.shutdown(wait=False, cancel_futures=True)
+        for source in self.scraper.quorum_sources.values():
+            source.close()
+
+
+def discovered_watch(cluster: KafkaCluster, timeout: float = 2.0) -> Watch:
+    """ctlplane given only the cluster's controllers (`bootstrap_controllers`) and a JMX rule: no node
+    listed, every node found from the cluster's answers (README "Watching your own clusters"). The rule is
+    `overrides` by node id, since the local nodes' JMX ports are free ports; nodes are named by discovery's
+    default, `{role}-{id}` (broker-1, controller-101)."""
+    reader = QuorumReader(cluster.name, quorum_bootstrap(cluster), controllers=True, timeout_seconds=timeout)
+    watch = Watch(cluster, timeout=timeout, quorum_sources={cluster.name: reader}, omit=[n.name for n in cluster.nodes])
+    rule = JmxRule(overrides={n.node_id: f"127.0.0.1:{n.jmx_port}" for n in cluster.nodes})
+
+    def target(name: str, node: str, address: str, role: Role, node_id: int | None) -> Target:
+        return Target(name, node, Endpoint("127.0.0.1", int(address.rpartition(":")[2])), role, node_id)
+
+    discovery = NodeDiscovery([], {cluster.name: rule}, target, watch.scraper.set_targets)
+    watch.state.subscribe(discovery.observe)
+    return watch
