@@ -56,7 +56,7 @@ RULES: tuple[Rule, ...] = (
         "fault_table",
         "kraft",
     ),
-    # the faults on a KRaft cluster of its own (restarted_kraft: the rows restart its controllers), ~11 min
+    # the faults on a KRaft cluster of its own (restarted_kraft: the rows restart its controllers), ~13 min
     Rule(
         (
             FAULTS + "test_a_broker_cut_off_from_the_controllers",
@@ -70,8 +70,6 @@ RULES: tuple[Rule, ...] = (
         "fault_table",
         "faults-restarted-kraft",
     ),
-    # discovery's own clusters (a KRaft and a ZooKeeper-mode one, module fixtures): one copy of each
-    Rule(("tests/integration/test_discovery.py",), "integration", "discovery"),
     # the session ZooKeeper-mode clusters: their fault rows (zk_cluster, and zk_linked on its ZooKeeper),
     # ~5.5 min, and every other test of them, ~3 min
     Rule((FAULTS + "test_zookeeper_mode", FAULTS + "test_a_zookeeper_mode"), "fault_table", "zookeeper"),
@@ -114,6 +112,8 @@ RULES: tuple[Rule, ...] = (
     Rule(("tests/integration/test_history_pipeline.py",), "spark", "spark"),
     Rule(("tests/unit/pipeline/",), "unit", "spark"),
     Rule(("tests/integration/test_spark_cluster.py",), "spark", "spark"),
+    # discovery's own clusters (a KRaft and a ZooKeeper-mode one, module fixtures): one copy of each, ~3 min
+    Rule(("tests/integration/test_discovery.py",), "integration", "discovery"),
     # one Chromium, ~1.5 min
     Rule(("tests/e2e/test_dashboard_browser.py",), "browser", "browser"),
     # the rest, each test on whichever worker is free
