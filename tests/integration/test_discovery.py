@@ -36,7 +36,7 @@ from exporter.health import Lifecycle, Thresholds
 from exporter.scraper import Scraper
 from exporter.state import ExporterState, Observation
 from tests.dnsserver import loopback_dns
-from tests.integration.watch import shared_client
+from tests.integration.watch import shared_client, stop_scraper
 
 NAME = "discovered"
 ZK_NAME = "discovered-zk"
@@ -139,9 +139,7 @@ def test_one_address_and_a_jmx_rule_watch_every_node_and_a_broker_added_later(
             scraper.scrape_once()
             assert _state(rounds.state.current(), "broker-3") is Lifecycle.FENCED
     finally:
-        scraper._pool.shutdown(wait=False, cancel_futures=True)
-        for source in scraper.quorum_sources.values():
-            source.close()
+        stop_scraper(scraper)
 
 
 def _forgotten(discovery: NodeDiscovery) -> dict[tuple[str, ...], float]:
@@ -190,9 +188,7 @@ def _leaves_cleanly(
             _never_pages(rounds.state.current(), node, cluster)
             assert node not in {n.node for n in rounds.state.current().snapshot.nodes()}
     finally:
-        scraper._pool.shutdown(wait=False, cancel_futures=True)
-        for source in scraper.quorum_sources.values():
-            source.close()
+        stop_scraper(scraper)
 
 
 _REASON = {NAME: "unregistered", ZK_NAME: "clean_shutdown"}
@@ -296,9 +292,7 @@ def test_zookeeper_mode_brokers_are_found_from_describe_cluster_and_one_that_van
         victim.start()
         rounds.until(lambda o: _state(o, victim.name, ZK_NAME) is Lifecycle.ACTIVE, 120, "back ACTIVE")
     finally:
-        scraper._pool.shutdown(wait=False, cancel_futures=True)
-        for source in scraper.quorum_sources.values():
-            source.close()
+        stop_scraper(scraper)
 
 
 def test_the_srv_records_of_a_headless_service_watch_every_broker_and_a_crashed_one_they_drop_stays(
@@ -369,9 +363,7 @@ def test_the_srv_records_of_a_headless_service_watch_every_broker_and_a_crashed_
             publish("broker-1", "broker-2")
             resolved_round(lambda o: _state(o, "broker-2", ZK_NAME) is Lifecycle.ACTIVE, "back ACTIVE")
         finally:
-            scraper._pool.shutdown(wait=False, cancel_futures=True)
-            for source in scraper.quorum_sources.values():
-                source.close()
+            stop_scraper(scraper)
 
 
 def test_a_zookeeper_mode_broker_shut_down_cleanly_leaves_the_watched_set_after_the_delay(
@@ -439,6 +431,4 @@ def test_a_listed_node_that_answers_as_another_clusters_node_is_unknown_to_its_c
         read = rounds.until(lambda o: all(n.up for n in o.snapshot.nodes()) and bool(unknown(o)), 60, "unknown")
         assert unknown(read) == [(ZK_NAME, "pasted", "controller")]
     finally:
-        scraper._pool.shutdown(wait=False, cancel_futures=True)
-        for source in scraper.quorum_sources.values():
-            source.close()
+        stop_scraper(scraper)

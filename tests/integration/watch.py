@@ -27,6 +27,14 @@ def shared_client() -> JPypeJmxClient:
     return _CLIENT
 
 
+def stop_scraper(scraper: Scraper) -> None:
+    """A test's scraper done with: its pool and Admin clients go; the shared JMX client stays open for the
+    next test."""
+    scraper._pool.shutdown(wait=False, cancel_futures=True)
+    for source in scraper.quorum_sources.values():
+        source.close()
+
+
 def targets_of(*clusters: KafkaCluster, omit: Collection[str] = ()) -> list[Target]:
     """Every node of `clusters` as ctlplane's config would list it, but those named in `omit`."""
     return [
@@ -88,10 +96,7 @@ class Watch:
         return snapshot, health
 
     def close(self) -> None:
-        # the shared client stays open for the next watcher; the pool and the Admin clients go
-        self.scraper._pool.shutdown(wait=False, cancel_futures=True)
-        for source in self.scraper.quorum_sources.values():
-            source.close()
+        stop_scraper(self.scraper)
 
 
 def discovered_watch(cluster: KafkaCluster, timeout: float = 2.0) -> Watch:
