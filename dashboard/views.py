@@ -169,6 +169,9 @@ def assess_cluster(cluster: ClusterHealth, firing: Sequence[Alert] = (), observe
     for state in (Lifecycle.FENCED, Lifecycle.UNREACHABLE, Lifecycle.INITIAL, Lifecycle.SHUTDOWN):
         if counts[state] and not (all_down and state is Lifecycle.UNREACHABLE):
             reasons.append((STATE_LEVELS[state], f"{counts[state]} {state.lower()}"))
+    if cluster.fenced_unnamed:
+        # the controller counts fenced brokers ctlplane cannot name (KafkaBrokersFencedUnnamed pages after its for:)
+        reasons.append((Level.WARN, f"{cluster.fenced_unnamed} fenced broker(s) ctlplane cannot name"))
     stale = [b.node for b in cluster.brokers if b.stale]
     if stale:
         reasons.append((Level.WARN, f"stale metadata: {', '.join(stale)}"))
@@ -447,6 +450,37 @@ def node_table(snapshot: ClusterSnapshot, health: ClusterHealth) -> Component:
     )
 
 
+def watch_gaps(snapshot: ClusterSnapshot, health: ClusterHealth) -> Component | None:
+    """What the cluster has that ctlplane does not read, and what it reads that the cluster does not have
+    (README "No node unwatched"); None when there is neither."""
+    rows = [
+        html.Li(
+            f"node id {member.node_id} ({member.role.value}{f', {member.host}' if member.host else ''}): named by "
+            "the cluster, not read by ctlplane (not listed, or its JMX address rule does not reach it)",
+            **{"data-gap": "unwatched"},  # type: ignore[arg-type]
+        )
+        for member in snapshot.unwatched()
+    ]
+    rows += [
+        html.Li(
+            f"{node.node} (id {node.node_id}, {node.address}): read by ctlplane, but the cluster's answers do not "
+            f"name node id {node.node_id} (another cluster's node?)",
+            **{"data-gap": "unknown"},  # type: ignore[arg-type]
+        )
+        for node in snapshot.unknown()
+    ]
+    if health.fenced_unnamed:
+        rows.append(
+            html.Li(
+                f"the controller counts {health.fenced_unnamed} fenced broker(s) that no node ctlplane reads is",
+                **{"data-gap": "fenced-unnamed"},  # type: ignore[arg-type]
+            )
+        )
+    if not rows:
+        return None
+    return html.Div([html.H3("Not watched"), html.Ul(rows)], className="watch-gaps")
+
+
 def _empty_figure(title: str, message: str) -> Figure:
     return {
         "data": [],
@@ -614,6 +648,7 @@ def cluster_view(
             controller_card(health, own_events, now),
             html.H3("Nodes"),
             node_table(snapshot, health),
+            *([gaps] if (gaps := watch_gaps(snapshot, health)) is not None else []),
             timeline_view(own_events),
         ],
         className="cluster",

@@ -174,6 +174,8 @@ def _series_value(
     match series:
         case "kafka_node_info":
             return node.version
+        case "kafka_node_start_time_seconds":
+            return float(math.floor(m.origin * 1000))  # milliseconds, as RuntimeMXBean.getStartTime
         case "ctlplane_simulated_info":
             return m.now.scenario.value
         case "kafka_control_plane_request_queue_size":

@@ -211,6 +211,11 @@ CATALOG: tuple[MetricSpec, ...] = (
     _spec("kafka_node_info", "kafka.server:type=app-info,id=*", "Version", G, INFO,
           "Kafka release of the node; node_id is broker.id / node.id",
           modes=ALL_MODES, roles=ANY_ROLE, since="0.10", labels={"id": "node_id"}),
+    # The JVM's own start (RuntimeMXBean, registered by the platform before Kafka starts): a restart is a new
+    # value, and discovery needs it to tell a controller's metric removed from one lost with its JVM.
+    _spec("kafka_node_start_time_seconds", "java.lang:type=Runtime", "StartTime", G, GAUGE,
+          "Unix time the node's JVM started (java.lang:type=Runtime StartTime)",
+          modes=ALL_MODES, roles=ANY_ROLE, since="0.10", scale=MS),
     # `ctlplane demo` serves this from its simulated nodes so nothing simulated passes for a real cluster.
     _spec("ctlplane_simulated_info", "ctlplane.demo:type=Simulator", "Scenario", G, INFO,
           "Present only on simulated nodes (ctlplane demo); the label is the running scenario",

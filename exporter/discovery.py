@@ -10,7 +10,7 @@ A node is never dropped because it stopped appearing: before Kafka 4.0 describeC
 broker, the quorum's leader forgets an observer silent for 5 minutes and knows none after a failover
 (shared/reference/kafka-mbeans.md, "Answered since"). A node that vanished from the answers is exactly the
 node that needs watching, so once seen it stays watched, and the faults it has page as a listed node's do.
-It leaves only on positive evidence that it left the cluster (`departures`), held for the rule's
+It leaves only on positive evidence that it left the cluster (exporter/departures.py), held for the rule's
 `forget_after_seconds`, with its JMX silent all along: each departure is logged and counted.
 """
 
@@ -21,11 +21,11 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from exporter.catalog import Mode, Role
+from exporter.catalog import Role
+from exporter.departures import Departure, RegistrationsSeen, departures
 from exporter.families import Family, discovery_families
 from exporter.health import Lifecycle
 from exporter.model import ClusterSnapshot, Member, merge_roles, merged
@@ -135,15 +135,6 @@ class DnsFound:
     leaving_since: float | None = None
 
 
-class Departure(StrEnum):
-    """The positive evidence that a node left the cluster: the `reason` of the forgotten-nodes counter."""
-
-    UNREGISTERED = "unregistered"  # KRaft: no registration left (`kafka-cluster.sh unregister`)
-    VOTER_REMOVED = "voter_removed"  # KRaft: not in the voter set (`kafka-metadata-quorum remove-controller`)
-    CLEAN_SHUTDOWN = "clean_shutdown"  # ZooKeeper mode: shut down cleanly, and describeCluster lost it
-    MOVED = "moved"  # DNS: gone from the names' answer, and its node id now answers at another address
-
-
 @dataclass(frozen=True)
 class Forgotten:
     """A discovered node no longer watched, and the evidence it left the cluster on."""
@@ -153,52 +144,11 @@ class Forgotten:
     evidence: str
 
 
-def departures(
-    cluster: ClusterSnapshot, watched: Mapping[int, Watched], shut_down: frozenset[str]
-) -> dict[int, tuple[Departure, str]]:
-    """The watched nodes this round shows to have left the cluster, with the evidence; `shut_down`: the
-    nodes whose lifecycle is SHUTDOWN (a controlled shutdown seen, exporter/health.py).
-
-    Absence from an answer is never evidence (the module's docstring); these are:
-    - a KRaft broker missing from describeCluster asked with includeFencedBrokers (KIP-1073, brokers of
-      4.0+): that answer lists every registered broker, fenced or not (Strimzi's KafkaNodeUnregistration
-      lists the registered brokers the same way), so a broker missing from it has been unregistered;
-    - a controller missing from the voters of a describeMetadataQuorum answer: the leader always lists the
-      whole voter set (an observer is forgotten after 5 minutes, a voter never), so it was removed (KIP-853);
-    - a ZooKeeper-mode broker seen going through a controlled shutdown, that describeCluster no longer names
-      (its ZooKeeper registration is gone): it stopped on purpose and has not come back.
-    A node whose JMX answers is running, so it has not left whatever the answers say."""
-    quorum = cluster.quorum
-    if quorum is None:
-        return {}
-    named = {node_id for node_id, member in merged(quorum.members).items() if member.current}
-    voters = {r.replica_id for r in quorum.replicas if r.voter} if quorum.up else None
-    nodes = {node.node: node for node in cluster.nodes}
-    found: dict[int, tuple[Departure, str]] = {}
-    for node_id, node in watched.items():
-        read = nodes.get(node.node)
-        if node_id in named or read is None or read.up:
-            continue
-        role = node.member.role
-        evidence: tuple[Departure, str] | None = None
-        if role in (Role.BROKER, Role.COMBINED):
-            if quorum.fenced is not None:
-                evidence = (Departure.UNREGISTERED, "describeCluster with fenced brokers no longer lists it")
-            elif read.mode is Mode.ZOOKEEPER and quorum.members_error is None and node.node in shut_down:
-                evidence = (
-                    Departure.CLEAN_SHUTDOWN,
-                    "it shut down cleanly and describeCluster no longer lists it",
-                )
-            else:
-                continue
-        if role in (Role.CONTROLLER, Role.COMBINED):
-            if voters is None or node_id in voters:
-                continue
-            removed = (Departure.VOTER_REMOVED, "not in the quorum's voter set (describeMetadataQuorum)")
-            evidence = removed if evidence is None else (evidence[0], f"{evidence[1]}; {removed[1]}")
-        if evidence is not None:
-            found[node_id] = evidence
-    return found
+def _held(since: float | None, now: float, rule: JmxRule) -> tuple[float, bool]:
+    """The first round of a node's departure evidence (`since`, or now if this is it), and whether it has held
+    for the rule's forget_after_seconds: then the node is no longer watched."""
+    first = now if since is None else since
+    return first, now - first >= rule.forget_after_seconds
 
 
 @dataclass(frozen=True)
@@ -219,6 +169,9 @@ class Discovered:
     # ids forgotten on evidence: a leader's memory of them as observers (Member.current False) does not
     # bring them back; a current mention does
     left: frozenset[int] = frozenset()
+    registrations: RegistrationsSeen = field(
+        default_factory=RegistrationsSeen
+    )  # what the controllers' metrics held, round by round
 
     def reconcile(
         self,
@@ -245,9 +198,9 @@ class Discovered:
             if node_id not in departed:
                 watched[node_id] = replace(found, leaving_since=None) if found.leaving_since is not None else found
                 continue
-            leaving = replace(found, leaving_since=found.leaving_since if found.leaving_since is not None else now)
-            assert leaving.leaving_since is not None
-            if now - leaving.leaving_since >= rule.forget_after_seconds:
+            since, held = _held(found.leaving_since, now, rule)
+            leaving = replace(found, leaving_since=since)
+            if held:
                 forgotten.append(Forgotten(leaving, *departed[node_id]))
             else:
                 watched[node_id] = leaving
@@ -281,7 +234,13 @@ class Discovered:
         for node_id, before_unwatched in self.unwatched.items():
             if node_id not in named and node_id not in watched and node_id not in static_ids:
                 unwatched.setdefault(node_id, before_unwatched)
-        return Discovered(MappingProxyType(watched), MappingProxyType(unwatched), tuple(forgotten), frozenset(left))
+        return Discovered(
+            MappingProxyType(watched),
+            MappingProxyType(unwatched),
+            tuple(forgotten),
+            frozenset(left),
+            self.registrations,
+        )
 
 
 TargetFactory = Callable[[str, str, str, Role, int | None], Target]  # cluster, node label, JMX address, role, id
@@ -360,8 +319,12 @@ class NodeDiscovery:
             shut_down = frozenset(
                 b.node for b in (health.brokers if health is not None else ()) if b.state is Lifecycle.SHUTDOWN
             )
-            changed = self._prune_dns(name, cluster, shut_down, rule, snapshot.taken_at) or changed
+            before = self.found[name]
+            registrations = before.registrations.after(cluster)
+            unregistered = registrations.unregistered
+            changed = self._prune_dns(name, cluster, shut_down, unregistered, rule, snapshot.taken_at) or changed
             if cluster.quorum is None:
+                self.found[name] = replace(before, registrations=registrations)
                 continue
             listed = [t for t in self.listed if t.cluster == name]
             # nodes found through DNS are read as listed ones: Kafka's answers do not add them twice
@@ -370,7 +333,6 @@ class NodeDiscovery:
             ids = {t.node_id for t in listed if t.node_id is not None}
             ids |= {n.node_id for n in cluster.nodes if n.node in labels and n.node_id is not None}
             addresses = {t.endpoint.address for t in listed} | {node.address for node in through_dns}
-            before = self.found[name]
             after = before.reconcile(
                 cluster.quorum.members,
                 rule,
@@ -378,8 +340,9 @@ class NodeDiscovery:
                 frozenset(addresses),
                 frozenset(labels),
                 snapshot.taken_at,
-                departures(cluster, before.watched, shut_down),
+                departures(cluster, before.watched, shut_down, unregistered),
             )
+            after = replace(after, registrations=registrations)
             for gone in after.forgotten:
                 self._forgot(name, gone, rule)
             for node_id in after.watched.keys() - before.watched.keys():
@@ -414,7 +377,13 @@ class NodeDiscovery:
         )
 
     def _prune_dns(
-        self, name: str, cluster: ClusterSnapshot, shut_down: frozenset[str], rule: JmxRule, now: float
+        self,
+        name: str,
+        cluster: ClusterSnapshot,
+        shut_down: frozenset[str],
+        unregistered: Mapping[int, str],
+        rule: JmxRule,
+        now: float,
     ) -> bool:
         """Drop the DNS-found nodes of `name` that left: gone from the names' answer and either their node id
         answers at another node the names still give (a pod rescheduled to a new address, named by it), or
@@ -433,15 +402,15 @@ class NodeDiscovery:
                 answering[node.node_id] = label
             elif not entry.answered:
                 absent[node.node_id] = Watched(Member(node.node_id, node.role), label, entry.node.address, now, now)
-        evidence = departures(cluster, absent, shut_down)
+        evidence = departures(cluster, absent, shut_down, unregistered)
         kept = dict(found)
         for node_id, watched in absent.items():
             entry = found[watched.node]
             if node_id in answering:
                 gone = Forgotten(watched, Departure.MOVED, f"node id {node_id} answers as {answering[node_id]} now")
             elif node_id in evidence:
-                since = entry.leaving_since if entry.leaving_since is not None else now
-                if now - since < rule.forget_after_seconds:
+                since, held = _held(entry.leaving_since, now, rule)
+                if not held:
                     kept[watched.node] = replace(entry, leaving_since=since)
                     continue
                 gone = Forgotten(watched, *evidence[node_id])

@@ -29,7 +29,8 @@ class MBeanQuery:
     attributes: tuple[str, ...]
     only: tuple[tuple[str, frozenset[str]], ...] = ()  # keep MBeans whose key has one of these values
     # Registered at run time as the controller's state moves (a won election, a broker's registration): a
-    # client must not keep "no such MBean here" for long (MetricSpec.follows_controller).
+    # client must not keep "no such MBean here", or the list of those there, for long
+    # (MetricSpec.follows_controller).
     follows_controller: bool = False
     slow: bool = False  # every series it feeds is on the slow tier (MetricSpec.slow)
 

@@ -198,6 +198,30 @@ CLUSTER_ROWS = (
            q(f"increase(kafka_zookeeper_disconnects_total{{{CN}}}{RI})", "{{node}} disconnects"),
            unit="none", mode=ZK, steps=ANY_IS_BAD, min=0),
     )),
+    Row("Watched nodes", (
+        stat("Nodes read", "Nodes ctlplane reads in this cluster: listed, found through DNS and discovered "
+             "from the cluster's answers.",
+             q(f"count(ctlplane_up{{{C}}})", "read"), decimals=0),
+        stat("Discovered", "Nodes discovery watches (README \"Watching your own clusters\"); 0 without "
+             "discovery.",
+             q(f"sum(ctlplane_discovered_nodes{{{C}}}) or vector(0)", "discovered"), decimals=0),
+        stat("Not watched", "Nodes the cluster's answers name that no node ctlplane reads is (their ids: "
+             "kafka_cluster_node_unwatched; alert KafkaNodeUnwatched).",
+             q(f"count(kafka_cluster_node_unwatched{{{C}}} == 1) or vector(0)", "not watched"),
+             steps=ANY_IS_BAD, decimals=0),
+        stat("Read, not in the cluster", "Nodes ctlplane reads whose own node id the cluster's answers do "
+             "not name: listed under the wrong cluster (kafka_cluster_node_unknown; alert KafkaNodeNotInCluster).",
+             q(f"count(kafka_cluster_node_unknown{{{C}}} == 1) or vector(0)", "unknown"),
+             steps=ANY_IS_BAD, decimals=0),
+        stat("Fenced, no name", "Brokers the controller counts fenced that ctlplane cannot name "
+             "(kafka_cluster_fenced_brokers_unnamed; pages as KafkaFencedBrokerUnnamed).",
+             q(f"max(kafka_cluster_fenced_brokers_unnamed{{{C}}}) or vector(0)", "fenced, no name"),
+             steps=ANY_IS_BAD, decimals=0),
+        stat("Nodes that left", "Discovered nodes no longer watched on evidence that they left the cluster, "
+             "in the last rate interval (ctlplane_discovery_forgotten_nodes_total; the log says which).",
+             q(f"sum(increase(ctlplane_discovery_forgotten_nodes_total{{{C}}}{RI})) or vector(0)", "left"),
+             decimals=0),
+    )),
     Row("Metadata freshness", (
         stat("Stale brokers", "Brokers whose metadata lag is over the thresholds, or frozen.",
              q(f"sum(kafka_broker_metadata_stale{{{C}}})", "stale"), steps=ANY_IS_BAD, decimals=0, width=6),

@@ -25,8 +25,9 @@ from exporter.model import Failure, MBeanQuery, RawReading
 # the controller's per-broker registration state appear and disappear as brokers come and go.
 RESOLVE_TTL_SECONDS = 60.0
 # A pattern that matched nothing is retried sooner: a starting broker registers some MBeans (app-info,
-# the controller's) only at the end of its start-up.
-RESOLVE_EMPTY_TTL_SECONDS = 10.0
+# the controller's) only at the end of its start-up. So is every pattern that follows the controller,
+# matched or not: a broker's registration gauge appears beside the others' when it registers.
+RESOLVE_SOON_SECONDS = 10.0
 # ... but only while the connection is young (a restarted broker breaks the connector, so its start-up
 # is always a young connection). Later, an empty pattern is one of the ~14 of 45 that belong to the
 # other mode (ZooKeeper vs KRaft) or role: re-querying them at every 15 s read cost ~40% more exporter
@@ -210,12 +211,14 @@ class _Connection:
     def _resolve(self, query: MBeanQuery, now: float, deadline: float) -> list[tuple[Any, str, dict[str, str]]]:
         cached = self.resolved.get(query)
         if cached is not None:
-            if cached.names:
+            if query.follows_controller and _is_pattern(query.pattern):
+                ttl = RESOLVE_SOON_SECONDS  # its MBeans come and go with elections and registrations
+            elif cached.names:
                 # an exact ObjectName cannot gain MBeans, and losing its one raises InstanceNotFoundException
                 # in read(), which drops it from the cache: only wildcard patterns need re-resolving
                 ttl = RESOLVE_TTL_SECONDS if _is_pattern(query.pattern) else math.inf
             elif now - self.connected_at < RESOLVE_STARTUP_SECONDS or query.follows_controller:
-                ttl = RESOLVE_EMPTY_TTL_SECONDS
+                ttl = RESOLVE_SOON_SECONDS
             else:
                 ttl = RESOLVE_TTL_SECONDS
             if not resolve_due(now, cached.at, ttl, self.resolve_phase):

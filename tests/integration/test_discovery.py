@@ -169,7 +169,16 @@ def _leaves_cleanly(
     rounds = Rounds(scraper)
     discovery = build_discovery(settings, scraper, rounds.state)
     try:
-        rounds.until(lambda o: _state(o, node, cluster) is Lifecycle.ACTIVE, 90, f"{node} watched and ACTIVE")
+        # ACTIVE, and on KRaft 4.1+ in the controller's own word: its dropping that gauge is what proves the
+        # unregistration where only the controllers are asked
+        def active(o: Observation) -> bool:
+            health = o.health.cluster(cluster)
+            broker = None if health is None else health.broker(node)
+            if broker is None or broker.state is not Lifecycle.ACTIVE:
+                return False
+            return cluster != NAME or "BrokerRegistrationState=30" in broker.evidence
+
+        rounds.until(active, 90, f"{node} watched and ACTIVE")
         # the rounds go on while the broker stops, as ctlplane's do beside an operator's `kafka-server-stop`
         stopping = threading.Thread(target=stop, name=f"stop {node}")
         stopping.start()
@@ -195,11 +204,14 @@ _REASON = {NAME: "unregistered", ZK_NAME: "clean_shutdown"}
 FORGET_AFTER = 6  # seconds the evidence must hold (300 by default): rounds here are ~2 s
 
 
+@pytest.mark.parametrize("asked", ["bootstrap_servers", "bootstrap_controllers"])
 def test_a_discovered_broker_shut_down_and_unregistered_leaves_the_watched_set_and_pages_nothing(
-    cluster: tuple[KafkaCluster, int],
+    cluster: tuple[KafkaCluster, int], asked: str
 ) -> None:
-    """KRaft, brokers of 4.0+ asked (`bootstrap_servers`): describeCluster with includeFencedBrokers lists
-    every registered broker, so one missing from it was unregistered (`kafka-cluster.sh unregister`).
+    """KRaft, a broker unregistered (`kafka-cluster.sh unregister`) after a clean stop. Through the brokers
+    (4.0+), describeCluster with includeFencedBrokers lists every registered broker, so one missing from it
+    was unregistered; through the controllers alone, the controller's JVM dropped the broker's
+    BrokerRegistrationState gauge (4.1+), which it does only for an unregistration (exporter/departures.py).
 
     The broker leads a partition when it stops, as a broker in service does: the controller then marks its
     controlled shutdown (ControlledShutdownBrokerCount), which is what tells a clean stop from a crash when
@@ -216,7 +228,9 @@ def test_a_discovered_broker_shut_down_and_unregistered_leaves_the_watched_set_a
             "clusters": [
                 {
                     "name": NAME,
-                    "bootstrap_servers": [kafka.node("broker-1").address],
+                    asked: [kafka.node("broker-1").address]
+                    if asked == "bootstrap_servers"
+                    else quorum_bootstrap(kafka),
                     "discovery": {"broker_jmx": rule, "controller_jmx": rule, "forget_after_seconds": FORGET_AFTER},
                 }
             ],

@@ -99,7 +99,7 @@ def test_kraft_cluster_serves_every_series_its_mode_and_release_define(kraft_clu
         "KRaft nodes read, one active controller",
     )
     # The per-broker gauges the active controller registers when it becomes active (ClusterControlManager
-    # .activate, 4.1+) are looked up again at most RESOLVE_EMPTY_TTL_SECONDS after a node last had none: a
+    # .activate, 4.1+) are looked up again at most RESOLVE_SOON_SECONDS after a node last had none: a
     # test that follows a failover (the quorum-loss test) may meet a controller that is active and whose
     # gauges are not read yet, so the series must all be there within a few rounds, not on the first one.
     deadline = time.monotonic() + 30

@@ -99,7 +99,7 @@ def test_every_phase_of_a_migration_reads_right(migrating: tuple[KafkaCluster, W
     def raft_observers(o: Observation) -> bool:
         # each rolled broker's raft observer, read as a broker's: its raft MBeans register late in the
         # broker's start-up, after ctlplane's first read of the restarted node, and are looked up again
-        # within RESOLVE_EMPTY_TTL_SECONDS (10 s); the phase and ACTIVE can be seen before that (CI saw it)
+        # within RESOLVE_SOON_SECONDS (10 s); the phase and ACTIVE can be seen before that (CI saw it)
         snapshot = o.snapshot.cluster(MIGRATING)
         nodes = [snapshot.node(broker.name) if snapshot else None for broker in cluster.brokers()]
         return all(n is not None and n.role is Role.BROKER and n.has("kafka_raft_current_leader") for n in nodes)

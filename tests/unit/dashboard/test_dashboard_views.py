@@ -10,7 +10,7 @@ from dashboard.trail import EMPTY_TRAIL
 from dashboard.views import LEVEL_COLOURS, Level
 from exporter.catalog import Mode, Role
 from exporter.health import ClusterHealth, Lifecycle
-from exporter.model import ClusterSnapshot, Sample
+from exporter.model import ClusterSnapshot, Member, QuorumView, Sample
 from tests.unit.dashboard.builders import (
     T0,
     as_dict,
@@ -328,6 +328,25 @@ class TestClusterView:
         assert find(tree, className="controller-card")
         assert find(tree, className="node-table")
         assert "no control-plane events in the window" in list(texts(tree))
+
+    def test_nodes_the_cluster_has_and_ctlplane_does_not_read_are_named_on_the_cluster_page(self) -> None:
+        snapshot, health = _one_node()
+        assert not find(as_dict(views.cluster_view("c1", observation(((snapshot, health),)), [], NO_ALERTS, T0)),
+                        className="watch-gaps")  # fmt: skip
+        # the quorum names broker 3 (an observer) that no node read is; b1 reports an id it does not name
+        quorum = QuorumView(read_at=T0, leader_id=100, members=(Member(100, Role.CONTROLLER, "h100"),
+                                                                Member(3, Role.BROKER)))  # fmt: skip
+        gapped = replace(
+            snapshot, nodes=(node("c100", Role.CONTROLLER, node_id=100), node("b1", node_id=7)), quorum=quorum
+        )
+        counted = replace(health, fenced_unnamed=1)
+        tree = as_dict(views.cluster_view("c1", observation(((gapped, counted),)), [], NO_ALERTS, T0))
+        [unwatched] = find(tree, **{"data-gap": "unwatched"})
+        assert "node id 3 (broker)" in "".join(texts(unwatched))
+        [unknown] = find(tree, **{"data-gap": "unknown"})
+        assert "b1 (id 7" in "".join(texts(unknown))
+        assert find(tree, **{"data-gap": "fenced-unnamed"})
+        assert "1 fenced broker(s) ctlplane cannot name" in "".join(texts(tree["props"]["children"][1]))
 
     def test_graphs_have_pattern_ids_for_in_place_refresh(self) -> None:
         tree = as_dict(views.graphs_view(views.cluster_figures(EMPTY_TRAIL)))

@@ -9,15 +9,14 @@ import pytest
 
 from exporter.catalog import Mode, Role
 from exporter.config import ConfigError, Settings, parse_settings
+from exporter.departures import Departure, departures
 from exporter.discovery import (
-    Departure,
     Discovered,
     JmxRule,
     NodeDiscovery,
     TemplateError,
     Watched,
     check_template,
-    departures,
     fill,
 )
 from exporter.health import Thresholds
