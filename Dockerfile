@@ -4,18 +4,14 @@
 FROM python:3.11-slim-bookworm AS build
 WORKDIR /src
 COPY pyproject.toml README.md requirements.lock ./
-COPY exporter exporter
 COPY ctlplane ctlplane
-COPY demo demo
-COPY dashboard dashboard
-COPY pipeline pipeline
 # requirements.lock (tools/lock.py): the versions the suite passed with, not whatever is newest today
 RUN pip wheel --no-cache-dir --wheel-dir /wheels --constraint requirements.lock ".[dashboard]"
 
-# Kafka's Java client for the quorum's view (exporter/kafka_admin.py): fetched at build time, so the image
+# Kafka's Java client for the quorum's view (ctlplane/exporter/kafka_admin.py): fetched at build time, so the image
 # needs neither Maven nor the network to ask a cluster's quorum.
 FROM maven:3.9.9-eclipse-temurin-17 AS kafka-clients
-COPY exporter/kafka-clients.pom.xml /build/pom.xml
+COPY ctlplane/exporter/kafka-clients.pom.xml /build/pom.xml
 RUN mvn -q -B -f /build/pom.xml dependency:copy-dependencies -DoutputDirectory=/kafka-clients
 
 FROM python:3.11-slim-bookworm

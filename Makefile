@@ -24,13 +24,13 @@ system-deps-run:
 system-deps-test:
 	tools/install-system-deps.sh test
 
-# ctlplane.localkafka needs only the standard library: the system's Python fetches the jars, beside the pip install
+# harness.localkafka needs only the standard library: the system's Python fetches the jars, beside the pip install
 jars: system-deps-run
-	$(PYTHON) -m ctlplane.localkafka jars --class-archives
+	$(PYTHON) -m harness.localkafka jars --class-archives
 
 # Exporter + dashboard. Without CONFIG=file.yaml it starts local real Kafka clusters and watches them.
 run: $(INSTALLED) jars
-	$(BIN)/ctlplane run $(if $(CONFIG),--config $(CONFIG),)
+	$(BIN)/python -m ctlplane.cli run $(if $(CONFIG),--config $(CONFIG),)  # from the checkout: its harness/ starts the local clusters
 
 # ruff, mypy, the import contracts, hadolint and the alert rules' checks, side by side (tools/suite.py)
 lint: $(INSTALLED) system-deps-test
@@ -50,7 +50,7 @@ test:
 	$(BIN)/python -m tools.suite test $(if $(GROUP),--group $(GROUP),) -- -q --durations=20 -m "not matrix" \
 		-n $(WORKERS) --dist loadscope --no-loadscope-reorder tests/unit tests/integration tests/e2e
 
-# The real-cluster tests once per Kafka release of exporter/releases.py (not run by CI: see README).
+# The real-cluster tests once per Kafka release of ctlplane/exporter/releases.py (not run by CI: see README).
 # MATRIX="kraft-3.6 zk-2.8" runs some entries only.
 test-matrix: $(INSTALLED) system-deps-test jars
 	$(BIN)/python -m tools.matrix $(MATRIX)

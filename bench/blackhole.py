@@ -3,7 +3,7 @@
     .venv/bin/python bench/blackhole.py [--hung 0,16,64] [--rounds 4] [--workers 16] [--timeout 3]
 
 The healthy cluster is 10 simulated nodes (one simulator process, real remote JMX on loopback); the hung
-ones are black-holed loopback ports (ctlplane.blackhole: SYNs dropped, as for a firewalled host), listed
+ones are black-holed loopback ports (harness.blackhole: SYNs dropped, as for a firewalled host), listed
 first. Each count runs twice: with per-cluster worker shares (the scraper's behaviour) and with every
 cluster allowed the whole pool (one shared queue, as before). RMI timeouts of 1 s, bounded rounds.
 """
@@ -21,12 +21,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ctlplane.blackhole import BlackHoles
-from demo.launch import start_simulator
-from exporter import scraper as scraper_module
-from exporter.jmx.base import Endpoint
-from exporter.jmx.jpype_client import JPypeJmxClient
-from exporter.scraper import Scraper, Target
+from ctlplane.demo.launch import start_simulator
+from ctlplane.exporter import scraper as scraper_module
+from ctlplane.exporter.jmx.base import Endpoint
+from ctlplane.exporter.jmx.jpype_client import JPypeJmxClient
+from ctlplane.exporter.scraper import Scraper, Target
+from harness.blackhole import BlackHoles
 
 
 def _whole_pool(workers: int, sizes: Mapping[str, int]) -> dict[str, int]:

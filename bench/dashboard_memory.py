@@ -28,15 +28,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.machine import load, status
-from dashboard import views
-from dashboard.source import NO_ALERTS, InProcessSource
-from demo.launch import start_simulator
-from exporter.health import Thresholds
-from exporter.jmx.base import Endpoint
-from exporter.jmx.jpype_client import JPypeJmxClient
-from exporter.model import ClusterSnapshot, FleetSnapshot, Sample
-from exporter.scraper import Scraper, Target
-from exporter.state import ExporterState, Observation
+from ctlplane.dashboard import views
+from ctlplane.dashboard.source import NO_ALERTS, InProcessSource
+from ctlplane.demo.launch import start_simulator
+from ctlplane.exporter.health import Thresholds
+from ctlplane.exporter.jmx.base import Endpoint
+from ctlplane.exporter.jmx.jpype_client import JPypeJmxClient
+from ctlplane.exporter.model import ClusterSnapshot, FleetSnapshot, Sample
+from ctlplane.exporter.scraper import Scraper, Target
+from ctlplane.exporter.state import ExporterState, Observation
 
 TARGET_RSS_MB = 1024
 REAL_NODES = 100

@@ -4,10 +4,10 @@
 
 (As a module: run as a script, bench/ would come first on sys.path and this file would shadow `pipeline`.)
 
-Generates an archive in the exporter's own layout (exporter.history.write_partitioned): 20 clusters x
+Generates an archive in the exporter's own layout (ctlplane.exporter.history.write_partitioned): 20 clusters x
 6 nodes x 5 series every 15 s with deterministic faults, plus each cluster's count of active
 controllers (the exporter's own series), then times each engine reading that Parquet and writing its
-result as Parquet, on the files as written and on a copy compacted by `exporter.history.compact` (what
+result as Parquet, on the files as written and on a copy compacted by `ctlplane.exporter.history.compact` (what
 the exporter does to each closed day). DuckDB is a bench-only dependency.
 """
 
@@ -26,11 +26,11 @@ import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type information
 from pyspark.sql import SparkSession
 
-from exporter.history import ACTIVE_CONTROLLERS_SERIES, HISTORY_SCHEMA, compact, write_partitioned
-from pipeline import transforms
-from pipeline.io import read_archive, write_table
-from pipeline.rules import EpisodeRules, Kind
-from pipeline.session import build_session
+from ctlplane.exporter.history import ACTIVE_CONTROLLERS_SERIES, HISTORY_SCHEMA, compact, write_partitioned
+from ctlplane.pipeline import transforms
+from ctlplane.pipeline.io import read_archive, write_table
+from ctlplane.pipeline.rules import EpisodeRules, Kind
+from ctlplane.pipeline.session import build_session
 
 CLUSTERS, NODES, INTERVAL = 20, 6, 15.0
 T0_US = 1_714_521_600_000_000  # 2024-05-01T00:00:00Z
@@ -223,7 +223,7 @@ def main() -> None:
                 done = compact(compacted, now=time.time(), close_after_seconds=0)
                 files = sum(len(c.removed) for c in done), sum(len(c.merged) for c in done)
                 print(f"compacted {files[0]} files into {files[1]} in {time.perf_counter() - started:.1f} s "
-                      f"(exporter.history.compact) -> {compacted}")  # fmt: skip
+                      f"(ctlplane.exporter.history.compact) -> {compacted}")  # fmt: skip
             for layout, archive in (("as written", root), ("compacted", compacted)):
                 measure(spark, millions, layout, archive, args.dir / f"out{millions}", args.repeats)
     finally:

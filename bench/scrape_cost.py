@@ -15,11 +15,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ctlplane import localkafka
-from exporter.jmx.base import Endpoint, JmxClient
-from exporter.jmx.jmxquery_client import JmxQueryClient
-from exporter.jmx.jpype_client import JPypeJmxClient
-from exporter.readings import plan_queries, samples_from_readings
+from ctlplane.exporter.jmx.base import Endpoint, JmxClient
+from ctlplane.exporter.jmx.jmxquery_client import JmxQueryClient
+from ctlplane.exporter.jmx.jpype_client import JPypeJmxClient
+from ctlplane.exporter.readings import plan_queries, samples_from_readings
+from harness import localkafka
 
 
 def _cpu_seconds() -> float:

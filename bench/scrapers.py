@@ -29,16 +29,16 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.machine import load, memory_breakdown, status
-from dashboard.source import InProcessSource
-from demo.launch import start_simulator
-from exporter.app import QuietServer, create_app, server_options
-from exporter.health import Thresholds
-from exporter.jmx.base import Endpoint
-from exporter.jmx.jpype_client import JPypeJmxClient
-from exporter.memory import collect_garbage_per_round, release_free_memory
-from exporter.model import FleetSnapshot
-from exporter.scraper import Scraper, Target
-from exporter.state import ExporterState
+from ctlplane.dashboard.source import InProcessSource
+from ctlplane.demo.launch import start_simulator
+from ctlplane.exporter.app import QuietServer, create_app, server_options
+from ctlplane.exporter.health import Thresholds
+from ctlplane.exporter.jmx.base import Endpoint
+from ctlplane.exporter.jmx.jpype_client import JPypeJmxClient
+from ctlplane.exporter.memory import collect_garbage_per_round, release_free_memory
+from ctlplane.exporter.model import FleetSnapshot
+from ctlplane.exporter.scraper import Scraper, Target
+from ctlplane.exporter.state import ExporterState
 
 
 def _scrape_loop(base: str, every: float, until: float, latencies: list[float], errors: list[str], seed: int) -> None:
@@ -118,7 +118,7 @@ def main() -> int:
 
         scraper.subscribe(record)
         app = create_app(state.current, interval_seconds=args.interval)
-        from dashboard.app import create_dashboard
+        from ctlplane.dashboard.app import create_dashboard
 
         create_dashboard(InProcessSource(state), server=app)
         server = QuietServer(uvicorn.Config(app, host="127.0.0.1", port=0, **server_options()))

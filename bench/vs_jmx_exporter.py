@@ -24,10 +24,10 @@ from pathlib import Path
 import httpx
 
 from bench.machine import process_cpu_seconds
-from ctlplane import localkafka
-from ctlplane.localkafka.jars import ensure_artifact
-from ctlplane.localkafka.process import free_port, java_executable
-from exporter.readings import plan_queries
+from ctlplane.exporter.readings import plan_queries
+from harness import localkafka
+from harness.localkafka.jars import ensure_artifact
+from harness.localkafka.process import free_port, java_executable
 
 JMX_EXPORTER = ("io.prometheus.jmx", "jmx_prometheus_httpserver", "1.0.1")
 

@@ -17,18 +17,18 @@ from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
 from pathlib import Path
 
-from exporter.catalog import Role
-from exporter.config import ClusterConfig, ConfigError, Settings, load_settings, parse_settings
-from exporter.discovery import JmxRule, NodeDiscovery
-from exporter.dns import DnsName, DnsResolver, DnsWatch
-from exporter.families import Family, reload_families
-from exporter.health import Thresholds
-from exporter.jmx.base import Endpoint, JmxClient
-from exporter.memory import collect_garbage_per_round, release_free_memory
-from exporter.model import NodeSnapshot, QuorumView
-from exporter.scraper import QuorumSource, Scraper, Target
-from exporter.shards import parse_shard
-from exporter.state import ExporterState, Observation
+from ctlplane.exporter.catalog import Role
+from ctlplane.exporter.config import ClusterConfig, ConfigError, Settings, load_settings, parse_settings
+from ctlplane.exporter.discovery import JmxRule, NodeDiscovery
+from ctlplane.exporter.dns import DnsName, DnsResolver, DnsWatch
+from ctlplane.exporter.families import Family, reload_families
+from ctlplane.exporter.health import Thresholds
+from ctlplane.exporter.jmx.base import Endpoint, JmxClient
+from ctlplane.exporter.memory import collect_garbage_per_round, release_free_memory
+from ctlplane.exporter.model import NodeSnapshot, QuorumView
+from ctlplane.exporter.scraper import QuorumSource, Scraper, Target
+from ctlplane.exporter.shards import parse_shard
+from ctlplane.exporter.state import ExporterState, Observation
 
 log = logging.getLogger("ctlplane")
 
@@ -94,7 +94,7 @@ class DiscoveredTargets:
 
 
 def build_discovery(settings: Settings, scraper: Scraper, state: ExporterState) -> NodeDiscovery:
-    """Discovery for the clusters that ask for it (exporter/discovery.py), fed by every round's answers and
+    """Discovery for the clusters that ask for it (ctlplane/exporter/discovery.py), fed by every round's answers and
     health; with none, it hands the scraper the listed nodes (and a reload's new list)."""
     discovery = NodeDiscovery(
         scraper.targets, discovery_rules(settings), DiscoveredTargets(settings), scraper.set_targets
@@ -104,7 +104,7 @@ def build_discovery(settings: Settings, scraper: Scraper, state: ExporterState) 
 
 
 def dns_sources(settings: Settings) -> dict[str, tuple[DnsResolver, Sequence[DnsName]]]:
-    """Each cluster's DNS names with a resolver of its name servers (exporter/dns.py)."""
+    """Each cluster's DNS names with a resolver of its name servers (ctlplane/exporter/dns.py)."""
     return {
         c.name: (
             DnsResolver(c.discovery.dns_nameservers, settings.scrape.timeout_seconds),
@@ -129,7 +129,7 @@ def build_dns_watch(settings: Settings, discovery: NodeDiscovery) -> DnsWatch:
 def build_client(settings: Settings, kind: str | None = None) -> JmxClient:
     scrape = settings.scrape
     if (kind or scrape.client) == "jmxquery":
-        from exporter.jmx.jmxquery_client import JmxQueryClient
+        from ctlplane.exporter.jmx.jmxquery_client import JmxQueryClient
 
         if settings.clusters_jmxquery_cannot_read():
             # the config's scrape.client check, for `probe --client jmxquery`
@@ -139,7 +139,7 @@ def build_client(settings: Settings, kind: str | None = None) -> JmxClient:
             )
 
         return JmxQueryClient(timeout_seconds=scrape.timeout_seconds)
-    from exporter.jmx.jpype_client import JPypeJmxClient
+    from ctlplane.exporter.jmx.jpype_client import JPypeJmxClient
 
     truststore_password = None
     if settings.jmx.truststore_password_file is not None:
@@ -164,7 +164,7 @@ def build_quorum_sources(
     """A QuorumReader per cluster with bootstrap_servers or bootstrap_controllers (the JVM must be up:
     build the JPype client first). On a reload, `kept` (the running sources) and `before` (their settings):
     a cluster whose addresses, security and timeout are unchanged keeps its reader and its Admin client."""
-    from exporter.kafka_admin import QuorumReader, security_properties
+    from ctlplane.exporter.kafka_admin import QuorumReader, security_properties
 
     # the Admin call's own deadline inside the round's, so its answer (or its error) lands this round
     timeout = max(0.5, settings.scrape.timeout_seconds * 0.8)
@@ -232,17 +232,24 @@ def build_state(settings: Settings, scraper: Scraper) -> ExporterState:
     scraper.subscribe(state.observe)
     # after each round, collect cyclic garbage (the young generations; all of them every 5 minutes): full
     # passes started by CPython's rule and by JPype on each JVM collection cost a third of a 1,000-node
-    # round and freed nothing (exporter/memory.py)
+    # round and freed nothing (ctlplane/exporter/memory.py)
     state.subscribe(collect_garbage_per_round())
-    # then hand the memory its threads freed back to the system (exporter/memory.py); what listeners
+    # then hand the memory its threads freed back to the system (ctlplane/exporter/memory.py); what listeners
     # subscribed later free is handed back a round later
     state.subscribe(release_free_memory)
     return state
 
 
 def _local_settings(stack: ExitStack, workdir: Path | None) -> Settings:
-    """Start the local real-Kafka fleet (ZooKeeper 3.9 with KIP-291 + KRaft 4.x) and watch it."""
-    from ctlplane import localkafka
+    """Start the local real-Kafka fleet (ZooKeeper 3.9 with KIP-291 + KRaft 4.x) and watch it: the
+    checkout's harness (harness/localkafka), which an installed ctlplane does not have."""
+    try:
+        from harness import localkafka
+    except ImportError:
+        raise ConfigError(
+            "no --config given, and the local Kafka clusters it would start come with a checkout of ctlplane "
+            "(`make run` there): give --config FILE"
+        ) from None
 
     root = workdir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ctlplane-kafka-")))
     sys.stdout.write(f"No --config: starting local Kafka clusters from cached jars under {root} ...\n")
@@ -356,7 +363,7 @@ def _setting(settings: Settings, dotted: str) -> object:
 def serve(settings: Settings, config_path: Path | None = None, shard: str | None = None) -> int:
     """Scrape the configured clusters and serve HTTP until interrupted; with `config_path`, SIGHUP and
     POST /-/reload read it again (ConfigReload)."""
-    from exporter.app import create_app, http_server, run_until_stopped
+    from ctlplane.exporter.app import create_app, http_server, run_until_stopped
 
     scraper = build_scraper(settings)
     state = build_state(settings, scraper)
@@ -367,7 +374,7 @@ def serve(settings: Settings, config_path: Path | None = None, shard: str | None
     )
     writer = None
     if settings.history is not None:
-        from exporter.history import HistoryWriter
+        from ctlplane.exporter.history import HistoryWriter
 
         history = settings.history
         writer = HistoryWriter(
@@ -404,7 +411,7 @@ def serve(settings: Settings, config_path: Path | None = None, shard: str | None
             log.warning("dashboard not served (set dashboard.enabled: false to silence this): %s", missing)
             dashboard_served = False
         if dashboard_served:
-            from dashboard.cli import mount_dashboard
+            from ctlplane.dashboard.cli import mount_dashboard
 
             board = settings.dashboard
             mount_dashboard(
@@ -472,13 +479,13 @@ def sharded(settings: Settings, shard: str | None) -> Settings:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from demo.launch import cmd_demo as run_demo
+    from ctlplane.demo.launch import cmd_demo as run_demo
 
     return run_demo(args, lambda document: serve(parse_settings(document, "demo")))
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
-    from dashboard.cli import cmd_dashboard as run_dashboard
+    from ctlplane.dashboard.cli import cmd_dashboard as run_dashboard
 
     return run_dashboard(args)
 
@@ -662,17 +669,17 @@ def build_parser() -> argparse.ArgumentParser:
         "(index from the hostname); default $CTLPLANE_SHARD, else the config's `shard:`",
     )
     run.set_defaults(func=cmd_run)
-    from demo.launch import add_demo_arguments
+    from ctlplane.demo.launch import add_demo_arguments
 
     demo = sub.add_parser("demo", help="simulated Kafka clusters with fault scenarios, served by the exporter")
     add_demo_arguments(demo)
     demo.set_defaults(func=cmd_demo, needs=(("dash", "dashboard"),))  # what the demo is for: the dashboard
-    from dashboard.cli import add_dashboard_arguments
+    from ctlplane.dashboard.cli import add_dashboard_arguments
 
     dashboard = sub.add_parser("dashboard", help="the web dashboard alone, reading remote exporters' JSON APIs")
     add_dashboard_arguments(dashboard)
     dashboard.set_defaults(func=cmd_dashboard, needs=(("dash", "dashboard"),))
-    from pipeline.cli import add_subcommands as add_pipeline_subcommands
+    from ctlplane.pipeline.cli import add_subcommands as add_pipeline_subcommands
 
     add_pipeline_subcommands(sub)
     healthcheck = sub.add_parser("healthcheck", help="exit 0 if the exporter of this config is healthy")

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from exporter.catalog import Mode
+from ctlplane.exporter.catalog import Mode
 
 DASHBOARDS_DIR = Path(__file__).resolve().parent / "dashboards"
 SCHEMA_VERSION = 39  # Grafana 10.4/11.x classic JSON model; newer Grafana migrates it on load
@@ -31,7 +31,7 @@ DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 CLUSTER_UID = "ctlplane-cluster"
 FLEET_UID = "ctlplane-fleet"
 
-# Thresholds shared with the health model's defaults (exporter/health.py Thresholds) and the alert rules.
+# Thresholds shared with the health model's defaults (ctlplane/exporter/health.py Thresholds) and the alert rules.
 CONTROL_PLANE_QUEUE_CAPACITY = 20  # KIP-291: the control-plane request queue holds 20 requests
 CONTROL_PLANE_QUEUE_SATURATED = 16  # 0.8 x capacity (control_plane_queue_saturation_ratio)
 IDLE_SATURATED = 0.1  # control_plane_idle_saturation_ratio

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from ctlplane import localkafka
-from ctlplane.localkafka import KafkaCluster, ZooKeeperServer
-from ctlplane.localkafka.process import ENV_PORT_SHARE
+from harness import localkafka
+from harness.localkafka import KafkaCluster, ZooKeeperServer
+from harness.localkafka.process import ENV_PORT_SHARE
 from tests.kafka_versions import (
     KRAFT_NAME,
     KRAFT_UNDER_TEST,

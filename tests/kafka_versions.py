@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from ctlplane.localkafka import KRAFT_VERSION, ZK_VERSION, cluster_label
+from harness.localkafka import KRAFT_VERSION, ZK_VERSION, cluster_label
 
 ZK_UNDER_TEST = os.environ.get("CTLPLANE_TEST_ZK_VERSION") or ZK_VERSION
 KRAFT_UNDER_TEST = os.environ.get("CTLPLANE_TEST_KRAFT_VERSION") or KRAFT_VERSION

@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from exporter.config import DEFAULT_PORT
+from ctlplane.exporter.config import DEFAULT_PORT
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "deploy" / "kubernetes"
@@ -260,7 +260,7 @@ def _pod_spec(env: list[dict[str, Any]]) -> dict[str, Any]:
                 "args": ["run", "--config", f"{CONFIG_DIR}/ctlplane.yaml"],
                 "env": [*secret_env, *env],
                 "ports": [{"name": PORT_NAME, "containerPort": PORT, "protocol": "TCP"}],
-                # /healthz: 200 once a round has completed and rounds keep coming (exporter/app.py);
+                # /healthz: 200 once a round has completed and rounds keep coming (ctlplane/exporter/app.py);
                 # unreachable brokers never make it fail. The first round waits for the JVM and every node.
                 "startupProbe": {**probe, "failureThreshold": 30},
                 "readinessProbe": probe,
@@ -274,7 +274,7 @@ def _pod_spec(env: list[dict[str, Any]]) -> dict[str, Any]:
                 "volumeMounts": [
                     {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
                     # the in-process JVM's temporary files and the Java node reader compiled at start
-                    # (exporter/javac.py cache_root: under the temporary directory on a read-only install)
+                    # (ctlplane/exporter/javac.py cache_root: under the temporary directory on a read-only install)
                     {"name": "tmp", "mountPath": "/tmp"},
                 ],
             }
@@ -302,7 +302,7 @@ def deployment() -> dict[str, Any]:
 
 
 def stateful_set() -> dict[str, Any]:
-    # each pod's hostname is its name (ctlplane-0, ...): `auto` takes its index from it (exporter/shards.py)
+    # each pod's hostname is its name (ctlplane-0, ...): `auto` takes its index from it (ctlplane/exporter/shards.py)
     shard = {"name": "CTLPLANE_SHARD", "value": f"auto/{SHARDS}"}
     return {
         "apiVersion": "apps/v1",

@@ -22,8 +22,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctlplane.localkafka import cluster_label, ensure_jars
-from exporter.releases import MATRIX, MatrixEntry
+from ctlplane.exporter.releases import MATRIX, MatrixEntry
+from harness.localkafka import cluster_label, ensure_jars
 
 ROOT = Path(__file__).resolve().parents[1]
 TEST_FILES = (

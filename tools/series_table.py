@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from exporter.catalog import CATALOG, DERIVED_SERIES, HEALTH_SERIES
+from ctlplane.exporter.catalog import CATALOG, DERIVED_SERIES, HEALTH_SERIES
 
 
 def main() -> None:

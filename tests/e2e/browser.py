@@ -19,13 +19,13 @@ import uvicorn
 from fastapi import FastAPI
 from playwright.sync_api import Browser, ConsoleMessage, Page, Playwright, sync_playwright
 
-from dashboard.app import create_dashboard
-from dashboard.source import InProcessSource
-from exporter.app import QuietServer, create_app, server_options
-from exporter.health import Thresholds
-from exporter.jmx.jpype_client import JPypeJmxClient
-from exporter.scraper import Scraper, Target
-from exporter.state import ExporterState
+from ctlplane.dashboard.app import create_dashboard
+from ctlplane.dashboard.source import InProcessSource
+from ctlplane.exporter.app import QuietServer, create_app, server_options
+from ctlplane.exporter.health import Thresholds
+from ctlplane.exporter.jmx.jpype_client import JPypeJmxClient
+from ctlplane.exporter.scraper import Scraper, Target
+from ctlplane.exporter.state import ExporterState
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from ctlplane.localkafka import free_port
+from harness.localkafka import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 ALERTS = REPO / "alerts"

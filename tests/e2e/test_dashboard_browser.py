@@ -22,17 +22,17 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 from playwright.sync_api import Error as PlaywrightError
 
-from ctlplane.blackhole import BlackHoles
-from dashboard.app import create_dashboard
-from dashboard.source import AlertSource, InProcessSource
-from demo.launch import start_simulator
-from exporter.app import create_app
-from exporter.catalog import Mode, Role
-from exporter.health import Thresholds
-from exporter.jmx.base import Endpoint
-from exporter.model import ClusterSnapshot, FleetSnapshot, NodeSnapshot, Sample
-from exporter.scraper import Target
-from exporter.state import ExporterState
+from ctlplane.dashboard.app import create_dashboard
+from ctlplane.dashboard.source import AlertSource, InProcessSource
+from ctlplane.demo.launch import start_simulator
+from ctlplane.exporter.app import create_app
+from ctlplane.exporter.catalog import Mode, Role
+from ctlplane.exporter.health import Thresholds
+from ctlplane.exporter.jmx.base import Endpoint
+from ctlplane.exporter.model import ClusterSnapshot, FleetSnapshot, NodeSnapshot, Sample
+from ctlplane.exporter.scraper import Target
+from ctlplane.exporter.state import ExporterState
+from harness.blackhole import BlackHoles
 from tests.e2e.browser import scraped, serve, shoot, watch_errors
 
 REFRESH_MS = 1000  # Dash drops a refresh reply overtaken by the next tick: keep above callback latency
@@ -276,7 +276,7 @@ def test_demo_fenced_broker_scenario(browser: Browser, artifacts: Path) -> None:
 
 STANDALONE = """
 import argparse, sys
-from dashboard.cli import add_dashboard_arguments, cmd_dashboard
+from ctlplane.dashboard.cli import add_dashboard_arguments, cmd_dashboard
 parser = argparse.ArgumentParser()
 add_dashboard_arguments(parser)
 sys.exit(cmd_dashboard(parser.parse_args(sys.argv[1:])))

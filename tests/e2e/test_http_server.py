@@ -5,10 +5,10 @@ from __future__ import annotations
 import http.client
 import time
 
-from exporter.app import create_app
-from exporter.health import Thresholds
-from exporter.model import FleetSnapshot
-from exporter.state import ExporterState
+from ctlplane.exporter.app import create_app
+from ctlplane.exporter.health import Thresholds
+from ctlplane.exporter.model import FleetSnapshot
+from ctlplane.exporter.state import ExporterState
 from tests.e2e.browser import serve
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ctlplane.localkafka import KafkaCluster, KafkaNode, create_topic, delete_topic
+from harness.localkafka import KafkaCluster, KafkaNode, create_topic, delete_topic
 from tests.e2e.paging_stack import ROUTING_KEYS, Event, PagingStack, ScrapeTarget
 
 # kraft_cluster: the session fixture of tests/conftest.py (shared with tests/integration).

@@ -1,4 +1,4 @@
-"""End to end against the simulator (demo/): each critical scenario -> one PagerDuty `trigger` with the
+"""End to end against the simulator (ctlplane/demo/): each critical scenario -> one PagerDuty `trigger` with the
 right severity, a summary naming the node, a stable dedup_key; back to healthy -> `resolve`, same key.
 
 Shipped expressions, labels and annotations, but a test copy of the rules with every `for:` divided by 6
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from demo.launch import SimulatorProcess, start_simulator
+from ctlplane.demo.launch import SimulatorProcess, start_simulator
 from tests.e2e.paging_stack import ROUTING_KEYS, PagingStack, ScrapeTarget, shortened_rules
 
 KRAFT, ZK = "kraft-4.3", "zk-3.9"

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import yaml
 
-from ctlplane.localkafka import KafkaCluster, cluster_label
-from exporter.families import render_families
-from exporter.health import BrokerHealth, ClusterHealth, Lifecycle
-from exporter.state import Observation
+from ctlplane.exporter.families import render_families
+from ctlplane.exporter.health import BrokerHealth, ClusterHealth, Lifecycle
+from ctlplane.exporter.state import Observation
+from harness.localkafka import KafkaCluster, cluster_label
 from tests.integration.watch import Watch
 from tests.unit.alerts.test_rules import ALL_ALERTS, metric_names
 

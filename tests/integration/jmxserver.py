@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from ctlplane.localkafka import free_port
+from harness.localkafka import free_port
 from tests.integration.watch import shared_client
 
 # attribute name -> a function giving the Java value to answer with (made on each read)

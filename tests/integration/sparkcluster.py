@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pyspark
 
-from ctlplane.localkafka import free_port
+from harness.localkafka import free_port
 
 SPARK_HOME = Path(pyspark.__file__).parent
 START_DEADLINE_SECONDS = 120.0

@@ -1,4 +1,4 @@
-"""The class-data sharing archives `make jars` builds (ctlplane/localkafka/classdata.py) are valid for the
+"""The class-data sharing archives `make jars` builds (harness/localkafka/classdata.py) are valid for the
 class path of the release they were built for, and the local nodes are started with them: a KRaft
 cluster's start-up took ~40% less CPU with them on this machine."""
 
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from ctlplane.localkafka import KRAFT_VERSION, ZK_VERSION, ensure_jars, java_executable
-from ctlplane.localkafka.classdata import archive_path, build_archives
-from ctlplane.localkafka.nodes import KAFKA_MAIN, ZOOKEEPER_MAIN
-from ctlplane.localkafka.process import jvm_command
+from harness.localkafka import KRAFT_VERSION, ZK_VERSION, ensure_jars, java_executable
+from harness.localkafka.classdata import archive_path, build_archives
+from harness.localkafka.nodes import KAFKA_MAIN, ZOOKEEPER_MAIN
+from harness.localkafka.process import jvm_command
 
 
 @pytest.mark.parametrize(

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from ctlplane.localkafka import KafkaCluster, start_kraft_cluster
-from exporter.catalog import Role
-from exporter.health import Lifecycle
+from ctlplane.exporter.catalog import Role
+from ctlplane.exporter.health import Lifecycle
+from harness.localkafka import KafkaCluster, start_kraft_cluster
 from tests.integration.faults import Expectation, Timeline, cluster_health, healthy, replay
 from tests.integration.watch import Watch
 from tests.kafka_versions import KRAFT_NAME, KRAFT_UNDER_TEST

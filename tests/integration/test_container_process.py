@@ -15,8 +15,8 @@ import httpx
 import pyarrow.dataset as ds  # type: ignore[import-untyped]
 import yaml
 
-from ctlplane.blackhole import BlackHoles
-from ctlplane.localkafka import free_port
+from harness.blackhole import BlackHoles
+from harness.localkafka import free_port
 from tests.integration.jmxserver import jmx_server
 from tests.integration.watch import shared_client
 

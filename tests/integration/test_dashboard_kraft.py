@@ -14,9 +14,9 @@ import pytest
 from jmxquery import JMXConnection, JMXQuery
 from playwright.sync_api import Browser, expect
 
-from ctlplane.localkafka import KafkaCluster
-from exporter.jmx.base import Endpoint
-from exporter.scraper import Target
+from ctlplane.exporter.jmx.base import Endpoint
+from ctlplane.exporter.scraper import Target
+from harness.localkafka import KafkaCluster
 from tests.e2e.browser import artifacts_dir, launch_browser, scraped, shoot, watch_errors
 
 pytestmark = pytest.mark.kafka

@@ -16,7 +16,14 @@ from pathlib import Path
 import pytest
 
 from ctlplane.cli import build_discovery, build_dns_watch, build_scraper, format_watch_list
-from ctlplane.localkafka import (
+from ctlplane.exporter.catalog import Role
+from ctlplane.exporter.config import Settings, parse_settings
+from ctlplane.exporter.discovery import NodeDiscovery
+from ctlplane.exporter.families import quorum_families
+from ctlplane.exporter.health import Lifecycle, Thresholds
+from ctlplane.exporter.scraper import Scraper
+from ctlplane.exporter.state import ExporterState, Observation
+from harness.localkafka import (
     KRAFT_VERSION,
     ZK_VERSION,
     KafkaCluster,
@@ -27,14 +34,7 @@ from ctlplane.localkafka import (
     start_zk_cluster,
     unregister_broker,
 )
-from ctlplane.localkafka.process import free_port_base
-from exporter.catalog import Role
-from exporter.config import Settings, parse_settings
-from exporter.discovery import NodeDiscovery
-from exporter.families import quorum_families
-from exporter.health import Lifecycle, Thresholds
-from exporter.scraper import Scraper
-from exporter.state import ExporterState, Observation
+from harness.localkafka.process import free_port_base
 from tests.dnsserver import loopback_dns
 from tests.integration.watch import shared_client, stop_scraper
 
@@ -211,7 +211,7 @@ def test_a_discovered_broker_shut_down_and_unregistered_leaves_the_watched_set_a
     """KRaft, a broker unregistered (`kafka-cluster.sh unregister`) after a clean stop. Through the brokers
     (4.0+), describeCluster with includeFencedBrokers lists every registered broker, so one missing from it
     was unregistered; through the controllers alone, the controller's JVM dropped the broker's
-    BrokerRegistrationState gauge (4.1+), which it does only for an unregistration (exporter/departures.py).
+    BrokerRegistrationState gauge (4.1+), which it does only for an unregistration (ctlplane/exporter/departures.py).
 
     The broker leads a partition when it stops, as a broker in service does: the controller then marks its
     controlled shutdown (ControlledShutdownBrokerCount), which is what tells a clean stop from a crash when

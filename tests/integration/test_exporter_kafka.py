@@ -13,11 +13,11 @@ import httpx
 import pytest
 import yaml
 
-from ctlplane.localkafka import KafkaCluster, clusters_config, free_port, quorum_bootstrap
-from exporter.catalog import CATALOG, Mode, Role, SeriesType
-from exporter.health import Lifecycle
-from exporter.model import ClusterSnapshot
-from exporter.releases import catalogue_series
+from ctlplane.exporter.catalog import CATALOG, Mode, Role, SeriesType
+from ctlplane.exporter.health import Lifecycle
+from ctlplane.exporter.model import ClusterSnapshot
+from ctlplane.exporter.releases import catalogue_series
+from harness.localkafka import KafkaCluster, clusters_config, free_port, quorum_bootstrap
 from tests.integration.served import metrics_until
 from tests.integration.watch import Watch
 from tests.kafka_versions import KRAFT_NAME, KRAFT_UNDER_TEST, ZK_LISTENER, ZK_NAME, ZK_NOLISTENER_NAME, ZK_UNDER_TEST

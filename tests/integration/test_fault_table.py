@@ -15,7 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from ctlplane.localkafka import (
+from ctlplane.exporter.catalog import Mode
+from ctlplane.exporter.health import Lifecycle
+from ctlplane.exporter.model import NodeSnapshot
+from ctlplane.exporter.releases import catalogue_series
+from ctlplane.exporter.state import Observation
+from harness.localkafka import (
     LOOPBACK,
     KafkaCluster,
     KafkaNode,
@@ -26,12 +31,7 @@ from ctlplane.localkafka import (
     start_kraft_cluster,
     start_zk_cluster,
 )
-from ctlplane.netcut import CuttableLink
-from exporter.catalog import Mode
-from exporter.health import Lifecycle
-from exporter.model import NodeSnapshot
-from exporter.releases import catalogue_series
-from exporter.state import Observation
+from harness.netcut import CuttableLink
 from tests.integration.faults import (
     ROUND_SECONDS,
     Expectation,

@@ -2,7 +2,7 @@
 
 Prometheus (the Debian binary, 1 s scrape interval) scrapes `ctlplane run --config` (a subprocess)
 that watches either the real ZooKeeper-mode (3.9, KIP-291 listener) and KRaft (4.3) clusters of the
-session fixtures, or the simulator's two clusters (demo/, real JMX). Each panel query of
+session fixtures, or the simulator's two clusters (ctlplane/demo/, real JMX). Each panel query of
 grafana/dashboards/*.json is evaluated with `$cluster` set to each cluster, `$node` to the "All"
 value and `$__rate_interval` to 1m, over Prometheus' HTTP API.
 
@@ -29,9 +29,9 @@ import httpx
 import pytest
 import yaml
 
-from ctlplane.localkafka import KafkaCluster, clusters_config, free_port
-from exporter.catalog import Mode
+from ctlplane.exporter.catalog import Mode
 from grafana.build import DASHBOARDS_DIR, iter_panels, panel_mode
+from harness.localkafka import KafkaCluster, clusters_config, free_port
 
 pytestmark = pytest.mark.kafka
 
@@ -114,12 +114,12 @@ def _real_fleet(zk: KafkaCluster, kraft: KafkaCluster) -> Fleet:
 
 @pytest.fixture(scope="module", params=["real", "simulated"])
 def fleet(request: pytest.FixtureRequest) -> Iterator[Fleet]:
-    """The real ZooKeeper-mode and KRaft clusters, or the simulator (demo/) serving both over real JMX."""
+    """The real ZooKeeper-mode and KRaft clusters, or the simulator (ctlplane/demo/) serving both over real JMX."""
     if request.param == "real":
         # Requested here, not in the signature, so the simulated run does not start real Kafka.
         yield _real_fleet(request.getfixturevalue("zk_cluster"), request.getfixturevalue("kraft_cluster"))
         return
-    launch = pytest.importorskip("demo.launch")
+    launch = pytest.importorskip("ctlplane.demo.launch")
     simulator = launch.start_simulator(seed=11)
     try:
         document = simulator.settings_document(interval_seconds=2.0)

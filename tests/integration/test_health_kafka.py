@@ -7,11 +7,11 @@ import time
 
 import pytest
 
-from ctlplane.localkafka import KafkaCluster, create_topic, delete_topic
-from exporter.catalog import Mode
-from exporter.health import Lifecycle, Thresholds
-from exporter.releases import catalogue_series
-from exporter.state import Observation
+from ctlplane.exporter.catalog import Mode
+from ctlplane.exporter.health import Lifecycle, Thresholds
+from ctlplane.exporter.releases import catalogue_series
+from ctlplane.exporter.state import Observation
+from harness.localkafka import KafkaCluster, create_topic, delete_topic
 from tests.integration.watch import Watch
 from tests.kafka_versions import KRAFT_NAME, KRAFT_UNDER_TEST, ZK_NAME
 

@@ -2,7 +2,7 @@
 then the `episodes` job on the written archive: exactly the injected episodes, durations within one
 scrape interval.
 
-The snapshots are hand-built (the JMX simulator in demo/ was not ready when this was written); every
+The snapshots are hand-built (the JMX simulator in ctlplane/demo/ was not ready when this was written); every
 step after the snapshot is the production code.
 """
 
@@ -15,11 +15,11 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]  # pyarrow ships no
 import pytest
 from pyspark.sql import SparkSession
 
-from exporter.health import Thresholds
-from exporter.history import HistoryWriter, compact
-from exporter.state import ExporterState
-from pipeline.jobs import episodes as episodes_job
-from pipeline.rules import EpisodeRules
+from ctlplane.exporter.health import Thresholds
+from ctlplane.exporter.history import HistoryWriter, compact
+from ctlplane.exporter.state import ExporterState
+from ctlplane.pipeline.jobs import episodes as episodes_job
+from ctlplane.pipeline.rules import EpisodeRules
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller
 
 INTERVAL = 15.0

@@ -1,4 +1,4 @@
-"""Real Kafka clusters from ctlplane.localkafka, checked over JMX with jmxquery."""
+"""Real Kafka clusters from harness.localkafka, checked over JMX with jmxquery."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import TypeVar
 import pytest
 from jmxquery import JMXConnection, JMXQuery
 
-from ctlplane import localkafka
-from ctlplane.localkafka import KafkaCluster, KafkaNode
+from harness import localkafka
+from harness.localkafka import KafkaCluster, KafkaNode
 
 pytestmark = pytest.mark.kafka
 

@@ -17,16 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from ctlplane.localkafka import KafkaCluster, ZooKeeperServer, major_minor
-from ctlplane.localkafka.migration import (
+from ctlplane.exporter.catalog import Mode, Role
+from ctlplane.exporter.health import ClusterHealth, Lifecycle
+from ctlplane.exporter.state import Observation
+from harness.localkafka import KafkaCluster, ZooKeeperServer, major_minor
+from harness.localkafka.migration import (
     enable_migration_on_brokers,
     finalize_migration,
     roll_brokers_to_kraft,
     start_migrating_cluster,
 )
-from exporter.catalog import Mode, Role
-from exporter.health import ClusterHealth, Lifecycle
-from exporter.state import Observation
 from tests.integration.faults import Expectation, Timeline, cluster_health, pages_then_resolves, replay
 from tests.integration.watch import Watch
 from tests.kafka_versions import ZK_LISTENER, ZK_NAME, ZK_UNDER_TEST

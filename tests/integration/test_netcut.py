@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ctlplane.netcut import CuttableLink
+from harness.netcut import CuttableLink
 
 
 @pytest.fixture

@@ -17,7 +17,14 @@ import httpx
 import pytest
 import yaml
 
-from ctlplane.localkafka import (
+from ctlplane.exporter.families import health_families, quorum_families
+from ctlplane.exporter.health import BrokerHealth, Lifecycle, Thresholds
+from ctlplane.exporter.jmx.base import Endpoint
+from ctlplane.exporter.kafka_admin import QuorumReader
+from ctlplane.exporter.model import ClusterSnapshot, QuorumView
+from ctlplane.exporter.scraper import Scraper
+from ctlplane.exporter.state import ExporterState, Observation
+from harness.localkafka import (
     LOOPBACK,
     KafkaCluster,
     clusters_config,
@@ -26,14 +33,7 @@ from ctlplane.localkafka import (
     major_minor,
     quorum_bootstrap,
 )
-from ctlplane.netcut import CuttableLink
-from exporter.families import health_families, quorum_families
-from exporter.health import BrokerHealth, Lifecycle, Thresholds
-from exporter.jmx.base import Endpoint
-from exporter.kafka_admin import QuorumReader
-from exporter.model import ClusterSnapshot, QuorumView
-from exporter.scraper import Scraper
-from exporter.state import ExporterState, Observation
+from harness.netcut import CuttableLink
 from tests.integration.served import metrics_until
 from tests.integration.watch import Watch, shared_client, targets_of
 from tests.kafka_versions import KRAFT_NAME, KRAFT_UNDER_TEST, SASL_USERS

@@ -15,7 +15,7 @@ import httpx
 import pyarrow.dataset as ds  # type: ignore[import-untyped]
 import yaml
 
-from ctlplane.localkafka import KafkaCluster, clusters_config, free_port
+from harness.localkafka import KafkaCluster, clusters_config, free_port
 from tests.integration.served import metrics_until
 from tests.kafka_versions import ZK_NAME
 

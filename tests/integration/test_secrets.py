@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import yaml
 
-from ctlplane.localkafka import free_port
+from harness.localkafka import free_port
 from tests.integration.jmxserver import jmx_server
 from tests.integration.served import metrics_until
 from tests.integration.watch import shared_client

@@ -15,10 +15,10 @@ from typing import Any
 import httpx
 import yaml
 
-from ctlplane.localkafka import free_port
-from dashboard.source import ExportersSource, RemoteSource
-from demo.launch import SettingsDocument, SimulatorProcess, start_simulator
-from exporter.shards import shard_of
+from ctlplane.dashboard.source import ExportersSource, RemoteSource
+from ctlplane.demo.launch import SettingsDocument, SimulatorProcess, start_simulator
+from ctlplane.exporter.shards import shard_of
+from harness.localkafka import free_port
 
 DEADLINE_SECONDS = 90.0
 

@@ -10,13 +10,13 @@ from dataclasses import dataclass
 
 import pytest
 
-from demo.launch import SimulatorProcess, start_simulator
-from exporter.health import ClusterHealth, Lifecycle, Thresholds
-from exporter.jmx.base import Endpoint
-from exporter.jmx.jpype_client import JPypeJmxClient
-from exporter.model import ClusterSnapshot
-from exporter.scraper import Scraper, Target
-from exporter.state import ExporterState, Observation
+from ctlplane.demo.launch import SimulatorProcess, start_simulator
+from ctlplane.exporter.health import ClusterHealth, Lifecycle, Thresholds
+from ctlplane.exporter.jmx.base import Endpoint
+from ctlplane.exporter.jmx.jpype_client import JPypeJmxClient
+from ctlplane.exporter.model import ClusterSnapshot
+from ctlplane.exporter.scraper import Scraper, Target
+from ctlplane.exporter.state import ExporterState, Observation
 
 ZK, KRAFT = "zk-3.9", "kraft-4.3"
 DEADLINE_SECONDS = 40.0

@@ -14,10 +14,10 @@ from pathlib import Path
 import pyarrow.parquet as pq  # type: ignore[import-untyped]  # pyarrow ships no type information
 from pyspark.sql import SparkSession
 
-from exporter.config import HealthConfig
-from pipeline.args import DEFAULT_FOR_SECONDS, DEFAULT_THRESHOLDS
-from pipeline.jobs import episodes, report, sweep
-from pipeline.rules import rules_from_health
+from ctlplane.exporter.config import HealthConfig
+from ctlplane.pipeline.args import DEFAULT_FOR_SECONDS, DEFAULT_THRESHOLDS
+from ctlplane.pipeline.jobs import episodes, report, sweep
+from ctlplane.pipeline.rules import rules_from_health
 from tests.integration.sparkcluster import SPARK_HOME, spark_env, standalone_cluster
 from tests.integration.test_history_pipeline import write_fault_archive
 
@@ -76,9 +76,9 @@ def test_jobs_on_a_standalone_cluster_write_what_the_local_run_writes(spark: Spa
     env = spark_env(tmp_path / "spark")  # loopback only (SPARK_LOCAL_IP), as the cluster's daemons
     _run([sys.executable, "-m", "ctlplane.cli", "pipeline", "package", "--out", str(bundle)], env)
     bare_python = _python_without_ctlplane(tmp_path)
-    probe = subprocess.run([str(bare_python), "-c", "import pyspark, pyarrow, pydantic, yaml; import exporter"],
+    probe = subprocess.run([str(bare_python), "-c", "import pyspark, pyarrow, pydantic, yaml; import ctlplane"],
                            cwd=tmp_path, capture_output=True, text=True)  # fmt: skip
-    assert probe.returncode != 0 and "No module named 'exporter'" in probe.stderr, probe.stderr  # the test can fail
+    assert probe.returncode != 0 and "No module named 'ctlplane'" in probe.stderr, probe.stderr  # the test can fail
 
     conf = [arg for setting in CLUSTER_CONF for arg in ("--conf", setting)]
     with standalone_cluster(tmp_path / "spark", workers=2) as cluster:

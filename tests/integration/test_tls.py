@@ -1,4 +1,4 @@
-"""HTTPS as ctlplane serves it (exporter/app.py http_server, the function `ctlplane run` uses): a real
+"""HTTPS as ctlplane serves it (ctlplane/exporter/app.py http_server, the function `ctlplane run` uses): a real
 uvicorn server on loopback with certificates made by openssl, and real TLS clients."""
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ctlplane.localkafka import free_port, make_local_pki
-from exporter.app import create_app, http_server
-from exporter.config import TlsConfig, load_settings
-from exporter.health import Thresholds
-from exporter.state import ExporterState
+from ctlplane.exporter.app import create_app, http_server
+from ctlplane.exporter.config import TlsConfig, load_settings
+from ctlplane.exporter.health import Thresholds
+from ctlplane.exporter.state import ExporterState
+from harness.localkafka import free_port, make_local_pki
 from tests.e2e.browser import running
 from tests.unit.exporter.test_families import sample_fleet
 

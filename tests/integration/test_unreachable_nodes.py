@@ -1,6 +1,6 @@
 """Unreachable and slow JMX nodes through the real JPype client: bounded reads, no starved clusters.
 
-A black-holed port (ctlplane.blackhole: SYNs dropped, never refused) is what a firewalled or vanished
+A black-holed port (harness.blackhole: SYNs dropped, never refused) is what a firewalled or vanished
 host looks like; without a connect timeout a read of it waits for the kernel's ~127 s. Reads run in a
 helper thread so that, without the fix, a test fails at its bound instead of waiting for the kernel.
 """
@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
-from ctlplane.blackhole import BlackHoles
-from ctlplane.localkafka import KafkaCluster
-from exporter.jmx.base import Endpoint, JmxClient, JmxError
-from exporter.model import Failure, FleetSnapshot, MBeanQuery, NodeSnapshot, RawReading
-from exporter.readings import plan_queries
-from exporter.scraper import SUSPECT_WAIT_SECONDS, Scraper, Target
+from ctlplane.exporter.jmx.base import Endpoint, JmxClient, JmxError
+from ctlplane.exporter.model import Failure, FleetSnapshot, MBeanQuery, NodeSnapshot, RawReading
+from ctlplane.exporter.readings import plan_queries
+from ctlplane.exporter.scraper import SUSPECT_WAIT_SECONDS, Scraper, Target
+from harness.blackhole import BlackHoles
+from harness.localkafka import KafkaCluster
 from tests.integration.jmxserver import jmx_server
 from tests.integration.watch import shared_client, targets_of
 
@@ -114,7 +114,7 @@ def slow_server() -> Iterator[SlowServer]:
 def test_a_node_that_answers_every_call_just_in_time_is_abandoned_at_the_read_deadline(
     slow_server: SlowServer,
 ) -> None:
-    from exporter.jmx.jpype_client import JPypeJmxClient
+    from ctlplane.exporter.jmx.jpype_client import JPypeJmxClient
 
     queries = tuple(MBeanQuery(f"ctlplane.test:type=Slow,name=N{i}", ("Value",)) for i in range(10))
     client = JPypeJmxClient(timeout_seconds=rmi_timeout_seconds(), read_deadline_seconds=1.0)

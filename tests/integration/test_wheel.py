@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,12 +17,13 @@ import httpx
 import pytest
 import yaml
 
-from ctlplane.localkafka import KafkaCluster, clusters_config, free_port
+from harness.localkafka import KafkaCluster, clusters_config, free_port
 from tests.integration.served import metrics_until
 from tests.kafka_versions import ZK_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("exporter", "ctlplane", "demo", "dashboard", "pipeline")
+# the checkout's packages: the product, and the harness that must not be installed with it
+PACKAGES = ("ctlplane", "harness")
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +43,14 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         timeout=300,
     )
     (wheel,) = (work / "dist").glob("ctlplane-*.whl")
+    # one import name (client_python ships prometheus_client alone): `import exporter` or `import pipeline`
+    # in a user's virtualenv or a shared Spark image must not find ctlplane's
+    with zipfile.ZipFile(wheel) as built:
+        names = built.namelist()
+        (top_level,) = [n for n in names if n.endswith(".dist-info/top_level.txt")]
+        assert built.read(top_level).decode().split() == ["ctlplane"]
+    assert {n.split("/")[0] for n in names if ".dist-info/" not in n} == {"ctlplane"}, names
+    assert not [n for n in names if n.startswith(("ctlplane/localkafka", "harness/"))], "the harness is installed"
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", str(wheel)], check=True, timeout=600)
@@ -85,6 +95,15 @@ def test_a_command_that_needs_an_extra_says_which_and_how_to_install_it(
     assert result.returncode == 2, result.stdout + result.stderr
     assert f"pip install 'ctlplane[{extra}]'" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_run_without_a_config_says_the_local_clusters_need_a_checkout(installed: Path, tmp_path: Path) -> None:
+    result = subprocess.run(
+        [str(installed / "ctlplane"), "run"], capture_output=True, text=True, env=_clean_env(), cwd=tmp_path, timeout=60
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "give --config FILE" in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 
 def test_the_installed_exporter_serves_a_real_cluster(

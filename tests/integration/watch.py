@@ -5,16 +5,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Mapping
 
-from ctlplane.localkafka import KafkaCluster, quorum_bootstrap
-from exporter.catalog import Role
-from exporter.discovery import JmxRule, NodeDiscovery
-from exporter.health import ClusterHealth, Thresholds
-from exporter.jmx.base import Endpoint
-from exporter.jmx.jpype_client import JPypeJmxClient
-from exporter.kafka_admin import QuorumReader
-from exporter.model import ClusterSnapshot
-from exporter.scraper import QuorumSource, Scraper, Target
-from exporter.state import ExporterState, Observation
+from ctlplane.exporter.catalog import Role
+from ctlplane.exporter.discovery import JmxRule, NodeDiscovery
+from ctlplane.exporter.health import ClusterHealth, Thresholds
+from ctlplane.exporter.jmx.base import Endpoint
+from ctlplane.exporter.jmx.jpype_client import JPypeJmxClient
+from ctlplane.exporter.kafka_admin import QuorumReader
+from ctlplane.exporter.model import ClusterSnapshot
+from ctlplane.exporter.scraper import QuorumSource, Scraper, Target
+from ctlplane.exporter.state import ExporterState, Observation
+from harness.localkafka import KafkaCluster, quorum_bootstrap
 
 _CLIENT: JPypeJmxClient | None = None
 

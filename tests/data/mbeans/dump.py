@@ -2,7 +2,7 @@
 
     .venv/bin/python tests/data/mbeans/dump.py [--workdir DIR] [--out DIR] [--settle SECONDS]
 
-Starts the three test clusters with ctlplane.localkafka (zk-3.9 with the KIP-291
+Starts the three test clusters with harness.localkafka (zk-3.9 with the KIP-291
 control-plane listener, zk-3.9-nolistener sharing its ZooKeeper, kraft-4.3),
 creates one topic per cluster through Kafka's Java Admin client (so that
 LeaderAndIsr & co. have been sent at least once), waits, then reads every MBean
@@ -38,8 +38,8 @@ from typing import Any
 import jpype
 import jpype.imports
 
-from ctlplane import localkafka
-from ctlplane.localkafka import KafkaCluster, KafkaNode
+from harness import localkafka
+from harness.localkafka import KafkaCluster, KafkaNode
 
 HERE = Path(__file__).resolve().parent
 REQUESTS = (

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from exporter.catalog import Mode, Role, all_series_names
-from exporter.health import Lifecycle
+from ctlplane.exporter.catalog import Mode, Role, all_series_names
+from ctlplane.exporter.health import Lifecycle
 from tests.e2e.paging_stack import duration_seconds
 
 ALERTS = Path(__file__).resolve().parents[3] / "alerts"
@@ -151,7 +151,7 @@ def test_expr_uses_only_catalogue_series_and_known_label_values(rule: dict[str, 
     names = metric_names(rule["expr"])
     assert names, "an alert must read at least one series"
     unknown = names - all_series_names() - PROMETHEUS_SERIES
-    assert not unknown, f"not in exporter.catalog: {sorted(unknown)}"
+    assert not unknown, f"not in ctlplane.exporter.catalog: {sorted(unknown)}"
     allowed = {
         # lifecycle states, and a ZooKeeper-mode broker's session state (org.apache.zookeeper.ZooKeeper.States)
         "state": {state.value for state in Lifecycle} | ZOOKEEPER_SESSION_STATES,

@@ -9,9 +9,9 @@ from pathlib import Path
 import yaml
 
 from ctlplane.cli import ConfigReload, build_discovery, build_state, build_targets
-from exporter.app import create_app
-from exporter.config import load_settings
-from exporter.scraper import Scraper
+from ctlplane.exporter.app import create_app
+from ctlplane.exporter.config import load_settings
+from ctlplane.exporter.scraper import Scraper
 from tests.unit.exporter.test_scraper import ScriptedClient
 
 

@@ -10,11 +10,11 @@ from typing import Any
 import plotly.utils  # type: ignore[import-untyped]  # plotly ships no type information
 from dash.development.base_component import Component
 
-from dashboard.trail import ClusterTrail, Trail
-from exporter.catalog import Mode, Role
-from exporter.health import BrokerHealth, ClusterHealth, ControllerView, FleetHealth, Lifecycle
-from exporter.model import ClusterSnapshot, FleetSnapshot, NodeSnapshot, Sample
-from exporter.state import Observation
+from ctlplane.dashboard.trail import ClusterTrail, Trail
+from ctlplane.exporter.catalog import Mode, Role
+from ctlplane.exporter.health import BrokerHealth, ClusterHealth, ControllerView, FleetHealth, Lifecycle
+from ctlplane.exporter.model import ClusterSnapshot, FleetSnapshot, NodeSnapshot, Sample
+from ctlplane.exporter.state import Observation
 
 T0 = 1_700_000_000.0
 

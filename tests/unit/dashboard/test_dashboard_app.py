@@ -7,15 +7,15 @@ import bcrypt
 import pytest
 from fastapi.testclient import TestClient
 
-from dashboard import cli as dashboard_cli
-from dashboard.app import DEFAULT_PREFIX, create_dashboard, route
-from dashboard.cli import add_dashboard_arguments, mount_dashboard
-from dashboard.source import InProcessSource
-from exporter.app import create_app
-from exporter.catalog import Role
-from exporter.health import Thresholds
-from exporter.model import ClusterSnapshot, FleetSnapshot
-from exporter.state import ExporterState
+from ctlplane.dashboard import cli as dashboard_cli
+from ctlplane.dashboard.app import DEFAULT_PREFIX, create_dashboard, route
+from ctlplane.dashboard.cli import add_dashboard_arguments, mount_dashboard
+from ctlplane.dashboard.source import InProcessSource
+from ctlplane.exporter.app import create_app
+from ctlplane.exporter.catalog import Role
+from ctlplane.exporter.health import Thresholds
+from ctlplane.exporter.model import ClusterSnapshot, FleetSnapshot
+from ctlplane.exporter.state import ExporterState
 from tests.unit.dashboard.builders import T0, find, node, texts
 
 

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]  # pyarrow ships no
 import pytest
 from fastapi.testclient import TestClient
 
-from dashboard.source import (
+from ctlplane.dashboard.source import (
     Alert,
     AlertSource,
     ExportersSource,
@@ -27,13 +27,13 @@ from dashboard.source import (
     read_history,
     split_credentials,
 )
-from dashboard.views import alerts_view
-from exporter.app import create_app
-from exporter.catalog import Role
-from exporter.health import Thresholds
-from exporter.jsonapi import health_from_dict, health_to_dict
-from exporter.model import ClusterSnapshot, FleetSnapshot
-from exporter.state import ExporterState
+from ctlplane.dashboard.views import alerts_view
+from ctlplane.exporter.app import create_app
+from ctlplane.exporter.catalog import Role
+from ctlplane.exporter.health import Thresholds
+from ctlplane.exporter.jsonapi import health_from_dict, health_to_dict
+from ctlplane.exporter.model import ClusterSnapshot, FleetSnapshot
+from ctlplane.exporter.state import ExporterState
 from tests.unit.dashboard.builders import T0, node
 
 RUNBOOK = "https://example.org/runbooks/KafkaBrokerFenced.md"

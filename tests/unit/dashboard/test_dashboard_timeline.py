@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-from dashboard.timeline import Event, EventKind, timeline
-from exporter.health import BrokerHealth, ControllerView, Lifecycle
-from exporter.model import ClusterSnapshot
-from exporter.state import Observation
+from ctlplane.dashboard.timeline import Event, EventKind, timeline
+from ctlplane.exporter.health import BrokerHealth, ControllerView, Lifecycle
+from ctlplane.exporter.model import ClusterSnapshot
+from ctlplane.exporter.state import Observation
 from tests.unit.dashboard.builders import T0, broker, cluster_health, controller, observation
 
 EMPTY = ClusterSnapshot("c1", ())

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.timeline import EventKind
-from dashboard.trail import Trail
-from exporter.health import Lifecycle
-from exporter.model import ClusterSnapshot
-from exporter.state import Observation
+from ctlplane.dashboard.timeline import EventKind
+from ctlplane.dashboard.trail import Trail
+from ctlplane.exporter.health import Lifecycle
+from ctlplane.exporter.model import ClusterSnapshot
+from ctlplane.exporter.state import Observation
 from tests.unit.dashboard.builders import T0, broker, cluster_health, node, observation
 
 

@@ -3,14 +3,14 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from dashboard import views
-from dashboard.source import Alert, AlertsResult, HistoryData, Table
-from dashboard.timeline import Event, EventKind
-from dashboard.trail import EMPTY_TRAIL
-from dashboard.views import LEVEL_COLOURS, Level
-from exporter.catalog import Mode, Role
-from exporter.health import ClusterHealth, Lifecycle
-from exporter.model import ClusterSnapshot, Member, QuorumView, Sample
+from ctlplane.dashboard import views
+from ctlplane.dashboard.source import Alert, AlertsResult, HistoryData, Table
+from ctlplane.dashboard.timeline import Event, EventKind
+from ctlplane.dashboard.trail import EMPTY_TRAIL
+from ctlplane.dashboard.views import LEVEL_COLOURS, Level
+from ctlplane.exporter.catalog import Mode, Role
+from ctlplane.exporter.health import ClusterHealth, Lifecycle
+from ctlplane.exporter.model import ClusterSnapshot, Member, QuorumView, Sample
 from tests.unit.dashboard.builders import (
     T0,
     as_dict,

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from demo.layout import NUMBER_TYPES, ValueLayout, type_code
-from demo.scenarios import SCENARIO_MODES, Scenario
-from demo.shapes import standard_shape
-from demo.simulation import Simulation
-from demo.values import BYTE_SERIES
+from ctlplane.demo.layout import NUMBER_TYPES, ValueLayout, type_code
+from ctlplane.demo.scenarios import SCENARIO_MODES, Scenario
+from ctlplane.demo.shapes import standard_shape
+from ctlplane.demo.simulation import Simulation
+from ctlplane.demo.values import BYTE_SERIES
 
 
 def _simulation() -> Simulation:

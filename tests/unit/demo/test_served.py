@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from demo.served import KIND_ATTRIBUTES, served_mbeans
-from demo.shapes import ClusterSpec, NodeSpec, fleet_shape, standard_shape
-from exporter.catalog import CATALOG, Kind, MetricSpec, Mode, Role
-from exporter.model import RawReading
-from exporter.readings import parse_object_name, samples_from_readings
+from ctlplane.demo.served import KIND_ATTRIBUTES, served_mbeans
+from ctlplane.demo.shapes import ClusterSpec, NodeSpec, fleet_shape, standard_shape
+from ctlplane.exporter.catalog import CATALOG, Kind, MetricSpec, Mode, Role
+from ctlplane.exporter.model import RawReading
+from ctlplane.exporter.readings import parse_object_name, samples_from_readings
 
 SHAPES = [*standard_shape(), *fleet_shape(2, 5)]
 NODES = [(cluster, node) for cluster in SHAPES for node in cluster.nodes]
@@ -76,8 +76,8 @@ def test_meters_and_histograms_carry_the_yammer_attributes() -> None:
 @pytest.mark.parametrize(("cluster", "node"), NODES[:9], ids=[f"{c.name}/{n.name}" for c, n in NODES[:9]])
 def test_every_applicable_catalogue_series_comes_out_of_the_readings(cluster: ClusterSpec, node: NodeSpec) -> None:
     """Served MBeans, mapped by the exporter's own readings code, yield every series the node should have."""
-    from demo.served import applies, node_rpcs
-    from demo.values import cluster_values
+    from ctlplane.demo.served import applies, node_rpcs
+    from ctlplane.demo.values import cluster_values
 
     values = cluster_values(cluster, (), seed=1, origin=0.0, t=100.0)[node.name]
     readings = []

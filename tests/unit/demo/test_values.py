@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from demo.scenarios import Scenario, ScenarioChange, ScenarioError, parse_script, resolve_change, segments
-from demo.shapes import kraft_cluster, zk_cluster
-from demo.values import cluster_values
+from ctlplane.demo.scenarios import Scenario, ScenarioChange, ScenarioError, parse_script, resolve_change, segments
+from ctlplane.demo.shapes import kraft_cluster, zk_cluster
+from ctlplane.demo.values import cluster_values
 
 KRAFT = kraft_cluster()
 

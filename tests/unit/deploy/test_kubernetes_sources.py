@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from exporter.config import HttpConfig, load_settings
-from exporter.shards import resolve_shard
+from ctlplane.exporter.config import HttpConfig, load_settings
+from ctlplane.exporter.shards import resolve_shard
 from tools import k8s
 
 ROOT = Path(__file__).resolve().parents[3]

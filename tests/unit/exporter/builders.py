@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from exporter.catalog import Mode, Role
-from exporter.model import ClusterSnapshot, Failure, FleetSnapshot, NodeSnapshot, Sample
+from ctlplane.exporter.catalog import Mode, Role
+from ctlplane.exporter.model import ClusterSnapshot, Failure, FleetSnapshot, NodeSnapshot, Sample
 
 Values = Mapping[str | tuple[str, tuple[tuple[str, str], ...]], float]
 

@@ -8,12 +8,12 @@ from dataclasses import replace
 import bcrypt
 from fastapi.testclient import TestClient
 
-from exporter.app import PageResponse, create_app
-from exporter.families import MetricsPage
-from exporter.health import Thresholds
-from exporter.jsonapi import snapshot_from_dict, snapshot_to_dict
-from exporter.model import Sample
-from exporter.state import ExporterState
+from ctlplane.exporter.app import PageResponse, create_app
+from ctlplane.exporter.families import MetricsPage
+from ctlplane.exporter.health import Thresholds
+from ctlplane.exporter.jsonapi import snapshot_from_dict, snapshot_to_dict
+from ctlplane.exporter.model import Sample
+from ctlplane.exporter.state import ExporterState
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller
 from tests.unit.exporter.test_families import sample_fleet
 
@@ -80,7 +80,7 @@ def test_metrics_are_one_gzip_member_when_asked_the_page_deflated_once_per_round
 def test_each_rounds_page_is_made_when_the_round_ends_in_the_forms_scrapers_asked_for(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """A scrape after a round is served from the cache: the page (and its gzip) was made in the scrape
     thread when the round's observation came, for each form asked for lately, not at the first scrape."""
-    import exporter.families as families
+    import ctlplane.exporter.families as families
 
     made: list[int] = []
     collect = families.collect_families
@@ -108,7 +108,7 @@ def test_each_rounds_page_is_made_when_the_round_ends_in_the_forms_scrapers_aske
 
 
 def test_a_form_no_scraper_asked_for_lately_is_not_made_ahead(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import exporter.families as families
+    import ctlplane.exporter.families as families
 
     made: list[int] = []
     collect = families.collect_families
@@ -186,7 +186,7 @@ def test_an_idle_server_wakes_about_once_a_second(monkeypatch) -> None:  # type:
 
     import httpx
 
-    from exporter.app import http_server
+    from ctlplane.exporter.app import http_server
     from tests.e2e.browser import running
 
     ticks: list[int] = []

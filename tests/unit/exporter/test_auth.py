@@ -12,11 +12,11 @@ import bcrypt
 import pytest
 from fastapi.testclient import TestClient
 
-from dashboard.cli import mount_dashboard
-from exporter import httpguard
-from exporter.app import create_app
-from exporter.health import Thresholds
-from exporter.state import ExporterState
+from ctlplane.dashboard.cli import mount_dashboard
+from ctlplane.exporter import httpguard
+from ctlplane.exporter.app import create_app
+from ctlplane.exporter.health import Thresholds
+from ctlplane.exporter.state import ExporterState
 from tests.unit.exporter.test_families import sample_fleet
 
 HASHED = bcrypt.hashpw(b"pw", bcrypt.gensalt(rounds=4)).decode()

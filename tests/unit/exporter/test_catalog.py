@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from exporter.catalog import (
+from ctlplane.exporter.catalog import (
     CATALOG,
     DERIVED_SERIES,
     HEALTH_SERIES,
@@ -16,8 +16,8 @@ from exporter.catalog import (
     SeriesType,
     all_series_names,
 )
-from exporter.readings import parse_object_name
-from exporter.releases import RELEASES
+from ctlplane.exporter.readings import parse_object_name
+from ctlplane.exporter.releases import RELEASES
 from tools.support_table import BEGIN, END, table
 
 README = Path(__file__).parents[3] / "README.md"

@@ -1,11 +1,11 @@
-"""The evidence a controller's own metrics give that a broker was unregistered (exporter/departures.py)."""
+"""The evidence a controller's own metrics give that a broker was unregistered (ctlplane/exporter/departures.py)."""
 
 from __future__ import annotations
 
-from exporter.catalog import Role
-from exporter.departures import Departure, RegistrationsSeen, departures
-from exporter.discovery import Watched
-from exporter.model import ClusterSnapshot, Member, NodeSnapshot, QuorumView
+from ctlplane.exporter.catalog import Role
+from ctlplane.exporter.departures import Departure, RegistrationsSeen, departures
+from ctlplane.exporter.discovery import Watched
+from ctlplane.exporter.model import ClusterSnapshot, Member, NodeSnapshot, QuorumView
 from tests.unit.exporter.builders import node
 
 STATE = "kafka_controller_broker_registration_state"

@@ -1,4 +1,4 @@
-"""Discovery (exporter/discovery.py): JMX addresses from the operator's rule, and a watched set that the
+"""Discovery (ctlplane/exporter/discovery.py): JMX addresses from the operator's rule, and a watched set that the
 cluster's answers only ever add to (a node absent from an answer is the node that needs watching)."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from types import MappingProxyType
 
 import pytest
 
-from exporter.catalog import Mode, Role
-from exporter.config import ConfigError, Settings, parse_settings
-from exporter.departures import Departure, departures
-from exporter.discovery import (
+from ctlplane.exporter.catalog import Mode, Role
+from ctlplane.exporter.config import ConfigError, Settings, parse_settings
+from ctlplane.exporter.departures import Departure, departures
+from ctlplane.exporter.discovery import (
     Discovered,
     JmxRule,
     NodeDiscovery,
@@ -19,11 +19,11 @@ from exporter.discovery import (
     check_template,
     fill,
 )
-from exporter.health import Thresholds
-from exporter.jmx.base import Endpoint
-from exporter.model import ClusterSnapshot, FleetSnapshot, Member, NodeSnapshot, QuorumReplica, QuorumView
-from exporter.scraper import Target
-from exporter.state import ExporterState, Observation
+from ctlplane.exporter.health import Thresholds
+from ctlplane.exporter.jmx.base import Endpoint
+from ctlplane.exporter.model import ClusterSnapshot, FleetSnapshot, Member, NodeSnapshot, QuorumReplica, QuorumView
+from ctlplane.exporter.scraper import Target
+from ctlplane.exporter.state import ExporterState, Observation
 from tests.unit.exporter.builders import node
 
 RULE = JmxRule(broker="{host}:9999", controller="ctl-{id}.kafka:9998")
@@ -272,7 +272,7 @@ def test_discovery_counts_what_it_watches_and_what_it_forgot_and_why() -> None:
 
 
 def test_a_node_read_whose_id_the_cluster_does_not_name_is_unknown_to_it() -> None:
-    from exporter.families import quorum_families
+    from ctlplane.exporter.families import quorum_families
 
     def unknown(view: QuorumView, *nodes: NodeSnapshot) -> list[tuple[str, ...]]:
         snapshot = FleetSnapshot(1, 1.0, 0.1, (ClusterSnapshot("prod", nodes, view),))

@@ -1,4 +1,4 @@
-"""DNS discovery (exporter/dns.py, NodeDiscovery.set_dns): a headless Service's records, asked of a real DNS
+"""DNS discovery (ctlplane/exporter/dns.py, NodeDiscovery.set_dns): a headless Service's records, asked of a real DNS
 server on loopback; a node that leaves the answers is kept until it is seen elsewhere or proven gone."""
 
 from __future__ import annotations
@@ -9,15 +9,15 @@ from types import MappingProxyType
 
 import pytest
 
-from exporter.catalog import Mode, Role
-from exporter.config import ConfigError, parse_settings
-from exporter.discovery import DnsNode, JmxRule, NodeDiscovery
-from exporter.dns import DnsError, DnsName, DnsResolver, DnsWatch
-from exporter.health import Thresholds
-from exporter.jmx.base import Endpoint
-from exporter.model import ClusterSnapshot, FleetSnapshot, NodeSnapshot, QuorumView
-from exporter.scraper import Target
-from exporter.state import ExporterState
+from ctlplane.exporter.catalog import Mode, Role
+from ctlplane.exporter.config import ConfigError, parse_settings
+from ctlplane.exporter.discovery import DnsNode, JmxRule, NodeDiscovery
+from ctlplane.exporter.dns import DnsError, DnsName, DnsResolver, DnsWatch
+from ctlplane.exporter.health import Thresholds
+from ctlplane.exporter.jmx.base import Endpoint
+from ctlplane.exporter.model import ClusterSnapshot, FleetSnapshot, NodeSnapshot, QuorumView
+from ctlplane.exporter.scraper import Target
+from ctlplane.exporter.state import ExporterState
 from tests.dnsserver import LoopbackDns, loopback_dns
 from tests.unit.exporter.builders import node
 

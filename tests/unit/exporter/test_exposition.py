@@ -11,9 +11,9 @@ import pytest
 from prometheus_client.exposition import choose_encoder, generate_latest
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 
-from exporter import families
-from exporter.catalog import Mode, Role
-from exporter.families import (
+from ctlplane.exporter import families
+from ctlplane.exporter.catalog import Mode, Role
+from ctlplane.exporter.families import (
     Family,
     MetricsPage,
     _Families,
@@ -22,8 +22,8 @@ from exporter.families import (
     render_families,
     snapshot_age_family,
 )
-from exporter.health import HealthMemory, Thresholds, evaluate
-from exporter.model import FleetSnapshot, NodeSnapshot, Sample
+from ctlplane.exporter.health import HealthMemory, Thresholds, evaluate
+from ctlplane.exporter.model import FleetSnapshot, NodeSnapshot, Sample
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller, node
 
 TRICKY = 'a "quoted" \\back\\slash\nnew line ünï'

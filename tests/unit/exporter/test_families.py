@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from prometheus_client.exposition import generate_latest
 
-from exporter.catalog import Mode, Role
-from exporter.families import MetricsPage, render_families
-from exporter.health import HealthMemory, Thresholds, evaluate
-from exporter.model import FleetSnapshot
+from ctlplane.exporter.catalog import Mode, Role
+from ctlplane.exporter.families import MetricsPage, render_families
+from ctlplane.exporter.health import HealthMemory, Thresholds, evaluate
+from ctlplane.exporter.model import FleetSnapshot
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller, node
 
 GOLDEN = Path(__file__).parent / "golden" / "metrics.txt"

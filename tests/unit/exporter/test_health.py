@@ -4,9 +4,9 @@ from dataclasses import replace
 
 import pytest
 
-from exporter.catalog import Mode, Role
-from exporter.families import health_families
-from exporter.health import (
+from ctlplane.exporter.catalog import Mode, Role
+from ctlplane.exporter.families import health_families
+from ctlplane.exporter.health import (
     BrokerHealth,
     FleetHealth,
     HealthMemory,
@@ -15,7 +15,7 @@ from exporter.health import (
     evaluate,
     find_active_controller,
 )
-from exporter.model import Failure, NodeSnapshot, Sample
+from ctlplane.exporter.model import Failure, NodeSnapshot, Sample
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller, node
 
 T = Thresholds()
@@ -493,7 +493,7 @@ def test_a_claimant_below_the_epoch_the_brokers_report_is_not_the_controller() -
 
 
 def test_zookeeper_staleness_in_seconds_from_the_controllers_queue_time_for_that_broker() -> None:
-    from exporter.model import Sample
+    from ctlplane.exporter.model import Sample
 
     def controller(count: float, total: float, queued: float, at: float):  # type: ignore[no-untyped-def]
         n = node(

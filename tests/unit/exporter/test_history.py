@@ -15,9 +15,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from ctlplane.cli import main
-from exporter.app import create_app
-from exporter.health import Thresholds
-from exporter.history import (
+from ctlplane.exporter.app import create_app
+from ctlplane.exporter.health import Thresholds
+from ctlplane.exporter.history import (
     COMPACTED_MARK,
     FILE_ORDER,
     HISTORY_SCHEMA,
@@ -31,8 +31,8 @@ from exporter.history import (
     rows_table,
     write_partitioned,
 )
-from exporter.model import Sample
-from exporter.state import ExporterState, Observation
+from ctlplane.exporter.model import Sample
+from ctlplane.exporter.state import ExporterState, Observation
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller, node
 
 T = datetime(2024, 5, 1, 12, 0, tzinfo=UTC).timestamp()

@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctlplane.cli import main
-from dashboard.cli import mount_dashboard
-from exporter.app import create_app
-from exporter.health import Thresholds
-from exporter.state import ExporterState
+from ctlplane.dashboard.cli import mount_dashboard
+from ctlplane.exporter.app import create_app
+from ctlplane.exporter.health import Thresholds
+from ctlplane.exporter.state import ExporterState
 from tests.unit.exporter.test_families import sample_fleet
 
 EXAMPLES = int(os.environ.get("CTLPLANE_HOSTILE_INPUT_EXAMPLES", "120"))

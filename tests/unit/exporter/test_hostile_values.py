@@ -11,14 +11,14 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from exporter.catalog import CATALOG, Kind, SeriesType
-from exporter.families import MetricsPage
-from exporter.health import Thresholds
-from exporter.jmx.base import Endpoint
-from exporter.model import MBeanQuery, RawReading
-from exporter.readings import parse_object_name
-from exporter.scraper import Scraper, Target
-from exporter.state import ExporterState
+from ctlplane.exporter.catalog import CATALOG, Kind, SeriesType
+from ctlplane.exporter.families import MetricsPage
+from ctlplane.exporter.health import Thresholds
+from ctlplane.exporter.jmx.base import Endpoint
+from ctlplane.exporter.model import MBeanQuery, RawReading
+from ctlplane.exporter.readings import parse_object_name
+from ctlplane.exporter.scraper import Scraper, Target
+from ctlplane.exporter.state import ExporterState
 
 HOSTILE_PORT = 1
 # bench/hostile_values.py runs many more; the suite tries 150 generated cases besides the fixed examples
@@ -163,7 +163,7 @@ def test_hostile_values_never_break_the_round_health_or_exposition_of_anyone_els
 
 
 def test_a_cluster_whose_health_cannot_be_evaluated_is_reported_and_the_others_are_served(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import exporter.health as health_module
+    import ctlplane.exporter.health as health_module
 
     original = health_module.evaluate_cluster
 
@@ -181,7 +181,7 @@ def test_a_cluster_whose_health_cannot_be_evaluated_is_reported_and_the_others_a
 
 
 def test_a_node_whose_readings_cannot_be_mapped_is_down_with_the_reason(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import exporter.scraper as scraper_module
+    import ctlplane.exporter.scraper as scraper_module
 
     original = scraper_module.samples_from_readings
 

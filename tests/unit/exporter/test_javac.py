@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from exporter import javac
+from ctlplane.exporter import javac
 
 
 def _executable(path: Path) -> Path:

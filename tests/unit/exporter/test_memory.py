@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from exporter.memory import collect_garbage_per_round, release_free_memory
+from ctlplane.exporter.memory import collect_garbage_per_round, release_free_memory
 
 CHUNK = 64 * 1024  # above pymalloc's 512 bytes and below malloc's mmap threshold: lives in a malloc arena
 

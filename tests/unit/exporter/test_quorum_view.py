@@ -11,14 +11,14 @@ from xml.etree import ElementTree
 import pytest
 import yaml
 
-from exporter import kafka_admin
-from exporter.config import ConfigError, parse_settings
-from exporter.families import Family, health_families, quorum_families
-from exporter.health import ClusterHealth, FleetHealth, HealthMemory, Lifecycle, Thresholds, evaluate
-from exporter.jmx.base import Endpoint
-from exporter.jsonapi import snapshot_from_dict, snapshot_to_dict
-from exporter.model import ClusterSnapshot, Failure, FleetSnapshot, NodeSnapshot, QuorumReplica, QuorumView
-from exporter.scraper import Scraper, Target
+from ctlplane.exporter import kafka_admin
+from ctlplane.exporter.config import ConfigError, parse_settings
+from ctlplane.exporter.families import Family, health_families, quorum_families
+from ctlplane.exporter.health import ClusterHealth, FleetHealth, HealthMemory, Lifecycle, Thresholds, evaluate
+from ctlplane.exporter.jmx.base import Endpoint
+from ctlplane.exporter.jsonapi import snapshot_from_dict, snapshot_to_dict
+from ctlplane.exporter.model import ClusterSnapshot, Failure, FleetSnapshot, NodeSnapshot, QuorumReplica, QuorumView
+from ctlplane.exporter.scraper import Scraper, Target
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller
 from tests.unit.exporter.test_scraper import ScriptedClient
 
@@ -174,7 +174,7 @@ def test_the_admin_block_needs_a_sasl_user_only_on_sasl_listeners_and_a_quorum_v
 
 
 def test_a_missing_or_multi_line_admin_password_is_a_config_problem_naming_the_cluster(tmp_path: Path) -> None:
-    from exporter.config import load_settings
+    from ctlplane.exporter.config import load_settings
 
     def settings_with(password_file: Path) -> Path:
         admin = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN", "username": "u"}

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from exporter.catalog import CATALOG, Mode, Role
-from exporter.model import RawReading, Sample
-from exporter.readings import identify, parse_object_name, plan_queries, samples_from_readings
+from ctlplane.exporter.catalog import CATALOG, Mode, Role
+from ctlplane.exporter.model import RawReading, Sample
+from ctlplane.exporter.readings import identify, parse_object_name, plan_queries, samples_from_readings
 
 
 def reading(pattern: str, name: str, **values: float | str) -> RawReading:

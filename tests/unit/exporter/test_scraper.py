@@ -6,9 +6,9 @@ import threading
 import time
 from collections.abc import Sequence
 
-from exporter.jmx.base import Endpoint, JmxError
-from exporter.model import Failure, MBeanQuery, RawReading
-from exporter.scraper import Scraper, Target
+from ctlplane.exporter.jmx.base import Endpoint, JmxError
+from ctlplane.exporter.model import Failure, MBeanQuery, RawReading
+from ctlplane.exporter.scraper import Scraper, Target
 
 BROKER_STATE = "kafka.server:type=KafkaServer,name=BrokerState"
 
@@ -163,7 +163,7 @@ def test_new_targets_are_read_from_the_next_round_and_the_kept_ones_keep_their_m
 
 
 def test_a_cluster_with_no_node_to_read_yet_is_in_the_snapshot_with_its_quorum_view() -> None:
-    from exporter.model import QuorumView
+    from ctlplane.exporter.model import QuorumView
 
     class Quorum:
         def read(self) -> QuorumView:

@@ -7,9 +7,9 @@ import threading
 from collections import Counter
 from collections.abc import Sequence
 
-from exporter.jmx.base import Endpoint
-from exporter.model import FleetSnapshot, MBeanQuery, NodeSnapshot, RawReading
-from exporter.scraper import Scraper, Target
+from ctlplane.exporter.jmx.base import Endpoint
+from ctlplane.exporter.model import FleetSnapshot, MBeanQuery, NodeSnapshot, RawReading
+from ctlplane.exporter.scraper import Scraper, Target
 
 BROKER_STATE = "kafka.server:type=KafkaServer,name=BrokerState"
 

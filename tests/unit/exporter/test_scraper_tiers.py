@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import pairwise
 
-from exporter.catalog import SLOW_SERIES
-from exporter.jmx.base import Endpoint, JmxError
-from exporter.model import MBeanQuery, NodeSnapshot, RawReading
-from exporter.scraper import Scraper, Target
+from ctlplane.exporter.catalog import SLOW_SERIES
+from ctlplane.exporter.jmx.base import Endpoint, JmxError
+from ctlplane.exporter.model import MBeanQuery, NodeSnapshot, RawReading
+from ctlplane.exporter.scraper import Scraper, Target
 
 BROKER_STATE = "kafka.server:type=KafkaServer,name=BrokerState"
 TOTAL_TIME = "kafka.network:type=RequestMetrics,name=TotalTimeMs,request=*"

@@ -1,11 +1,11 @@
-"""Splitting a fleet's clusters over N exporter replicas (exporter/shards.py, `--shard`, `shard:`)."""
+"""Splitting a fleet's clusters over N exporter replicas (ctlplane/exporter/shards.py, `--shard`, `shard:`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from exporter.config import ConfigError, parse_settings
-from exporter.shards import Shard, parse_shard, resolve_shard, shard_of
+from ctlplane.exporter.config import ConfigError, parse_settings
+from ctlplane.exporter.shards import Shard, parse_shard, resolve_shard, shard_of
 
 CLUSTERS = [f"prod-{region}-{i}" for region in ("eu", "us", "ap") for i in range(100)]
 

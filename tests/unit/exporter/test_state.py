@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from exporter.health import Thresholds
-from exporter.model import FleetSnapshot
-from exporter.state import ExporterState, Observation
+from ctlplane.exporter.health import Thresholds
+from ctlplane.exporter.model import FleetSnapshot
+from ctlplane.exporter.state import ExporterState, Observation
 
 
 def test_a_failing_subscriber_is_logged_and_neither_the_round_nor_the_others_stop(

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from exporter.catalog import KRAFT, SPECS_BY_SERIES, ZK, Mode, all_series_names
+from ctlplane.exporter.catalog import KRAFT, SPECS_BY_SERIES, ZK, Mode, all_series_names
 from grafana import build
 
 GRAFANA = Path(build.__file__).resolve().parent
@@ -139,7 +139,7 @@ def test_every_series_a_panel_names_is_in_the_catalogue() -> None:
         series = build.promql_series(target["expr"])
         assert series, f"{name}: {panel['title']}: no series found in {target['expr']!r}"
         unknown = series - known
-        assert not unknown, f"{name}: {panel['title']}: not in exporter.catalog: {sorted(unknown)}"
+        assert not unknown, f"{name}: {panel['title']}: not in ctlplane.exporter.catalog: {sorted(unknown)}"
         named |= series
     # The dashboards chart the families an SRE needs (issue 7): none of these may silently drop out.
     for family in (
@@ -254,7 +254,7 @@ def test_firing_alerts_annotation(path: Path) -> None:
 
 
 def test_thresholds_match_the_health_model_defaults() -> None:
-    from exporter.health import CONTROL_PLANE_QUEUE_CAPACITY, Thresholds
+    from ctlplane.exporter.health import CONTROL_PLANE_QUEUE_CAPACITY, Thresholds
 
     defaults = Thresholds()
     assert build.CONTROL_PLANE_QUEUE_CAPACITY == CONTROL_PLANE_QUEUE_CAPACITY

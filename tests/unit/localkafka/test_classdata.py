@@ -1,4 +1,4 @@
-"""Class-data sharing for the local Kafka JVMs (ctlplane/localkafka/classdata.py): which Java can write
+"""Class-data sharing for the local Kafka JVMs (harness/localkafka/classdata.py): which Java can write
 archives, and that an archive is never offered to a JVM whose java binary or jars changed."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ctlplane.localkafka import classdata
+from harness.localkafka import classdata
 
 
 def _fake_java(where: Path, says: str) -> str:

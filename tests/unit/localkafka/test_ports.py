@@ -10,8 +10,8 @@ import socket
 
 import pytest
 
-from ctlplane.localkafka import LocalKafkaError, free_port
-from ctlplane.localkafka.process import ENV_PORT_SHARE, ephemeral_port_range, local_ports, port_share
+from harness.localkafka import LocalKafkaError, free_port
+from harness.localkafka.process import ENV_PORT_SHARE, ephemeral_port_range, local_ports, port_share
 
 
 def test_ports_are_outside_the_ephemeral_range_distinct_and_free() -> None:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import SparkSession
 
-from pipeline.session import build_session
+from ctlplane.pipeline.session import build_session
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from pyspark.sql import DataFrame, SparkSession
 
-from pipeline.schema import history_struct
+from ctlplane.pipeline.schema import history_struct
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 Row = tuple[datetime, str, str, str, str, str, float, str | None]

@@ -14,9 +14,9 @@ import pyarrow.dataset as ds  # type: ignore[import-untyped]  # pyarrow ships no
 import pytest
 
 from ctlplane.cli import main
-from ctlplane.localkafka import free_port
-from pipeline import backfill
-from pipeline.backfill import BackfillError, chunk_ranges, import_range, matrix_rows, series_selector
+from ctlplane.pipeline import backfill
+from ctlplane.pipeline.backfill import BackfillError, chunk_ranges, import_range, matrix_rows, series_selector
+from harness.localkafka import free_port
 
 RECORDED = json.loads((Path(__file__).parent / "data" / "query_range.json").read_text())
 T0 = 1714564800.0  # 2024-05-01T12:00:00Z

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ctlplane.cli import main
-from pipeline.bundle import JOBS, write_bundle
+from ctlplane.pipeline.bundle import JOBS, write_bundle
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -19,18 +19,29 @@ ROOT = Path(__file__).resolve().parents[3]
 def test_the_zip_holds_the_packages_the_jobs_import_and_nothing_compiled(tmp_path: Path) -> None:
     bundle = write_bundle(tmp_path)
     names = zipfile.ZipFile(bundle.zip_path).namelist()
-    for module in ("pipeline/jobs/episodes.py", "pipeline/transforms.py", "exporter/config.py", "exporter/history.py"):
+    for module in (
+        "ctlplane/pipeline/jobs/episodes.py",
+        "ctlplane/pipeline/transforms.py",
+        "ctlplane/exporter/config.py",
+        "ctlplane/exporter/history.py",
+    ):
         assert module in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     # imported from the zip, as an executor does with it on its path
     done = subprocess.run(
         [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(bundle.zip_path)!r}); "
-         "import exporter.config, pipeline.args; print(exporter.config.__file__, pipeline.args.__file__)"],
+         "import ctlplane.exporter.config as c, ctlplane.pipeline.args as a; print(c.__file__, a.__file__)"],
         capture_output=True, text=True, cwd=tmp_path, check=True,
     )  # fmt: skip
-    assert done.stdout.split() == [f"{bundle.zip_path}/exporter/config.py", f"{bundle.zip_path}/pipeline/args.py"]
+    assert done.stdout.split() == [
+        f"{bundle.zip_path}/ctlplane/exporter/config.py",
+        f"{bundle.zip_path}/ctlplane/pipeline/args.py",
+    ]
+    # one top-level name, and of ctlplane only what the jobs import: no CLI, dashboard or demo
+    assert {n.split("/")[0] for n in names} == {"ctlplane"}
+    assert {n.split("/")[1] for n in names} == {"__init__.py", "exporter", "pipeline"}
     for job in JOBS:  # each job module is its own spark-submit script
-        assert bundle.jobs[job].read_text() == (ROOT / "pipeline" / "jobs" / f"{job}.py").read_text()
+        assert bundle.jobs[job].read_text() == (ROOT / "ctlplane" / "pipeline" / "jobs" / f"{job}.py").read_text()
     first = bundle.zip_path.read_bytes()
     assert write_bundle(tmp_path).zip_path.read_bytes() == first  # the same sources, the same bytes
 

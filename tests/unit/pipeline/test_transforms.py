@@ -7,11 +7,11 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import types as T
 from pyspark.testing import assertDataFrameEqual
 
-from exporter.history import ACTIVE_CONTROLLERS_SERIES, HISTORY_SCHEMA
-from pipeline import transforms
-from pipeline.io import read_archive
-from pipeline.rules import EpisodeRules, Kind
-from pipeline.schema import history_struct
+from ctlplane.exporter.history import ACTIVE_CONTROLLERS_SERIES, HISTORY_SCHEMA
+from ctlplane.pipeline import transforms
+from ctlplane.pipeline.io import read_archive
+from ctlplane.pipeline.rules import EpisodeRules, Kind
+from ctlplane.pipeline.schema import history_struct
 from tests.unit.pipeline.frames import EPISODE_DDL, archive, at, episode, row
 
 RULES = EpisodeRules()  # 15 s interval, gap 22.5 s, stale at 1000 records / 15 s, min 30 s (saturation 60 s)
@@ -121,7 +121,7 @@ def test_each_kind_alone_is_its_slice_of_every_kind(spark: SparkSession) -> None
 
 def test_the_controller_episodes_count_what_the_exporter_counts_not_every_claim(spark: SparkSession) -> None:
     # During a ZooKeeper migration's PRE_MIGRATION the ZooKeeper brokers' controller claims beside the
-    # KRaft controller (seen on 3.9.2; exporter/health.py `_claimants`): two ActiveControllerCount=1, one
+    # KRaft controller (seen on 3.9.2; ctlplane/exporter/health.py `_claimants`): two ActiveControllerCount=1, one
     # controller. The rules page on kafka_cluster_active_controllers, so the episodes must too.
     times = range(0, 120, 15)
     rows = [
@@ -157,7 +157,7 @@ def test_a_sample_qualifies_for_one_kind_at_most(spark: SparkSession) -> None:
 
 def test_every_sample_seen_twice_changes_no_result(spark: SparkSession) -> None:
     # What readers see between a compaction's rename of its merged file and the deletion of its sources
-    # (exporter/history.py `compact`): each row of that day twice. Every job must give the same answer.
+    # (ctlplane/exporter/history.py `compact`): each row of that day twice. Every job must give the same answer.
     rows = _mixed_archive(spark)
     twice = rows.unionByName(rows)
     found, found_twice = transforms.episodes(rows, RULES), transforms.episodes(twice, RULES)

@@ -1,0 +1,173 @@
+"""Control-plane events derived from consecutive observations: a pure function of the window."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from ctlplane.exporter.health import BrokerHealth, ClusterHealth, Lifecycle
+from ctlplane.exporter.state import Observation
+
+
+class EventKind(StrEnum):
+    ELECTION = "election"  # the active controller changed identity or epoch
+    NO_CONTROLLER = "no-controller"  # no node claims to be the active controller
+    SPLIT_BRAIN = "split-brain"  # several nodes claim it at once
+    CONTROLLER_RESTORED = "controller-restored"  # exactly one claimant again
+    FENCED = "fenced"
+    UNFENCED = "unfenced"
+    STATE = "state"  # any other lifecycle change (INITIAL, SHUTDOWN, ...)
+    UNREACHABLE = "unreachable"
+    REACHABLE = "reachable"
+    LAG_STARTED = "lag-started"  # metadata turned stale
+    LAG_ENDED = "lag-ended"
+
+
+# How bad an event is, for its colour: the start of trouble is bad, its end is good.
+EVENT_SEVERITY = {
+    EventKind.ELECTION: "warn",
+    EventKind.NO_CONTROLLER: "critical",
+    EventKind.SPLIT_BRAIN: "critical",
+    EventKind.CONTROLLER_RESTORED: "ok",
+    EventKind.FENCED: "critical",
+    EventKind.UNFENCED: "ok",
+    EventKind.STATE: "warn",
+    EventKind.UNREACHABLE: "critical",
+    EventKind.REACHABLE: "ok",
+    EventKind.LAG_STARTED: "warn",
+    EventKind.LAG_ENDED: "ok",
+}
+
+
+@dataclass(frozen=True)
+class Event:
+    at: float  # taken_at of the first observation that showed it
+    cluster: str
+    node: str | None  # None for cluster-wide events
+    kind: EventKind
+    detail: str
+
+
+def _epoch(value: float | None) -> str:
+    return "" if value is None else f" (epoch {value:g})"
+
+
+def _controller_events(at: float, before: ClusterHealth, after: ClusterHealth) -> list[Event]:
+    events = []
+    old, new = before.controller, after.controller
+    if len(new.claimants) > 1 and len(old.claimants) <= 1:
+        events.append(
+            Event(at, after.name, None, EventKind.SPLIT_BRAIN, f"{len(new.claimants)} active controllers: "
+                  + ", ".join(new.claimants))
+        )  # fmt: skip
+    elif not new.claimants and old.claimants:
+        events.append(Event(at, after.name, None, EventKind.NO_CONTROLLER, f"no active controller (was {old.node})"))
+    elif len(new.claimants) == 1 and len(old.claimants) != 1:
+        events.append(Event(at, after.name, None, EventKind.CONTROLLER_RESTORED, f"one active controller: {new.node}"))
+    if new.node is not None and new.failovers_total > old.failovers_total:
+        events.append(
+            Event(
+                at, after.name, new.node, EventKind.ELECTION, f"{old.node or 'none'} -> {new.node}{_epoch(new.epoch)}"
+            )
+        )
+    return events
+
+
+def _broker_events(at: float, cluster: str, old: BrokerHealth, new: BrokerHealth, since: float) -> list[Event]:
+    events = []
+    if old.state is not new.state:
+        if new.state is Lifecycle.UNREACHABLE:
+            events.append(Event(at, cluster, new.node, EventKind.UNREACHABLE, new.evidence))
+        elif old.state is Lifecycle.UNREACHABLE:
+            events.append(
+                Event(at, cluster, new.node, EventKind.REACHABLE,
+                      f"{new.state} after {at - since:.0f} s unreachable ({new.evidence})")
+            )  # fmt: skip
+        if new.state is Lifecycle.FENCED:
+            events.append(Event(at, cluster, new.node, EventKind.FENCED, new.evidence))
+        elif old.state is Lifecycle.FENCED and new.state is Lifecycle.ACTIVE:
+            events.append(
+                Event(at, cluster, new.node, EventKind.UNFENCED, f"fenced for {at - since:.0f} s ({new.evidence})")
+            )
+        elif Lifecycle.UNREACHABLE not in (old.state, new.state):
+            events.append(Event(at, cluster, new.node, EventKind.STATE, f"{old.state} -> {new.state} ({new.evidence})"))
+    if new.stale and not old.stale:
+        lag = "" if new.metadata_lag_records is None else f"{new.metadata_lag_records:g} records"
+        if new.metadata_lag_seconds is not None:
+            lag += f"{', ' if lag else ''}{new.metadata_lag_seconds:.1f} s"
+        events.append(
+            Event(at, cluster, new.node, EventKind.LAG_STARTED,
+                  ("metadata frozen" if new.frozen else "metadata stale") + (f": {lag}" if lag else ""))
+        )  # fmt: skip
+    elif old.stale and not new.stale:
+        events.append(Event(at, cluster, new.node, EventKind.LAG_ENDED, "metadata caught up"))
+    return events
+
+
+class TimelineFold:
+    """Events from observations fed one at a time, oldest first: `timeline` over a window, or a `Trail`
+    folding each round as it comes without keeping the rounds.
+
+    The first observation is the baseline: a state already in place when the window starts is shown by
+    the tables, not as an event. So is first contact: a node read for the first time (the exporter has
+    just started) is not "reachable again", and the first controller seen is not "restored". Clusters or
+    brokers that appear or vanish between observations produce no events.
+    """
+
+    def __init__(self) -> None:
+        self._previous: Observation | None = None
+        # (cluster, node) -> when the broker entered its current state, for durations in the detail text
+        self._since: dict[tuple[str, str], float] = {}
+        self._seen_up: set[tuple[str, str]] = set()
+        self._seen_controller: set[str] = set()
+        self._start = 0.0
+
+    def accepts(self, observation: Observation) -> bool:
+        """False for the empty pre-scrape observation, a round already folded, or one older than the last."""
+        previous = self._previous
+        snapshot = observation.snapshot
+        return snapshot.sequence > 0 and (
+            previous is None
+            or (snapshot.sequence != previous.snapshot.sequence and snapshot.taken_at >= previous.snapshot.taken_at)
+        )
+
+    def add(self, observation: Observation) -> list[Event]:
+        """The events between the previous observation and this one, oldest first."""
+        previous, self._previous = self._previous, observation
+        if previous is None:
+            clusters = observation.health.clusters
+            self._seen_up = {(c.name, b.node) for c in clusters for b in c.brokers if b.up}
+            self._seen_controller = {c.name for c in clusters if c.controller.node}
+            self._start = observation.snapshot.taken_at
+            return []
+        events: list[Event] = []
+        at = observation.snapshot.taken_at
+        for after in observation.health.clusters:
+            before = previous.health.cluster(after.name)
+            if before is None:
+                continue
+            if after.name in self._seen_controller:
+                events.extend(_controller_events(at, before, after))
+            elif after.controller.node is not None:
+                self._seen_controller.add(after.name)
+            for new in after.brokers:
+                old = before.broker(new.node)
+                key = (after.name, new.node)
+                if old is None or key not in self._seen_up:
+                    if new.up:
+                        self._seen_up.add(key)
+                        self._since[key] = at
+                    continue
+                events.extend(_broker_events(at, after.name, old, new, self._since.get(key, self._start)))
+                if old.state is not new.state:
+                    self._since[key] = at
+        return events
+
+
+def timeline(observations: Sequence[Observation]) -> list[Event]:
+    """Every control-plane event in the window (see `TimelineFold`), newest first."""
+    fold = TimelineFold()
+    events = [event for observation in observations for event in fold.add(observation)]
+    events.sort(key=lambda e: e.at, reverse=True)
+    return events

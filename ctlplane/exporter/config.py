@@ -1,0 +1,756 @@
+"""The one typed configuration model, loaded once by the CLI.
+
+Everything else receives plain values taken from it; no other module reads files or environment
+variables for settings. Secrets (JMX and admin-client passwords) are read from a file or an environment variable
+named in the config, never written inline, and never shown by ``repr``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import ssl
+import tempfile
+from pathlib import Path
+from types import MappingProxyType
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from ctlplane.exporter.discovery import JmxRule, check_template
+from ctlplane.exporter.shards import parse_shard, resolve_shard
+
+DEFAULT_PORT = 18309  # outside the 9100-9999 exporter range and away from 8000/8050 (see README)
+
+
+class _Strict(BaseModel):
+    # Unknown keys are mistakes (a typo in `interval_seconds` must not silently keep the default).
+    # inf and nan are never a setting: `.inf` as an interval killed the scraper thread at run time.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+DAY_SECONDS = 86400.0
+# A cluster name is a Prometheus label value and a directory of the history archive (cluster=<name>):
+# no "/" or anything else a path could be steered with.
+CLUSTER_NAME_PATTERN = r"^[A-Za-z0-9_.:-]+$"
+# RFC 1123 host name: dot-separated labels of letters, digits and inner hyphens, 63 characters at most
+# each, 253 in all (a trailing dot, the DNS root, is allowed).
+_HOST_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
+
+
+def host_problem(host: str, bracketed_ipv6: bool) -> str | None:
+    """Why `host` is not a host name or IP address, or None. In a host:port address an IPv6 address is
+    written in brackets ([::1]:9999, as in a JMX service URL); a bind address is bare (::)."""
+    if host.startswith("[") and host.endswith("]") and bracketed_ipv6:
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+            return None
+        except ValueError:
+            return f"{host!r} is not an IPv6 address"
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        name = host[:-1] if host.endswith(".") else host
+        if 0 < len(name) <= 253 and all(_HOST_LABEL.match(label) for label in name.split(".")):
+            return None
+        return f"{host!r} is not a host name (letters, digits, inner hyphens, dot-separated) or IP address"
+    if address.version == 6 and bracketed_ipv6:
+        return f"write an IPv6 address in brackets: [{host}]"
+    return None
+
+
+def host_port(value: str) -> str:
+    """`value` if it is host:port with a port in 1-65535, else a ValueError saying what is wrong."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"expected host:port with a port in 1-65535, got {value!r}")
+    problem = host_problem(host, bracketed_ipv6=True)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+class _Credentials(_Strict):
+    """A user and where its password is: a file or an environment variable, never inline.
+
+    The user may come from an environment variable too (`username_env`), read when the config is loaded:
+    Strimzi's JMX Secret (`<cluster>-kafka-jmx`) holds a generated user beside the password
+    (`jmx-username`, `jmx-password`: strimzi-kafka-operator JmxModel.java JMX_USERNAME_KEY), and a
+    Kubernetes Secret reaches a container as files or variables, not as config text."""
+
+    username: str | None = None
+    username_env: str | None = None
+    password_file: Path | None = None
+    password_env: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _username_from_env(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not isinstance(name := data.get("username_env"), str):
+            return data  # a wrong type is reported by the field's own check
+        if data.get("username") is not None:
+            raise ValueError("give username or username_env, not both")
+        value = os.environ.get(name)
+        if value is None:
+            raise ValueError(f"environment variable {name} (username_env) is not set")
+        return {**data, "username": value}
+
+    @model_validator(mode="after")
+    def _one_password_source(self) -> _Credentials:
+        if self.password_file is not None and self.password_env is not None:
+            raise ValueError("give password_file or password_env, not both")
+        if (self.password_file or self.password_env) and not self.username:
+            raise ValueError("a password needs a username")
+        if self.username and not (self.password_file or self.password_env):
+            raise ValueError("username needs password_file or password_env")
+        return self
+
+    def password(self) -> SecretStr | None:
+        """Read the password from its file or variable; raise ValueError naming the source if absent."""
+        if self.password_file is not None:
+            try:
+                return SecretStr(self.password_file.read_text().strip())
+            except OSError as exc:
+                raise ValueError(f"cannot read password_file {self.password_file}: {exc.strerror}") from exc
+        if self.password_env is not None:
+            value = os.environ.get(self.password_env)
+            if value is None:
+                raise ValueError(f"environment variable {self.password_env} (password_env) is not set")
+            return SecretStr(value)
+        return None
+
+
+class JmxAuth(_Credentials):
+    """JMX credentials and transport for a cluster (or every cluster, as the default)."""
+
+    ssl: bool = False
+    truststore: Path | None = None
+    truststore_password_file: Path | None = None
+
+
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+
+
+class AdminSecurity(_Credentials):
+    """How the quorum's view (Kafka's admin client) reaches the cluster's listener.
+
+    `security_protocol` is the listener's, as Kafka's `security.protocol`. SASL needs `sasl_mechanism`,
+    `username` and a password source. TLS trusts `ca_file` (PEM; the JVM's trust store without it) and
+    checks the listener's host name; `cert_file` + `key_file` (PEM, the key unencrypted PKCS#8) are the
+    client certificate a listener with `ssl.client.auth=required` asks for."""
+
+    security_protocol: Literal["PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL"] = "PLAINTEXT"
+    sasl_mechanism: SaslMechanism | None = None
+    ca_file: Path | None = None
+    cert_file: Path | None = None
+    key_file: Path | None = None
+
+    @model_validator(mode="after")
+    def _fits_the_protocol(self) -> AdminSecurity:
+        sasl = self.security_protocol.startswith("SASL_")
+        tls = self.security_protocol.endswith("SSL")
+        if sasl and (self.sasl_mechanism is None or self.username is None):
+            raise ValueError(f"security_protocol {self.security_protocol} needs sasl_mechanism and username")
+        if not sasl and (self.sasl_mechanism is not None or self.username is not None):
+            raise ValueError(
+                f"sasl_mechanism and username are for SASL listeners; security_protocol is {self.security_protocol}"
+            )
+        if not tls and (self.ca_file or self.cert_file or self.key_file):
+            raise ValueError(
+                f"ca_file, cert_file and key_file are for TLS listeners; security_protocol is {self.security_protocol}"
+            )
+        if (self.cert_file is None) != (self.key_file is None):
+            raise ValueError("cert_file and key_file go together")
+        return self
+
+    def files(self) -> list[tuple[str, Path]]:
+        return [(name, path) for name in ("ca_file", "cert_file", "key_file") if (path := getattr(self, name))]
+
+    def client_certificate(self) -> tuple[str, SecretStr] | None:
+        """The client certificate chain and key, read now; ValueError naming the file if one cannot be."""
+        if self.cert_file is None or self.key_file is None:
+            return None
+        texts = []
+        for name, path in (("cert_file", self.cert_file), ("key_file", self.key_file)):
+            try:
+                texts.append(path.read_text())
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ValueError(f"cannot read {name} {path}: {getattr(exc, 'strerror', None) or exc}") from exc
+        return texts[0], SecretStr(texts[1])
+
+
+RoleHint = Literal["broker", "controller", "combined"]
+
+
+class NodeConfig(_Strict):
+    """One Kafka process to read: its remote-JMX endpoint."""
+
+    address: str = Field(description="JMX host:port")
+    name: str | None = Field(default=None, description="the `node` label; defaults to the address")
+    role: RoleHint | None = Field(default=None, description="used only until the role is detected")
+    node_id: int | None = Field(
+        default=None, ge=0, le=2**31 - 1, description="broker.id / node.id, used only until the node's JMX answers"
+    )
+
+    @field_validator("address")
+    @classmethod
+    def _host_port(cls, value: str) -> str:
+        return host_port(value)
+
+    @property
+    def host(self) -> str:
+        return self.address.rpartition(":")[0]
+
+    @property
+    def port(self) -> int:
+        return int(self.address.rpartition(":")[2])
+
+    @property
+    def label(self) -> str:
+        return self.name or self.address
+
+
+class DnsNameConfig(_Strict):
+    """A DNS name whose records are nodes (ctlplane/exporter/dns.py): SRV, e.g. a headless Service's
+    `_jmx._tcp.<service>.<namespace>.svc.cluster.local` (each target a node, named by its first label, at the
+    record's port), or A (each IPv4/IPv6 address a node, named by the address, at `port`)."""
+
+    name: str = Field(min_length=1)
+    type: Literal["SRV", "A"] = "SRV"
+    port: int | None = Field(default=None, ge=1, lt=65536, description="the JMX port, for type A")
+
+    @model_validator(mode="after")
+    def _port(self) -> DnsNameConfig:
+        if self.type == "A" and self.port is None:
+            raise ValueError(f"{self.name}: an A name needs the JMX port (port:)")
+        if self.type == "SRV" and self.port is not None:
+            raise ValueError(f"{self.name}: an SRV record carries its port: drop port:")
+        return self
+
+
+class DiscoveryConfig(_Strict):
+    """Every node found from the cluster's own answers (ctlplane/exporter/discovery.py, README "Watching your own
+    clusters"): needs the cluster's bootstrap_servers or bootstrap_controllers. Kafka advertises no JMX port,
+    so the JMX address comes from here: `jmx_port` on each node's own host, or a template per role over
+    {host}, {id} and {id+N}; `overrides` by node id win."""
+
+    jmx_port: int | None = Field(default=None, ge=1, lt=65536, description="each node's JMX port on its own host")
+    broker_jmx: str | None = Field(default=None, description="a broker's JMX address, e.g. {host}:9999")
+    controller_jmx: str | None = Field(default=None, description="a controller's, e.g. ctl-{id}.kafka:9999")
+    overrides: dict[int, str] = Field(default_factory=dict, description="node id -> JMX host:port")
+    node_name: str = Field(default="{role}-{id}", min_length=1, description="the `node` label: {role}, {id}")
+    forget_after_seconds: float = Field(
+        default=300.0,
+        ge=0,
+        description="how long the evidence that a node left the cluster (unregistered, removed from the voters, "
+        "a ZooKeeper-mode clean shutdown) must hold, its JMX silent, before it is no longer watched",
+    )
+
+    dns: list[DnsNameConfig] = Field(default_factory=list, description="DNS names whose records are nodes")
+    dns_nameservers: list[str] = Field(
+        default_factory=list, description="host or host:port of the name servers; the system's when empty"
+    )
+    dns_interval_seconds: float = Field(default=30.0, gt=0, description="how often the DNS names are resolved")
+
+    @field_validator("broker_jmx", "controller_jmx")
+    @classmethod
+    def _template(cls, value: str | None) -> str | None:
+        return None if value is None else check_template(value)
+
+    @field_validator("overrides")
+    @classmethod
+    def _override_addresses(cls, values: dict[int, str]) -> dict[int, str]:
+        return {node_id: host_port(address) for node_id, address in values.items()}
+
+    @model_validator(mode="after")
+    def _one_rule(self) -> DiscoveryConfig:
+        if self.jmx_port is not None and (self.broker_jmx or self.controller_jmx):
+            raise ValueError("set jmx_port or broker_jmx/controller_jmx, not both")
+        if self.jmx_port is None and not (self.broker_jmx or self.controller_jmx or self.overrides or self.dns):
+            raise ValueError("say how to reach a node's JMX: jmx_port, broker_jmx/controller_jmx, overrides or dns")
+        return self
+
+    def rule(self) -> JmxRule:
+        on_host = None if self.jmx_port is None else f"{{host}}:{self.jmx_port}"
+        return JmxRule(
+            broker=self.broker_jmx or on_host,
+            controller=self.controller_jmx or on_host,
+            overrides=MappingProxyType(dict(self.overrides)),
+            name=self.node_name,
+            forget_after_seconds=self.forget_after_seconds,
+        )
+
+
+class ClusterConfig(_Strict):
+    name: str = Field(min_length=1, pattern=CLUSTER_NAME_PATTERN)
+    # the nodes to read as listed; with `discovery` they may be none (every node is found from the cluster)
+    nodes: list[NodeConfig] = Field(default_factory=list)
+    discovery: DiscoveryConfig | None = None
+    jmx: JmxAuth | None = None
+    # The quorum's own view (Admin API, README "The quorum's view"): brokers' client listeners, or the
+    # KRaft controllers' (KIP-919, Kafka 3.7+), which answer even when every broker is down. At most one.
+    bootstrap_servers: list[str] = Field(default_factory=list, description="brokers' host:port")
+    bootstrap_controllers: list[str] = Field(default_factory=list, description="KRaft controllers' host:port")
+    admin: AdminSecurity | None = None  # how the quorum's view authenticates; plaintext when absent
+
+    @field_validator("bootstrap_servers", "bootstrap_controllers")
+    @classmethod
+    def _bootstrap_addresses(cls, values: list[str]) -> list[str]:
+        return [host_port(value) for value in values]
+
+    @model_validator(mode="after")
+    def _unique_nodes(self) -> ClusterConfig:
+        if not self.nodes and self.discovery is None:
+            raise ValueError(f"cluster {self.name!r}: list its nodes, or set discovery (and a bootstrap address)")
+        if (
+            self.discovery is not None
+            and not self.discovery.dns
+            and not (self.bootstrap_servers or self.bootstrap_controllers)
+        ):
+            raise ValueError(
+                f"cluster {self.name!r}: discovery asks the cluster itself: set bootstrap_servers or "
+                "bootstrap_controllers (or dns names)"
+            )
+        seen: set[str] = set()
+        for node in self.nodes:
+            if node.label in seen:
+                raise ValueError(f"node {node.label!r} appears twice in cluster {self.name!r}")
+            seen.add(node.label)
+        if self.admin is not None and not (self.bootstrap_servers or self.bootstrap_controllers):
+            raise ValueError(
+                f"cluster {self.name!r}: admin applies to the quorum's view: set bootstrap_servers or "
+                "bootstrap_controllers too"
+            )
+        if self.bootstrap_servers and self.bootstrap_controllers:
+            # the admin client refuses both (AdminBootstrapAddresses.fromConfig, KIP-919): say so at load time
+            raise ValueError(f"cluster {self.name!r}: set bootstrap_servers or bootstrap_controllers, not both")
+        return self
+
+
+# The slow tier's default period: four rounds at the default interval. The one rule on these series rates
+# them over 10 minutes (KafkaZkUpdateMetadataSlow) and their percentiles weigh the last ~5 minutes anyway.
+DEFAULT_SLOW_INTERVAL_SECONDS = 60.0
+
+
+class ScrapeConfig(_Strict):
+    interval_seconds: float = Field(default=15.0, gt=0, le=DAY_SECONDS)
+    timeout_seconds: float = Field(default=10.0, gt=0, le=DAY_SECONDS)
+    workers: int = Field(default=16, ge=1, le=1024)
+    client: Literal["jpype", "jmxquery"] = "jpype"
+    jvm_max_heap: str = Field(default="128m", pattern=r"^\d+[kmgKMG]$")
+    # how often the slow tier (catalog MetricSpec.slow: the per-RPC request histograms) is read; None: every
+    # round, like everything else. At most 4 minutes: a sample is served with the time it was read, and
+    # Prometheus' instant queries look back 5 minutes (--query.lookback-delta) for the latest one
+    slow_interval_seconds: float | None = Field(default=DEFAULT_SLOW_INTERVAL_SECONDS, gt=0, le=240)
+
+    @model_validator(mode="after")
+    def _timeout_within_interval(self) -> ScrapeConfig:
+        if self.timeout_seconds > self.interval_seconds:
+            raise ValueError("timeout_seconds must not exceed interval_seconds")
+        return self
+
+
+# Prometheus exporter-toolkit's client_auth_type values (Go's tls.ClientAuthType), the ones Python's ssl
+# can honour: it verifies a client certificate against client_ca_file or asks for none.
+# RequestClientCert and RequireAnyClientCert (accept any certificate, unverified) are refused by name.
+CLIENT_AUTH_TYPES = ("NoClientCert", "VerifyClientCertIfGiven", "RequireAndVerifyClientCert")
+
+
+class TlsConfig(_Strict):
+    """HTTPS for every endpoint; the keys of exporter-toolkit's `tls_server_config`."""
+
+    cert_file: Path
+    key_file: Path
+    min_version: Literal["TLS12", "TLS13"] = "TLS12"  # TLS 1.0 and 1.1 are refused (RFC 8996)
+    client_ca_file: Path | None = None
+    client_auth_type: str = "NoClientCert"
+
+    @field_validator("client_auth_type")
+    @classmethod
+    def _known_client_auth(cls, value: str) -> str:
+        if value not in CLIENT_AUTH_TYPES:
+            raise ValueError(
+                f"{value!r} is not supported: use one of {', '.join(CLIENT_AUTH_TYPES)} (ctlplane verifies every "
+                "client certificate it accepts against client_ca_file)"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _ca_for_verification(self) -> TlsConfig:
+        if self.client_auth_type != "NoClientCert" and self.client_ca_file is None:
+            raise ValueError(f"client_auth_type {self.client_auth_type} needs client_ca_file")
+        if self.client_auth_type == "NoClientCert" and self.client_ca_file is not None:
+            raise ValueError("client_ca_file is set but client_auth_type is NoClientCert: say which one you mean")
+        return self
+
+
+# bcrypt in the modular crypt format: $2a$/$2b$/$2y$, a two-digit cost of 4-31, then 22 characters of salt
+# and 31 of hash in bcrypt's base64 alphabet (60 characters in all). Anything else failed in bcrypt at
+# request time, an HTTP 500 for every request that gave that user.
+_BCRYPT = re.compile(r"^\$2[aby]\$(0[4-9]|[12][0-9]|3[01])\$[./A-Za-z0-9]{53}$")
+
+
+class HttpConfig(_Strict):
+    host: str = "127.0.0.1"
+    port: int = Field(default=DEFAULT_PORT, ge=0, lt=65536)
+    tls: TlsConfig | None = None
+    # user -> bcrypt hash, the format of Prometheus' web config (`htpasswd -nBC 10 "" | tr -d ':\n'`)
+    basic_auth_users: dict[str, str] = Field(default_factory=dict)
+    # A Prometheus exporter-toolkit web config (tls_server_config, basic_auth_users): the same file
+    # node_exporter or Prometheus itself uses, read in place of `tls` and `basic_auth_users`.
+    web_config_file: Path | None = None
+
+    @field_validator("host")
+    @classmethod
+    def _bind_host(cls, value: str) -> str:
+        problem = host_problem(value, bracketed_ipv6=False)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("basic_auth_users")
+    @classmethod
+    def _bcrypt_hashes(cls, users: dict[str, str]) -> dict[str, str]:
+        for user, hashed in users.items():
+            if not hashed.startswith(("$2a$", "$2b$", "$2y$")):
+                raise ValueError(f"password of {user!r} must be a bcrypt hash, not plain text")
+            if not _BCRYPT.match(hashed):
+                raise ValueError(
+                    f"password of {user!r} is not a whole bcrypt hash ($2b$<cost 04-31>$ and 53 characters; "
+                    "make one with `htpasswd -nBC 10 \"\" | tr -d ':\\n'`)"
+                )
+        return users
+
+
+class HealthConfig(_Strict):
+    """Thresholds of the health model (ctlplane/exporter/health.py); defaults and meaning are in README."""
+
+    metadata_stale_seconds: float = Field(default=15.0, gt=0)
+    metadata_stale_records: float = Field(default=1000.0, gt=0)
+    metadata_frozen_scrapes: int = Field(default=3, ge=1, le=100)
+    zk_controller_queue_stale: float = Field(default=10.0, gt=0)
+    control_plane_queue_saturation_ratio: float = Field(default=0.8, gt=0, le=1)
+    control_plane_idle_saturation_ratio: float = Field(default=0.1, ge=0, lt=1)
+
+
+# A day's history files are merged once it ended this long ago, so the writer's late flushes land first
+# (ctlplane/exporter/history.py `compact`; `ctlplane history compact --close-after`).
+DEFAULT_COMPACT_AFTER_SECONDS = 3600.0
+
+
+class HistoryConfig(_Strict):
+    """The Parquet archive of every snapshot (ctlplane/exporter/history.py) that the Spark pipeline reads."""
+
+    path: Path
+    flush_seconds: float = Field(default=60.0, gt=0, le=DAY_SECONDS)
+    retention_days: float | None = Field(default=30.0, gt=0, le=100 * 366)
+    max_bytes: int | None = Field(default=None, gt=0)
+    max_buffered_rows: int = Field(default=1_000_000, ge=1000, le=100_000_000)
+    compact_after_seconds: float | None = Field(
+        default=DEFAULT_COMPACT_AFTER_SECONDS,
+        ge=0,
+        le=30 * DAY_SECONDS,
+        description="merge a day's files once it ended this long ago (null: off; `ctlplane history compact`)",
+    )
+
+
+class DashboardConfig(_Strict):
+    """The web dashboard `ctlplane run` serves at /dashboard/ (docs/dashboard.md)."""
+
+    enabled: bool = True
+    refresh_seconds: float = Field(default=5.0, ge=1, le=DAY_SECONDS)
+    alerts_url: str | None = Field(default=None, description="Alertmanager or Prometheus base URL")
+    history_dir: Path | None = Field(default=None, description="the Spark pipeline's --out directory")
+    window_seconds: float = Field(
+        default=3600.0, gt=0, le=7 * 86400, description="how far back the graphs and the timeline reach"
+    )
+
+
+class Settings(_Strict):
+    clusters: list[ClusterConfig] = Field(min_length=1)
+    jmx: JmxAuth = Field(default_factory=JmxAuth)
+    scrape: ScrapeConfig = Field(default_factory=ScrapeConfig)
+    http: HttpConfig = Field(default_factory=HttpConfig)
+    health: HealthConfig = Field(default_factory=HealthConfig)
+    history: HistoryConfig | None = None  # off unless configured
+    dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
+    shard: str | None = Field(
+        default=None,
+        description="this replica's share of the clusters when several split a fleet: INDEX/COUNT, or "
+        "auto/COUNT for a StatefulSet pod (the index from its hostname); ctlplane/exporter/shards.py",
+    )
+
+    @field_validator("shard")
+    @classmethod
+    def _valid_shard(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_shard(value)  # the form only: `auto` is resolved where the exporter runs
+        return value
+
+    def served(self, hostname: str | None = None) -> Settings:
+        """These settings with only the clusters this replica serves (all of them without `shard`). A shard
+        may serve none: more replicas than clusters."""
+        if self.shard is None:
+            return self
+        shard = resolve_shard(self.shard, hostname)
+        return self.model_copy(update={"clusters": [c for c in self.clusters if shard.serves(c.name)]})
+
+    @model_validator(mode="after")
+    def _unique_clusters(self) -> Settings:
+        names = [cluster.name for cluster in self.clusters]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"cluster names must be unique: {', '.join(duplicates)}")
+        return self
+
+    def jmx_for(self, cluster: ClusterConfig) -> JmxAuth:
+        return cluster.jmx or self.jmx
+
+    def clusters_jmxquery_cannot_read(self) -> list[str]:
+        """Clusters with JMX auth or SSL. jmxquery's jar takes credentials only as `-u USER -p PASSWORD` on
+        java's command line, where every local user sees them in `ps`, and jmxquery logs that command at
+        DEBUG; it has no SSL."""
+        return [c.name for c in self.clusters if self.jmx_for(c).username is not None or self.jmx_for(c).ssl]
+
+
+class ConfigError(Exception):
+    """A config that cannot be used; the message names the file and the offending field path."""
+
+
+Problem = Annotated[str, "one line: <field path>: <message>"]
+
+
+def _describe(error: ValidationError) -> list[Problem]:
+    problems = []
+    for item in error.errors():
+        path = ".".join(str(part) for part in item["loc"]) or "(top level)"
+        problems.append(f"{path}: {item['msg']}")
+    return problems
+
+
+def _cluster_problems(settings: Settings) -> list[Problem]:
+    problems = []
+    if settings.scrape.client == "jmxquery":
+        problems += [
+            f"scrape.client: jmxquery cannot read cluster {name} safely: it puts the JMX password "
+            "on java's command line (visible in ps) and has no SSL; use client: jpype"
+            for name in settings.clusters_jmxquery_cannot_read()
+        ]
+        problems += [
+            f"clusters.{index}: the quorum's view (bootstrap_servers, bootstrap_controllers) runs Kafka's "
+            "admin client in the jpype client's JVM; use scrape.client: jpype"
+            for index, cluster in enumerate(settings.clusters)
+            if cluster.bootstrap_servers or cluster.bootstrap_controllers
+        ]
+    for index, cluster in enumerate(settings.clusters):
+        # The in-process JVM reads one trust store (javax.net.ssl.trustStore, set when it starts), so a
+        # cluster's own would be ignored: refuse it rather than connect with a store the operator did not name.
+        for name in ("truststore", "truststore_password_file"):
+            if cluster.jmx is not None and getattr(cluster.jmx, name) is not None:
+                problems.append(
+                    f"clusters.{index}.jmx.{name}: applies to every cluster: set it in the top-level `jmx:` "
+                    "(the exporter's JVM has one trust store); `ssl: true` may be set per cluster"
+                )
+    return problems
+
+
+def parse_settings(document: object, source: str = "<config>") -> Settings:
+    try:
+        settings = Settings.model_validate(document)
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: invalid configuration\n  " + "\n  ".join(_describe(exc))) from None
+    problems = _cluster_problems(settings)
+    if problems:
+        raise ConfigError(f"{source}: invalid configuration\n  " + "\n  ".join(problems))
+    return settings
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice in one mapping: YAML keeps the last one, so a second
+    `clusters:` silently dropped every cluster of the first."""
+
+
+def _mapping_without_duplicates(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    loader.flatten_mapping(node)
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"duplicate key {key!r} (first on line {seen[key] + 1}): YAML would keep only the last",
+                key_node.start_mark,
+            )
+        seen[key] = key_node.start_mark.line
+    return loader.construct_mapping(node)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates)
+
+
+def _read_yaml(path: Path) -> object:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}: not UTF-8 (byte {raw[exc.start]:#04x} on line {line})") from None
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader: no arbitrary objects
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not a ctlplane config: nested too deeply") from None
+
+
+def _readable_file(path: Path) -> str | None:
+    """Why `path` cannot be read as a file, or None."""
+    if not path.is_file():
+        return f"{path}: no such file" if not path.exists() else f"{path}: not a regular file"
+    try:
+        with path.open("rb"):
+            return None
+    except OSError as exc:
+        return f"{path}: {exc.strerror}"
+
+
+def _writable_directory(path: Path) -> str | None:
+    """Why the history writer could not create files under `path` (made on demand), or None. Tried for
+    real in the nearest directory that exists, since permission bits do not tell (root, read-only mounts)."""
+    existing = path
+    while not existing.exists():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is not a directory" + ("" if existing == path else f", so {path} cannot be made")
+    try:
+        with tempfile.TemporaryFile(dir=existing, prefix=".ctlplane-check-"):
+            return None
+    except OSError as exc:
+        return f"cannot write in {existing}: {exc.strerror}"
+
+
+def tls_problems(tls: TlsConfig) -> list[Problem]:
+    """Why the TLS files cannot serve: unreadable, or not a certificate, its key and a client CA that load."""
+    problems = [
+        f"http.tls.{name}: {problem}"
+        for name, file in (
+            ("cert_file", tls.cert_file),
+            ("key_file", tls.key_file),
+            ("client_ca_file", tls.client_ca_file),
+        )
+        if file is not None and (problem := _readable_file(file)) is not None
+    ]
+    if problems:
+        return problems
+    try:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(tls.cert_file, tls.key_file)
+        if tls.client_ca_file is not None:
+            context.load_verify_locations(cafile=tls.client_ca_file)
+    except (ssl.SSLError, OSError) as exc:
+        return [f"http.tls: {tls.cert_file}, {tls.key_file} (and client_ca_file) do not load: {exc}"]
+    return []
+
+
+def _check_files(settings: Settings) -> list[Problem]:
+    """The checks that need the file system: files named must be readable (the TLS pair must load as
+    one), the history directory writable, passwords present. What `run` would otherwise fail on later."""
+    problems: list[Problem] = []
+    if settings.http.tls is not None:
+        problems += tls_problems(settings.http.tls)
+    for name in ("truststore", "truststore_password_file"):
+        file = getattr(settings.jmx, name)
+        if file is not None and (problem := _readable_file(file)) is not None:
+            problems.append(f"jmx.{name}: {problem}")
+    if settings.history is not None and (problem := _writable_directory(settings.history.path)) is not None:
+        problems.append(f"history.path: {problem}")
+    for index, cluster in enumerate(settings.clusters):
+        try:
+            settings.jmx_for(cluster).password()
+        except ValueError as exc:
+            where = f"clusters.{index}.jmx" if cluster.jmx is not None else "jmx"
+            problems.append(f"{where} (cluster {cluster.name}): {exc}")
+        if cluster.admin is not None:
+            for name, file in cluster.admin.files():
+                if (problem := _readable_file(file)) is not None:
+                    problems.append(f"clusters.{index}.admin.{name}: {problem}")
+            try:
+                secret = cluster.admin.password()
+            except ValueError as exc:
+                problems.append(f"clusters.{index}.admin (cluster {cluster.name}): {exc}")
+                continue
+            if secret is not None and any(c in secret.get_secret_value() for c in "\r\n"):
+                # Kafka's JAAS parser ends a quoted value at a line break (JaasConfig: a StreamTokenizer)
+                problems.append(f"clusters.{index}.admin (cluster {cluster.name}): the password holds a line break")
+    return problems
+
+
+WEB_CONFIG_KEYS = ("tls_server_config", "basic_auth_users")
+
+
+def with_web_config(http: HttpConfig, config_path: Path) -> HttpConfig:
+    """`http` with the TLS and users of its exporter-toolkit web config. Relative paths in that file are
+    relative to it, as exporter-toolkit reads them; keys ctlplane cannot honour are refused by name."""
+    assert http.web_config_file is not None
+    web_path = http.web_config_file
+    where = f"{config_path}: http.web_config_file ({web_path})"
+    if http.tls is not None or http.basic_auth_users:
+        raise ConfigError(f"{where}: set tls and basic_auth_users in the web config or in http:, not both")
+    document = _read_yaml(web_path)
+    if document is None:
+        document = {}
+    if not isinstance(document, dict):
+        raise ConfigError(f"{where}: expected a mapping with {' and/or '.join(WEB_CONFIG_KEYS)}")
+    unknown = sorted(str(key) for key in document if key not in WEB_CONFIG_KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: {', '.join(unknown)} not supported (ctlplane reads {', '.join(WEB_CONFIG_KEYS)})")
+    tls = document.get("tls_server_config")
+    if isinstance(tls, dict):
+        tls = {
+            key: str(web_path.parent / value) if key.endswith("_file") and isinstance(value, str) else value
+            for key, value in tls.items()
+        }
+    fields = {**http.model_dump(exclude={"tls", "basic_auth_users", "web_config_file"}), "web_config_file": web_path}
+    try:
+        return HttpConfig.model_validate(
+            {**fields, "tls": tls, "basic_auth_users": document.get("basic_auth_users") or {}}
+        )
+    except ValidationError as exc:
+        names = {"tls": "tls_server_config"}
+        problems = [
+            ".".join(names.get(str(part), str(part)) for part in item["loc"]) + f": {item['msg']}"
+            for item in exc.errors()
+        ]
+        raise ConfigError(f"{where}: invalid\n  " + "\n  ".join(problems)) from None
+
+
+def load_settings(path: Path) -> Settings:
+    """Read and validate a YAML config file: the one check `check-config` and `run` share. Raise
+    ConfigError naming each offending field path; a config that loads has nothing left for `run` to
+    find wrong in itself (files named exist and load, the history directory takes files)."""
+    document = _read_yaml(path)
+    if not isinstance(document, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level (with a `clusters:` list)")
+    settings = parse_settings(document, str(path))
+    if settings.http.web_config_file is not None:
+        settings = settings.model_copy(update={"http": with_web_config(settings.http, path)})
+    problems = _check_files(settings)
+    if problems:
+        raise ConfigError(f"{path}: invalid configuration\n  " + "\n  ".join(problems))
+    return settings

@@ -1,0 +1,827 @@
+"""Prometheus families as a pure function of a FleetSnapshot, and their exposition.
+
+Example output (one ZooKeeper-mode broker with the control-plane listener):
+
+    kafka_control_plane_request_queue_size{cluster="zk-3.9",node="broker-1",role="broker"} 0.0
+    kafka_control_plane_listener_enabled{cluster="zk-3.9",node="broker-1",role="broker"} 1.0
+    ctlplane_up{cluster="zk-3.9",node="broker-1",role="broker"} 1.0
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import struct
+import threading
+import time
+import zlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+
+from prometheus_client import exposition
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    Metric,
+    SummaryMetricFamily,
+)
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.openmetrics import exposition as om_exposition
+from prometheus_client.samples import Sample as PromSample
+from prometheus_client.utils import floatToGoString
+from prometheus_client.validation import _is_valid_legacy_labelname, _is_valid_legacy_metric_name
+
+from ctlplane.exporter.catalog import (
+    CATALOG,
+    DERIVED_SERIES,
+    HEALTH_SERIES,
+    QUORUM_SERIES,
+    MetricSpec,
+    Mode,
+    SeriesType,
+)
+from ctlplane.exporter.health import MIGRATION_PHASES, FleetHealth, Lifecycle
+from ctlplane.exporter.model import ClusterSnapshot, FleetSnapshot, NodeSnapshot, Sample
+from ctlplane.exporter.readings import LISTENER_EVIDENCE
+
+NODE_LABELS = ("cluster", "node", "role")
+
+# One sample as the renderers see it: (sample name, label names, label values, value). Label names are
+# one tuple object per family (two for summaries: with and without `quantile`), so the exposition can
+# cache a node's formatted label set instead of sorting and escaping it again for each of its series.
+Row = tuple[str, tuple[str, ...], tuple[str, ...], float]
+
+
+class Family:
+    """One metric family in the shape prometheus_client's Metric has, without its per-sample objects.
+
+    A 1,000-node page is ~75,000 samples; building a PromSample and a label dict for each and handing
+    them to prometheus_client's encoders was ~2 s. `to_metric()` still gives the prometheus_client form.
+    """
+
+    __slots__ = (
+        "_quantile_labels",
+        "_sample_name",
+        "blocks",
+        "documentation",
+        "labelnames",
+        "name",
+        "rows",
+        "timestamps",
+        "type",
+    )
+
+    def __init__(self, name: str, documentation: str, type: str, labels: Sequence[str] = ()) -> None:
+        if type == "counter" and name.endswith("_total"):
+            name = name[:-6]  # as CounterMetricFamily: the family is named without the suffix
+        self.name = name
+        self.type = type
+        self.documentation = documentation
+        self.labelnames = tuple(labels)
+        self.rows: list[Row] = []
+        # row index -> unix seconds, for the rows of a value read earlier than the page (the slow tier,
+        # Sample.read_at): exposed with that time, as the exposition formats allow; every other row has none
+        self.timestamps: dict[int, float] = {}
+        # first row -> (end row, the Sample they come from), for the rows of a slow-tier sample that a
+        # RenderMemo may render from the last page's text (see collect_families)
+        self.blocks: dict[int, tuple[int, Sample]] = {}
+        self._sample_name = name + "_total" if type == "counter" else name
+        self._quantile_labels = (*self.labelnames, "quantile")
+
+    def add(self, values: tuple[str, ...], value: float, timestamp: float | None = None) -> None:
+        if timestamp is not None:
+            self.timestamps[len(self.rows)] = timestamp
+        self.rows.append((self._sample_name, self.labelnames, values, value))
+
+    def add_summary(
+        self,
+        values: tuple[str, ...],
+        count: float,
+        total: float,
+        quantiles: Iterable[tuple[str, float]],
+        timestamp: float | None = None,
+    ) -> None:
+        first = len(self.rows)
+        # the order SummaryMetricFamily.add_metric gives (count, sum), then the quantiles
+        self.rows.append((self.name + "_count", self.labelnames, values, count))
+        self.rows.append((self.name + "_sum", self.labelnames, values, total))
+        for quantile, value in quantiles:
+            self.rows.append((self.name, self._quantile_labels, (*values, quantile), value))
+        if timestamp is not None:
+            self.timestamps.update(dict.fromkeys(range(first, len(self.rows)), timestamp))
+
+    def add_block(self, rows: Sequence[Row], timestamp: float | None, source: Sample) -> None:
+        """Rows made from one slow-tier sample (the same tuples a page made of it before), marked as a block."""
+        first = len(self.rows)
+        self.rows.extend(rows)
+        if timestamp is not None:
+            self.timestamps.update(dict.fromkeys(range(first, len(self.rows)), timestamp))
+        self.blocks[first] = (len(self.rows), source)
+
+    def to_metric(self) -> Metric:
+        metric: Metric
+        if self.type == "counter":
+            metric = CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
+        elif self.type == "summary":
+            metric = SummaryMetricFamily(self.name, self.documentation, labels=self.labelnames)
+        else:
+            metric = GaugeMetricFamily(self.name, self.documentation, labels=self.labelnames)
+        metric.samples = [
+            PromSample(name, dict(zip(names, values, strict=True)), value, self.timestamps.get(index))
+            for index, (name, names, values, value) in enumerate(self.rows)
+        ]
+        return metric
+
+
+def control_plane_listener_enabled(node: NodeSnapshot) -> bool | None:
+    """Whether a ZooKeeper-mode broker has the KIP-291 listener; None where the question is moot.
+
+    The ControlPlane* queue gauges are registered only with `control.plane.listener.name` set, while the
+    SocketServer ControlPlane* gauges are registered regardless (NaN / 0), so the queue is the evidence.
+    """
+    if not node.up or node.mode is not Mode.ZOOKEEPER:
+        return None
+    return node.has(LISTENER_EVIDENCE)
+
+
+def _node_labels(node: NodeSnapshot) -> tuple[str, str, str]:
+    return (node.cluster, node.node, node.role.value)
+
+
+def _catalog_family(spec: MetricSpec) -> Family:
+    extra = sorted(set(spec.labels.values()))
+    if spec.type in (SeriesType.STATE, SeriesType.INFO):
+        extra = sorted({*extra, spec.value_label})
+    kind = "counter" if spec.type is SeriesType.COUNTER else "summary" if spec.type is SeriesType.SUMMARY else "gauge"
+    return Family(spec.series, spec.help_text, kind, [*NODE_LABELS, *extra])
+
+
+class RenderMemo:
+    """What one page lends the next: the rows and text made of each slow-tier sample.
+
+    The scraper serves a node's slow tier (the per-request summaries: ~47,000 of the ~97,000 lines of a
+    1,000-simulated-node page) from the same Sample objects until the node's next slow read
+    (scraper._with_slow_tier), so three pages in four at the default intervals would format the same
+    lines again. An entry is used only for the very same Sample object (`is`, held by the entry, so its
+    id is not reused) under the same node labels, so a page made with a memo has the bytes of one made
+    without; only the last page's entries are kept. The formatted names and label sets of every line are
+    kept too (_Formatting): a node's labels are the same from round to round.
+    """
+
+    def __init__(self) -> None:
+        # id(sample) -> (sample, node labels, its rows)
+        self.rows: dict[int, tuple[Sample, tuple[str, ...], list[Row]]] = {}
+        # (format, escaping) -> id(sample) -> (sample, its first row, its lines)
+        self.text: dict[tuple[bool, str], dict[int, tuple[Sample, Row, str]]] = {}
+        self.formatting: dict[tuple[bool, str], _Formatting] = {}
+
+
+@dataclass
+class _Formatting:
+    """The exposition text of names and label sets for one (format, escaping), made once per distinct one."""
+
+    names: dict[str, str] = field(default_factory=dict)
+    label_names: dict[str, str] = field(default_factory=dict)
+    orders: dict[tuple[str, ...], list[tuple[int, str]]] = field(default_factory=dict)
+    label_sets: dict[tuple[str, ...], dict[tuple[str, ...], str]] = field(default_factory=dict)  # names -> values
+    escaped: dict[str, str] = field(default_factory=dict)
+
+    def size(self) -> int:
+        return len(self.escaped) + sum(len(sets) for sets in self.label_sets.values())
+
+
+def collect_families(
+    snapshot: FleetSnapshot, health: FleetHealth | None = None, version: str = "dev", memo: RenderMemo | None = None
+) -> list[Family]:
+    """Every family with samples for this snapshot, fresh objects each call (no state shared between
+    scrapes, except through `memo`, which changes no byte: RenderMemo)."""
+    kept: dict[int, tuple[Sample, tuple[str, ...], list[Row]]] = {}
+    remembered = memo.rows if memo is not None else {}
+    catalog = [_catalog_family(spec) for spec in CATALOG]
+    # series -> (its family, the labels it adds to the node's); one lookup per sample
+    by_series = {
+        spec.series: (family, family.labelnames[len(NODE_LABELS) :], family.type == "summary")
+        for spec, family in zip(CATALOG, catalog, strict=True)
+    }
+    nodes = [(node, _node_labels(node)) for node in snapshot.nodes()]
+    # node by node, each sample to its family: the rows of a family come out in node order, then in the
+    # node's sample order, as a scan of every node per catalogue series would give them
+    for node, node_labels in nodes:
+        if not node.up:
+            continue
+        for sample in node.samples:
+            found = by_series.get(sample.series)
+            if found is None:
+                continue
+            family, extra, summary = found
+            if memo is not None and sample.read_at is not None:
+                entry = remembered.get(id(sample))
+                if entry is None or entry[0] is not sample or entry[1] != node_labels:
+                    first = len(family.rows)
+                    _add_sample(family, node_labels, extra, summary, sample)
+                    entry = (sample, node_labels, family.rows[first:])
+                    family.blocks[first] = (len(family.rows), sample)
+                else:
+                    family.add_block(entry[2], sample.read_at, sample)
+                kept[id(sample)] = entry
+                continue
+            _add_sample(family, node_labels, extra, summary, sample)
+    if memo is not None:
+        memo.rows = kept
+    families = [family for family in catalog if family.rows]
+    families.extend(_derived_families(snapshot, nodes, version))
+    families.extend(quorum_families(snapshot))
+    if health is not None:
+        families.extend(health_families(health))
+    return families
+
+
+def _add_sample(
+    family: Family, node_labels: tuple[str, ...], extra: tuple[str, ...], summary: bool, sample: Sample
+) -> None:
+    # the node-labels tuple is shared by all of a node's plain samples (see Row)
+    values: tuple[str, ...] = node_labels
+    if extra:
+        labels = dict(sample.labels)
+        values = (*node_labels, *[labels.get(name, "") for name in extra])
+    if summary:
+        parts = dict(sample.parts)
+        quantiles = [(q, v) for q, v in sample.parts if q != "count" and q != "sum"]
+        family.add_summary(values, parts["count"], parts["sum"], quantiles, sample.read_at)
+    else:
+        family.add(values, sample.value, sample.read_at)
+
+
+def render_families(snapshot: FleetSnapshot, health: FleetHealth | None = None, version: str = "dev") -> list[Metric]:
+    """collect_families as prometheus_client Metric objects (what its encoders and registries take)."""
+    return [family.to_metric() for family in collect_families(snapshot, health, version)]
+
+
+def health_families(health: FleetHealth) -> list[Family]:
+    """The health record as series: controller identity and failovers, lifecycle, freshness, saturation."""
+
+    def gauge(name: str, labels: Sequence[str]) -> Family:
+        return Family(name, HEALTH_SERIES[name], "gauge", labels)
+
+    cluster_mode = gauge("kafka_cluster_mode_info", ["cluster", "mode"])
+    migration = gauge("kafka_cluster_migration_phase", ["cluster", "phase"])
+    active = gauge("kafka_cluster_active_controllers", ["cluster"])
+    reachable = gauge("kafka_cluster_reachable_controllers", ["cluster"])
+    info = gauge("kafka_controller_info", ["cluster", "node", "node_id"])
+    failovers = Family(
+        "kafka_controller_failovers", HEALTH_SERIES["kafka_controller_failovers_total"], "counter", ["cluster"]
+    )
+    last_failover = gauge("kafka_controller_last_failover_timestamp_seconds", ["cluster"])
+    lifecycle = gauge("kafka_broker_lifecycle_state", [*NODE_LABELS, "state"])
+    lag_records = gauge("kafka_broker_metadata_lag_records", NODE_LABELS)
+    lag_seconds = gauge("kafka_broker_metadata_lag_seconds", NODE_LABELS)
+    lag_source = gauge("kafka_broker_metadata_lag_source_info", [*NODE_LABELS, "source"])
+    stale = gauge("kafka_broker_metadata_stale", NODE_LABELS)
+    frozen = gauge("kafka_broker_metadata_frozen", NODE_LABELS)
+    saturated = gauge("kafka_control_plane_saturated", NODE_LABELS)
+    views = gauge("kafka_broker_views_disagree", NODE_LABELS)
+    unplanned = gauge("kafka_broker_fenced_unplanned", NODE_LABELS)
+    controller_views = gauge("kafka_cluster_controller_views_disagree", ["cluster"])
+    fenced_unnamed = gauge("kafka_cluster_fenced_brokers_unnamed", ["cluster"])
+    for cluster in health.clusters:
+        if cluster.fenced_unnamed is not None:
+            fenced_unnamed.add((cluster.name,), float(cluster.fenced_unnamed))
+        with_quorum = cluster.quorum_leader_id is not None  # the quorum answered this round
+        if with_quorum:
+            controller_views.add((cluster.name,), 1.0 if cluster.controller_views_disagree else 0.0)
+        controller = cluster.controller
+        if cluster.mode is not None:
+            cluster_mode.add((cluster.name, cluster.mode.value), 1.0)
+        if cluster.migration_phase is not None:
+            for phase in MIGRATION_PHASES.values():
+                migration.add((cluster.name, phase), 1.0 if phase == cluster.migration_phase else 0.0)
+        active.add((cluster.name,), float(cluster.active_controllers))
+        reachable.add((cluster.name,), float(controller.reachable_controllers))
+        if controller.node is not None:
+            node_id = "" if controller.node_id is None else str(controller.node_id)
+            info.add((cluster.name, controller.node, node_id), 1.0)
+        failovers.add((cluster.name,), float(controller.failovers_total))
+        if controller.last_failover_at is not None:
+            last_failover.add((cluster.name,), controller.last_failover_at)
+        for broker in cluster.brokers:
+            labels = (broker.cluster, broker.node, broker.role.value)
+            for state in Lifecycle:
+                lifecycle.add((*labels, state.value), 1.0 if broker.state is state else 0.0)
+            unplanned.add(labels, 1.0 if broker.fenced_unplanned else 0.0)
+            if broker.metadata_lag_records is not None:
+                lag_records.add(labels, broker.metadata_lag_records)
+            if broker.metadata_lag_seconds is not None:
+                lag_seconds.add(labels, broker.metadata_lag_seconds)
+            if broker.metadata_lag_source is not None:
+                lag_source.add((*labels, broker.metadata_lag_source), 1.0)
+            if broker.up:
+                stale.add(labels, 1.0 if broker.stale else 0.0)
+                frozen.add(labels, 1.0 if broker.frozen else 0.0)
+            if broker.control_plane_listener:
+                saturated.add(labels, 1.0 if broker.control_plane_saturated else 0.0)
+            if with_quorum:
+                views.add(labels, 1.0 if broker.views_disagree else 0.0)
+    families = [
+        cluster_mode,
+        migration,
+        active,
+        reachable,
+        info,
+        failovers,
+        last_failover,
+        lifecycle,
+        unplanned,
+        lag_records,
+        lag_seconds,
+        lag_source,
+        stale,
+        frozen,
+        saturated,
+        views,
+        controller_views,
+        fenced_unnamed,
+    ]
+    return [family for family in families if family.rows]
+
+
+def _gauge(name: str, labels: Sequence[str] = NODE_LABELS) -> Family:
+    return Family(name, DERIVED_SERIES[name], "gauge", labels)
+
+
+def _derived_families(
+    snapshot: FleetSnapshot, nodes: Sequence[tuple[NodeSnapshot, tuple[str, str, str]]], version: str
+) -> list[Family]:
+    up = _gauge("ctlplane_up")
+    duration = _gauge("ctlplane_scrape_duration_seconds")
+    errors = Family("ctlplane_scrape_errors", DERIVED_SERIES["ctlplane_scrape_errors_total"], "counter", NODE_LABELS)
+    listener = _gauge("kafka_control_plane_listener_enabled")
+    for node, labels in nodes:
+        up.add(labels, 1.0 if node.up else 0.0)
+        duration.add(labels, node.scrape_duration_seconds)
+        errors.add(labels, node.errors_total)
+        enabled = control_plane_listener_enabled(node)
+        if enabled is not None:
+            listener.add(labels, 1.0 if enabled else 0.0)
+    round_duration = _gauge("ctlplane_round_duration_seconds", ())
+    round_duration.add((), snapshot.round_duration_seconds)
+    timestamp = _gauge("ctlplane_snapshot_timestamp_seconds", ())
+    timestamp.add((), snapshot.taken_at)
+    build = _gauge("ctlplane_build_info", ["version"])
+    build.add((version,), 1.0)
+    families = [up, duration, errors, round_duration, timestamp, build]
+    if listener.rows:
+        families.append(listener)
+    return families
+
+
+def _quorum_gauge(name: str, labels: Sequence[str]) -> Family:
+    return Family(name, QUORUM_SERIES[name], "gauge", labels)
+
+
+def quorum_families(snapshot: FleetSnapshot) -> list[Family]:
+    """The quorum's own view of each cluster that has one (ClusterSnapshot.quorum)."""
+    up = _quorum_gauge("ctlplane_quorum_up", ["cluster"])
+    leader = _quorum_gauge("kafka_quorum_leader_id", ["cluster"])
+    epoch = _quorum_gauge("kafka_quorum_leader_epoch", ["cluster"])
+    high_watermark = _quorum_gauge("kafka_quorum_high_watermark", ["cluster"])
+    log_end = _quorum_gauge("kafka_quorum_replica_log_end_offset", NODE_LABELS)
+    lag = _quorum_gauge("kafka_quorum_replica_lag_records", NODE_LABELS)
+    fetch_age = _quorum_gauge("kafka_quorum_replica_last_fetch_age_seconds", NODE_LABELS)
+    caught_up_age = _quorum_gauge("kafka_quorum_replica_last_caught_up_age_seconds", NODE_LABELS)
+    fenced = _quorum_gauge("kafka_broker_fenced", NODE_LABELS)
+    unwatched = _quorum_gauge("kafka_cluster_node_unwatched", ["cluster", "node_id", "role"])
+    unknown = _quorum_gauge("kafka_cluster_node_unknown", NODE_LABELS)
+    for cluster in snapshot.clusters:
+        view = cluster.quorum
+        if view is None:
+            continue
+        for member in cluster.unwatched():
+            unwatched.add((cluster.name, str(member.node_id), member.role.value), 1.0)
+        for node in cluster.unknown():
+            unknown.add(_node_labels(node), 1.0)
+        up.add((cluster.name,), 1.0 if view.up else 0.0)
+        if not view.up:
+            continue
+        for family, value in (
+            (leader, view.leader_id),
+            (epoch, view.leader_epoch),
+            (high_watermark, view.high_watermark),
+        ):
+            if value is not None:
+                family.add((cluster.name,), float(value))
+        names = _node_names(cluster)
+        for replica in view.replicas:
+            labels = (
+                cluster.name,
+                names.get(replica.replica_id, str(replica.replica_id)),
+                _replica_role(replica.voter),
+            )
+            log_end.add(labels, float(replica.log_end_offset))
+            replica_lag = view.lag_records(replica)
+            if replica_lag is not None:
+                lag.add(labels, float(replica_lag))
+            for family, at in ((fetch_age, replica.last_fetch_at), (caught_up_age, replica.last_caught_up_at)):
+                if (age := view.age(at)) is not None:
+                    family.add(labels, age)
+        for broker_id, is_fenced in sorted((view.fenced or {}).items()):
+            fenced.add((cluster.name, names.get(broker_id, str(broker_id)), "broker"), 1.0 if is_fenced else 0.0)
+    families = [up, leader, epoch, high_watermark, log_end, lag, fetch_age, caught_up_age, fenced, unwatched, unknown]
+    return [family for family in families if family.rows]
+
+
+def _node_names(cluster: ClusterSnapshot) -> dict[int, str]:
+    """Node id -> the configured node's name. In a combined-mode cluster a node id is one process, so the
+    first node with the id names it."""
+    names: dict[int, str] = {}
+    for node in cluster.nodes:
+        if node.node_id is not None:
+            names.setdefault(node.node_id, node.node)
+    return names
+
+
+def _replica_role(voter: bool) -> str:
+    """Voters are the controllers; observers are the brokers (KIP-595)."""
+    return "controller" if voter else "broker"
+
+
+def history_families(
+    write_errors_total: int,
+    rows_dropped_total: int,
+    buffered_rows: int,
+    last_success: float | None,
+    compaction_errors_total: int = 0,
+) -> list[Family]:
+    """The history writer's self-metrics (ctlplane/exporter/history.py WriterStats), made per request."""
+    families = []
+    for name, kind, value in (
+        ("ctlplane_history_write_errors_total", "counter", float(write_errors_total)),
+        ("ctlplane_history_rows_dropped_total", "counter", float(rows_dropped_total)),
+        ("ctlplane_history_buffered_rows", "gauge", float(buffered_rows)),
+        ("ctlplane_history_last_flush_timestamp_seconds", "gauge", last_success),
+        ("ctlplane_history_compaction_errors_total", "counter", float(compaction_errors_total)),
+    ):
+        if value is None:
+            continue  # no flush has written yet: no sample rather than a 0 that reads as 1970
+        family = Family(name, DERIVED_SERIES[name], kind)
+        family.add((), value)
+        families.append(family)
+    return families
+
+
+def reload_families(successful: bool, last_success_at: float, failures_total: int) -> list[Family]:
+    """The config reload's self-metrics (ctlplane/cli.py ConfigReload), as Prometheus names its own."""
+    families = []
+    for name, kind, value in (
+        ("ctlplane_config_last_reload_successful", "gauge", 1.0 if successful else 0.0),
+        ("ctlplane_config_last_reload_success_timestamp_seconds", "gauge", last_success_at),
+        ("ctlplane_config_reload_failures_total", "counter", float(failures_total)),
+    ):
+        family = Family(name, DERIVED_SERIES[name], kind)
+        family.add((), value)
+        families.append(family)
+    return families
+
+
+def discovery_families(discovered: Mapping[str, int], forgotten_total: Mapping[tuple[str, str], int]) -> list[Family]:
+    """Discovery's self-metrics (ctlplane/exporter/discovery.py NodeDiscovery), made per request."""
+    watched = Family("ctlplane_discovered_nodes", DERIVED_SERIES["ctlplane_discovered_nodes"], "gauge", ["cluster"])
+    for cluster, count in sorted(discovered.items()):
+        watched.add((cluster,), float(count))
+    name = "ctlplane_discovery_forgotten_nodes_total"
+    forgotten = Family(name, DERIVED_SERIES[name], "counter", ["cluster", "reason"])
+    for (cluster, reason), count in sorted(forgotten_total.items()):
+        forgotten.add((cluster, reason), float(count))
+    return [watched, forgotten]
+
+
+def snapshot_age_family(age_seconds: float) -> Family:
+    family = _gauge("ctlplane_snapshot_age_seconds", ())
+    family.add((), age_seconds)
+    return family
+
+
+class _NeedsEncoder(Exception):
+    """Something the direct renderer does not reproduce (UTF-8 names): prometheus_client's encoder renders it."""
+
+
+def _direct_format(encoder: Callable[..., bytes]) -> tuple[str, str] | None:
+    """("text" | "openmetrics", escaping) for the encoders choose_encoder returns; None for anything else."""
+    func, args, keywords = encoder, (), {}
+    if isinstance(encoder, partial):
+        func, args, keywords = encoder.func, encoder.args, dict(encoder.keywords)
+    keywords.pop("version", None)  # OpenMetrics 2.0 differs from 1.0 only by native histograms, which we lack
+    escaping = keywords.pop("escaping", om_exposition.UNDERSCORES)
+    if args or keywords:
+        return None
+    if func is exposition.generate_latest:
+        return "text", escaping
+    if func is om_exposition.generate_latest:
+        return "openmetrics", escaping
+    return None
+
+
+def encode(families: Sequence[Family], encoder: Callable[..., bytes], memo: RenderMemo | None = None) -> bytes:
+    """The bytes `encoder` (from choose_encoder) makes of these families, without its per-sample cost.
+
+    The same rules as prometheus_client's text 0.0.4/1.0.0 and OpenMetrics 1.0 encoders, applied with
+    their own helpers (name escaping, floatToGoString, label-value escaping) once per distinct name,
+    label set and value rather than once per sample; tests compare the bytes with theirs. `memo`: the
+    lines of slow-tier blocks the last page made (RenderMemo).
+    """
+    direct = _direct_format(encoder)
+    if direct is not None:
+        try:
+            return _encode(families, direct[0] == "openmetrics", direct[1], memo)
+        except _NeedsEncoder:
+            pass
+    return encoder(_Families([family.to_metric() for family in families]))
+
+
+def _escape_value(value: str) -> str:
+    # what both encoders do to label values (openmetrics._escape with ALLOWUTF8)
+    return om_exposition._escape(value, om_exposition.ALLOWUTF8, om_exposition._is_legacy_labelname_rune)
+
+
+# prometheus_client's Go-style float formatting (untyped there)
+_go_float: Callable[[float], str] = floatToGoString
+_ZERO, _NEGATIVE_ZERO = _go_float(0.0), _go_float(-0.0)
+
+
+def _encode(
+    families: Sequence[Family], openmetrics_format: bool, escaping: str, memo: RenderMemo | None = None
+) -> bytes:
+    # Not reproduced because a Family cannot hold them: exemplars, units, native histograms, and
+    # the text encoder's separate blocks for `_created`/`_gsum`/`_gcount` samples (a Family's sample names
+    # are its name, `_total`, `_count` and `_sum` only).
+    utf8 = escaping == om_exposition.ALLOWUTF8
+    key = (openmetrics_format, escaping)
+    formatting = memo.formatting.get(key) if memo is not None else None
+    if formatting is None:
+        formatting = _Formatting()
+    names, label_names, orders = formatting.names, formatting.label_names, formatting.orders
+    label_sets, escaped = formatting.label_sets, formatting.escaped
+    numbers: dict[float, str] = {}  # per page: values change from round to round
+
+    def sample_name(name: str) -> str:
+        text = names.get(name)
+        if text is None:
+            if utf8 and not _is_valid_legacy_metric_name(name):
+                raise _NeedsEncoder(name)  # the encoders quote such names inside the braces
+            if openmetrics_format:
+                text = om_exposition._escape(name, escaping, om_exposition._is_legacy_labelname_rune)
+            else:
+                text = om_exposition.escape_metric_name(name, escaping)
+            names[name] = text
+        return text
+
+    def label_set(key: tuple[tuple[str, ...], tuple[str, ...]]) -> str:
+        labelnames, values = key
+        order = orders.get(labelnames)
+        if order is None:
+            for name in labelnames:
+                if name not in label_names:
+                    if utf8 and not _is_valid_legacy_labelname(name):
+                        raise _NeedsEncoder(name)
+                    label_names[name] = om_exposition.escape_label_name(name, escaping)
+            # the encoders sort a sample's labels by name
+            order = orders[labelnames] = [(labelnames.index(n), label_names[n]) for n in sorted(labelnames)]
+        parts = []
+        for i, name in order:
+            value = values[i]
+            text = escaped.get(value)
+            if text is None:
+                text = escaped[value] = _escape_value(value)
+            parts.append(f'{name}="{text}"')
+        return "{" + ",".join(parts) + "}"
+
+    def number(value: float) -> str:
+        if not value:  # 0.0 == -0.0 would share a cache entry; NaN is truthy
+            return _NEGATIVE_ZERO if math.copysign(1.0, value) < 0 else _ZERO
+        text = _go_float(value)
+        if value == value:  # every NaN would be a new key
+            numbers[value] = text
+        return text
+
+    def lines(family: Family, start: int, end: int, append: Callable[[str], None]) -> None:
+        current_names: tuple[str, ...] | None = None
+        sets: dict[tuple[str, ...], str] = {}
+        stamps = family.timestamps
+        rows = family.rows
+        for index in range(start, end):
+            name, labelnames, values, value = rows[index]
+            if labelnames is not current_names:  # one or two label-name tuples per family (see Row)
+                current_names = labelnames
+                sets = label_sets.setdefault(labelnames, {})
+            labels = sets.get(values)
+            if labels is None:
+                labels = sets[values] = label_set((labelnames, values)) if labelnames else ""
+            line = f"{names.get(name) or sample_name(name)}{labels} {numbers.get(value) or number(value)}"
+            if stamps and index in stamps:
+                # as prometheus_client's encoders write a sample's timestamp: text in whole milliseconds,
+                # OpenMetrics in seconds
+                stamp = stamps[index]
+                line += f" {stamp}" if openmetrics_format else f" {int(stamp * 1000):d}"
+            append(line + "\n")
+
+    remembered = memo.text.get(key, {}) if memo is not None else {}
+    kept: dict[int, tuple[Sample, Row, str]] = {}
+    out: list[str] = []
+    append = out.append
+    for family in families:
+        out.extend(_header(family, openmetrics_format, escaping))
+        if memo is None or not family.blocks:
+            lines(family, 0, len(family.rows), append)
+            continue
+        # a block's lines as one string, kept for the next page (RenderMemo); rows between blocks as usual
+        index, end, blocks = 0, len(family.rows), family.blocks
+        starts = list(blocks)  # ascending: rows are only appended
+        while index < end:
+            block = blocks.get(index)
+            if block is None:
+                after = bisect.bisect_right(starts, index)
+                following = starts[after] if after < len(starts) else end
+                lines(family, index, following, append)
+                index = following
+                continue
+            block_end, source = block
+            entry = remembered.get(id(source))
+            if entry is None or entry[0] is not source or entry[1] is not family.rows[index]:
+                block_lines: list[str] = []
+                lines(family, index, block_end, block_lines.append)
+                entry = (source, family.rows[index], "".join(block_lines))
+            kept[id(source)] = entry
+            append(entry[2])
+            index = block_end
+    if memo is not None:
+        memo.text[key] = kept
+        # kept while it holds about one page's labels; nodes and label values that went away are dropped
+        # by starting afresh once it holds twice as many as this page's lines
+        rows = sum(len(family.rows) for family in families)
+        memo.formatting[key] = formatting if formatting.size() <= 2 * rows + 1000 else _Formatting()
+    if openmetrics_format:
+        append("# EOF\n")
+    return "".join(out).encode("utf-8")
+
+
+def _header(family: Family, openmetrics_format: bool, escaping: str) -> list[str]:
+    if openmetrics_format:
+        name = om_exposition.escape_metric_name(family.name, escaping)
+        documentation = om_exposition._escape(
+            family.documentation, om_exposition.ALLOWUTF8, om_exposition._is_legacy_labelname_rune
+        )
+        return [f"# HELP {name} {documentation}\n", f"# TYPE {name} {family.type}\n"]
+    name = om_exposition.escape_metric_name(
+        family.name + "_total" if family.type == "counter" else family.name, escaping
+    )
+    documentation = family.documentation.replace("\\", r"\\").replace("\n", r"\n")
+    return [f"# HELP {name} {documentation}\n", f"# TYPE {name} {family.type}\n"]
+
+
+class _Families:
+    """The minimal registry the prometheus_client encoders accept."""
+
+    def __init__(self, families: Iterable[Metric]) -> None:
+        self._families = list(families)
+
+    def collect(self) -> Iterable[Metric]:
+        return self._families
+
+
+def accepts_gzip(accept_encoding: str | None) -> bool:
+    """Whether an Accept-Encoding header takes gzip (RFC 9110 12.5.3: a coding with q=0 is refused).
+    Prometheus asks for gzip on every scrape unless its scrape config turns compression off."""
+    for item in (accept_encoding or "").split(","):
+        coding, *params = (part.strip().lower() for part in item.split(";"))
+        if coding not in ("gzip", "x-gzip"):
+            continue
+        q = next((param[2:] for param in params if param.startswith("q=")), "1")
+        try:
+            return float(q) > 0
+        except ValueError:
+            return False
+    return False
+
+
+# Fast compression: the page is label-heavy text that level 1 already shrinks many times over (22x, 1.66 MB
+# to 73 KB in 4 ms, for the health series of 1,000 synthetic nodes), and it is compressed once per round.
+GZIP_LEVEL = 1
+# RFC 1952 2.3: magic, CM=8 (deflate), no flags, MTIME 0 (none), XFL 0, OS 255 (unknown)
+GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+
+
+@dataclass(frozen=True)
+class Deflated:
+    """Raw deflate of a page, ended by a sync flush (byte-aligned, not the final block), with the CRC-32 and
+    length of what it holds: the front of a gzip body any tail can follow (`gzip_tail`)."""
+
+    data: bytes
+    crc: int
+    size: int
+
+    @classmethod
+    def of(cls, page: bytes) -> Deflated:
+        compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
+        return cls(compressor.compress(page) + compressor.flush(zlib.Z_SYNC_FLUSH), zlib.crc32(page), len(page))
+
+
+def gzip_tail(front: Deflated, tail: bytes) -> bytes:
+    """The rest of one gzip member whose body is GZIP_HEADER + front.data: the tail, deflated by a fresh
+    compressor as the final blocks (deflate blocks need not share a compressor, RFC 1951 3.2.3), and the
+    trailer: CRC-32 and length of front + tail (RFC 1952 2.3.1). One member, so every gzip reader takes it,
+    and the page itself is compressed once per round, not per scrape."""
+    compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
+    crc = zlib.crc32(tail, front.crc)
+    size = (front.size + len(tail)) & 0xFFFFFFFF
+    return compressor.compress(tail) + compressor.flush(zlib.Z_FINISH) + struct.pack("<II", crc, size)
+
+
+# A form of the page (content type, gzip) is made ahead for each new snapshot while a scraper asked for it
+# this recently: a few of Prometheus' scrape intervals.
+ASKED_SECONDS = 300.0
+
+
+@dataclass
+class _CachedPage:
+    """One snapshot's page in one content type, and its deflate once a scraper has asked for gzip."""
+
+    text: bytes
+    deflated: Deflated | None = None
+
+
+class MetricsPage:
+    """Renders /metrics for the latest snapshot once per content type (and deflates it once, when a
+    scraper asks for gzip), then serves the cached bytes.
+
+    Only the tail - the snapshot age, the history writer's self-metrics and OpenMetrics' `# EOF` - is
+    made per request, so a scrape of /metrics does no JMX I/O and, after the first request for a
+    snapshot, almost no work.
+    """
+
+    def __init__(self, version: str = "dev", clock: Callable[[], float] = time.monotonic) -> None:
+        self.version = version
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._pages: dict[tuple[int, float, str], _CachedPage] = {}
+        self._memo = RenderMemo()
+        # (content type, gzipped) -> an Accept header that chose it, and when it was last asked for
+        self._asked: dict[tuple[str, bool], tuple[str | None, float]] = {}
+
+    def prepare(self, snapshot: FleetSnapshot, health: FleetHealth | None) -> None:
+        """Make this snapshot's page in each form scrapers asked for in the last ASKED_SECONDS, when the
+        snapshot is made (in the scrape thread) rather than at the first scrape after it: a scrape is then
+        served from the cache (a 1,000-node page took ~250 ms to make, docs/demo.md)."""
+        with self._lock:
+            now = self.clock()
+            self._asked = {key: asked for key, asked in self._asked.items() if now - asked[1] <= ASKED_SECONDS}
+            wanted = [(accept, gzipped) for (_, gzipped), (accept, _) in self._asked.items()]
+        for accept, gzipped in wanted:
+            self._page(snapshot, health, accept, gzipped)
+
+    def render(
+        self, snapshot: FleetSnapshot, health: FleetHealth | None, accept: str | None, now: float
+    ) -> tuple[bytes, str]:
+        """The whole page and its content type."""
+        parts, content_type = self.render_parts(snapshot, health, accept, now)
+        return b"".join(parts), content_type
+
+    def render_parts(
+        self,
+        snapshot: FleetSnapshot,
+        health: FleetHealth | None,
+        accept: str | None,
+        now: float,
+        per_request: Sequence[Family] = (),
+        gzipped: bool = False,
+    ) -> tuple[tuple[bytes, ...], str]:
+        """The body's parts, to be sent one after the other without joining them into a copy of the page
+        per request, and the content type: the page cached for the snapshot, then the tail made for this
+        request (`per_request` families go there with the snapshot age). `gzipped`: one gzip member, the
+        page's deflate cached too."""
+        encoder, content_type, cached, front = self._page(snapshot, health, accept, gzipped)
+        with self._lock:
+            self._asked[(content_type, gzipped)] = (accept, self.clock())
+        tail = encode([snapshot_age_family(max(0.0, now - snapshot.taken_at)), *per_request], encoder)
+        if front is None:
+            return (cached.text, tail), content_type
+        return (GZIP_HEADER, front.data, gzip_tail(front, tail)), content_type
+
+    def _page(
+        self, snapshot: FleetSnapshot, health: FleetHealth | None, accept: str | None, gzipped: bool
+    ) -> tuple[Callable[..., bytes], str, _CachedPage, Deflated | None]:
+        """The snapshot's page for this Accept header, made once (under the lock, so two requests or a
+        request and prepare() never make the same page twice)."""
+        encoder, content_type = choose_encoder(accept or "")
+        key = (snapshot.sequence, snapshot.taken_at, content_type)
+        with self._lock:
+            cached = self._pages.get(key)
+            if cached is None:
+                # the page ends before OpenMetrics' `# EOF`: the tail closes it
+                families = collect_families(snapshot, health, self.version, self._memo)
+                text = encode(families, encoder, self._memo).removesuffix(b"# EOF\n")
+                # keep only the newest snapshot's pages (one per content type)
+                self._pages = {k: v for k, v in self._pages.items() if k[:2] == key[:2]}
+                cached = self._pages[key] = _CachedPage(text)
+            if gzipped and cached.deflated is None:
+                cached.deflated = Deflated.of(cached.text)
+            return encoder, content_type, cached, cached.deflated if gzipped else None

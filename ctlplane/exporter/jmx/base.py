@@ -1,0 +1,45 @@
+"""The one small interface every JMX client implements; failures cross it as JmxError."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ctlplane.exporter.model import Failure, MBeanQuery, RawReading
+
+
+class JmxError(Exception):
+    """The node could not be read (refused, timed out, authentication failed, vanished mid-read)."""
+
+    def __init__(self, message: str, failure: Failure = Failure.OTHER) -> None:
+        super().__init__(message)
+        self.failure = failure
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    host: str
+    port: int
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)  # never logged
+    ssl: bool = False
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def service_url(self) -> str:
+        return f"service:jmx:rmi:///jndi/rmi://{self.host}:{self.port}/jmxrmi"
+
+
+class JmxClient(Protocol):
+    def read(self, endpoint: Endpoint, queries: Sequence[MBeanQuery]) -> list[RawReading]:
+        """Read every MBean matching each query; absent MBeans or attributes are simply left out.
+
+        Raises JmxError when the node cannot be read at all.
+        """
+        ...
+
+    def close(self) -> None: ...

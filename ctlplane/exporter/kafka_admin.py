@@ -1,0 +1,417 @@
+"""The metadata quorum's own view of a cluster, through Kafka's Admin API in the process's JVM.
+
+Kafka's Java client (`org.apache.kafka:kafka-clients`, fetched from Maven Central once into the cache, like
+the JMX connect-timeout classes are compiled once) runs in the JVM that JPype already hosts for JMX: no
+Kafka protocol is re-implemented here. `Admin.describeMetadataQuorum()` (KIP-836, Kafka 3.3+) answers what
+`kafka-metadata-quorum.sh describe --replication` prints: the leader, its epoch and high watermark, and for
+every voter (controller) and observer (broker) its log end offset, last fetch and last caught-up time.
+
+The JVM's class path is fixed when it starts, and the JMX client may have started it before any cluster
+asked for the quorum's view, so the client's jars are loaded through a class loader of their own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from ctlplane.exporter.catalog import Role
+from ctlplane.exporter.javac import cache_root
+from ctlplane.exporter.model import Member, QuorumReplica, QuorumView
+
+log = logging.getLogger(__name__)
+
+# The client release: 4.x clients speak to brokers from 2.1 on (KIP-896) and have bootstrap.controllers
+# (KIP-919, 3.7) and DescribeClusterOptions.includeFencedBrokers (KIP-1073, 4.0).
+CLIENT_VERSION = "4.3.1"
+# What to fetch, as a Maven project (also the container image's build stage, Dockerfile): kafka-clients
+# without the compression codecs and their native libraries (the admin client needs none), and slf4j-nop so
+# that the client's logging (slf4j-api 1.7) stays out of the exporter's stderr.
+POM_FILE = Path(__file__).with_name("kafka-clients.pom.xml")
+# The container image bakes the jars in and points here; otherwise they are fetched into the cache.
+JARS_ENV = "CTLPLANE_KAFKA_CLIENT_JARS"
+MAIN_JAR = f"kafka-clients-{CLIENT_VERSION}.jar"
+
+_fetch_lock = threading.Lock()
+# A failed fetch (no Maven, no network) is not retried every round: its error stands this long.
+FETCH_RETRY_SECONDS = 300.0
+_fetch_failure: tuple[float, str] | None = None
+_loader_lock = threading.Lock()
+_loader: Any = None
+
+
+class AdminClientError(Exception):
+    """The Kafka client jars cannot be fetched or loaded: the quorum's view is off, JMX goes on."""
+
+
+def client_jars() -> list[Path]:
+    """The client's jars: `$CTLPLANE_KAFKA_CLIENT_JARS`, or the cache (`.cache/kafka-clients/<hash of the
+    pom>/`), fetched with Maven the first time.
+
+    Maven writes into a private directory that is renamed into place whole, so processes starting together
+    never see half a directory. Raises AdminClientError with Maven's own words if it fails."""
+    baked = os.environ.get(JARS_ENV)
+    if baked:
+        if not (Path(baked) / MAIN_JAR).is_file():
+            raise AdminClientError(f"{JARS_ENV}={baked} has no {MAIN_JAR}")
+        return sorted(Path(baked).glob("*.jar"))
+    pom = POM_FILE.read_text()
+    target = cache_root() / "kafka-clients" / hashlib.sha256(pom.encode()).hexdigest()[:16]
+    global _fetch_failure
+    with _fetch_lock:
+        if not (target / MAIN_JAR).is_file():
+            if _fetch_failure is not None and time.monotonic() - _fetch_failure[0] < FETCH_RETRY_SECONDS:
+                raise AdminClientError(_fetch_failure[1])
+            try:
+                _fetch(target, pom)
+            except AdminClientError as exc:
+                _fetch_failure = (time.monotonic(), str(exc))
+                raise
+            _fetch_failure = None
+    return sorted(target.glob("*.jar"))
+
+
+def _fetch(target: Path, pom_text: str) -> None:
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise AdminClientError(
+            f"the quorum's view needs org.apache.kafka:kafka-clients:{CLIENT_VERSION}: it is not in {target} "
+            "and 'mvn' is not on PATH to fetch it (`make` fetches it; the container image has it)"
+        )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix="fetch-") as build:
+        pom = Path(build) / "pom.xml"
+        pom.write_text(pom_text)
+        jars = Path(build) / "jars"
+        command = [mvn, "-q", "-B", "-f", str(pom), "dependency:copy-dependencies", f"-DoutputDirectory={jars}"]
+        try:
+            result = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise AdminClientError(f"fetching kafka-clients failed: {exc}") from exc
+        if result.returncode != 0 or not (jars / MAIN_JAR).is_file():
+            tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-20:])
+            raise AdminClientError(f"fetching kafka-clients failed ({shlex.join(command)}):\n{tail}")
+        try:
+            jars.rename(target)
+        except OSError:
+            if not (target / MAIN_JAR).is_file():
+                raise
+
+
+def _class_loader() -> Any:
+    """A class loader over the client's jars, parented by the JVM's (which the JMX client started)."""
+    global _loader
+    with _loader_lock:
+        if _loader is None:
+            import jpype
+
+            if not jpype.isJVMStarted():
+                raise AdminClientError("the JVM is not started (the JMX client starts it)")
+            from java.net import URL, URLClassLoader
+
+            urls = jpype.JArray(URL)([URL(jar.resolve().as_uri()) for jar in client_jars()])
+            _loader = URLClassLoader(urls, jpype.JClass("java.lang.ClassLoader").getSystemClassLoader())
+        return _loader
+
+
+def _java_class(name: str) -> Any:
+    import jpype
+
+    return jpype.JClass(name, loader=_class_loader())
+
+
+def _optional_seconds(value: Any) -> float | None:
+    """An OptionalLong of epoch milliseconds as unix seconds."""
+    return int(value.getAsLong()) / 1000.0 if value.isPresent() else None
+
+
+# An observer that has not fetched for this long is only remembered by the leader (Member.current): a
+# running observer fetches back to back, the leader parking each fetch for at most 500 ms
+# (KafkaRaftClient.MAX_FETCH_WAIT_MS)
+OBSERVER_HEARD_WITHIN_SECONDS = 30.0
+
+
+def _quorum_members(info: Any, now: float) -> list[Member]:
+    """The voters (controllers, with the host of their first endpoint where the leader gives endpoints:
+    DescribeQuorum v2, Kafka 3.9+, KIP-853) and the observers (brokers; no host) of a QuorumInfo."""
+    hosts: dict[int, str] = {}
+    for node_id, node in dict(info.nodes()).items():
+        endpoints = list(node.endpoints())
+        if endpoints:
+            hosts[int(node_id)] = str(endpoints[0].host())
+    voters = [Member(int(s.replicaId()), Role.CONTROLLER, hosts.get(int(s.replicaId()))) for s in info.voters()]
+    observers = []
+    for state in info.observers():
+        fetched_at = _optional_seconds(state.lastFetchTimestamp())
+        heard = fetched_at is not None and now - fetched_at <= OBSERVER_HEARD_WITHIN_SECONDS
+        observers.append(Member(int(state.replicaId()), Role.BROKER, current=heard))
+    return voters + observers
+
+
+def quorum_view(info: Any, read_at: float) -> QuorumView:
+    """A QuorumInfo (Java) as a QuorumView."""
+    replicas = [
+        QuorumReplica(
+            replica_id=int(state.replicaId()),
+            voter=voter,
+            log_end_offset=int(state.logEndOffset()),
+            last_fetch_at=_optional_seconds(state.lastFetchTimestamp()),
+            last_caught_up_at=_optional_seconds(state.lastCaughtUpTimestamp()),
+        )
+        for voter, states in ((True, info.voters()), (False, info.observers()))
+        for state in states
+    ]
+    return QuorumView(
+        read_at=read_at,
+        leader_id=int(info.leaderId()),
+        leader_epoch=int(info.leaderEpoch()),
+        high_watermark=int(info.highWatermark()),
+        replicas=tuple(sorted(replicas, key=lambda r: (not r.voter, r.replica_id))),
+    )
+
+
+# Java's wrappers around what Kafka said (Future.get's ExecutionException, and the like)
+_WRAPPERS = frozenset({"ExecutionException", "CompletionException", "UndeclaredThrowableException"})
+
+
+def _class_and_message(throwable: Any) -> tuple[str, str]:
+    name = throwable.getClass().getSimpleName() if hasattr(throwable, "getClass") else type(throwable).__name__
+    message = throwable.getMessage() if hasattr(throwable, "getMessage") else str(throwable)
+    return str(name), str(message or "")
+
+
+def _reason(exc: BaseException) -> str:
+    """Kafka's exception and, where it has a cause, the root cause: "SslAuthenticationException: SSL
+    handshake failed (SunCertPathBuilderException: unable to find valid certification path ...)" says both
+    what failed and why."""
+    chain: list[Any] = [exc]
+    while len(chain) < 10 and (inner := chain[-1].getCause() if hasattr(chain[-1], "getCause") else None):
+        chain.append(inner)
+    said = next((t for t in chain if _class_and_message(t)[0] not in _WRAPPERS), chain[-1])
+    name, message = _class_and_message(said)
+    text = f"{name}: {message}" if message else name
+    if chain[-1] is not said:
+        root_name, root_message = _class_and_message(chain[-1])
+        if root_message not in text:
+            text += f" ({root_name}: {root_message})" if root_message else f" ({root_name})"
+    return text
+
+
+# Kafka's login modules per SASL mechanism (clients/.../security/plain, .../security/scram)
+_LOGIN_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+
+
+def _jaas_quoted(value: str) -> str:
+    """A JAAS option value as Kafka's parser reads it (clients/.../common/security/JaasConfig.java: a
+    java.io.StreamTokenizer, whose quoted strings take backslash escapes and end at a line break, so a line
+    break cannot be quoted at all)."""
+    if "\n" in value or "\r" in value:
+        raise ValueError(
+            "a SASL user or password cannot contain a line break (Kafka's JAAS parser ends the value there)"
+        )
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def security_properties(
+    protocol: str,
+    mechanism: str | None = None,
+    username: str | None = None,
+    password: str | None = None,
+    *,
+    ca_file: str | None = None,
+    certificate: tuple[str, str] | None = None,
+) -> dict[str, str]:
+    """The admin client's security settings: `security.protocol`; for SASL the mechanism and an inline
+    `sasl.jaas.config`; for TLS the CA to trust (`ca_file`, PEM) and the client's (certificate chain, key)
+    as PEM text (KIP-651's `ssl.keystore.certificate.chain` / `ssl.keystore.key`). The password, the JAAS
+    config and the key are PASSWORD-type configs, which Kafka never logs in clear."""
+    props = {"security.protocol": protocol}
+    if protocol.startswith("SASL_"):
+        if mechanism not in _LOGIN_MODULES or username is None or password is None:
+            raise ValueError(f"{protocol} needs one of {', '.join(_LOGIN_MODULES)}, a username and a password")
+        props["sasl.mechanism"] = mechanism
+        props["sasl.jaas.config"] = (
+            f"{_LOGIN_MODULES[mechanism]} required username={_jaas_quoted(username)} password={_jaas_quoted(password)};"
+        )
+    if ca_file is not None:
+        props |= {"ssl.truststore.type": "PEM", "ssl.truststore.location": ca_file}
+    if certificate is not None:
+        chain, key = certificate
+        props |= {"ssl.keystore.type": "PEM", "ssl.keystore.certificate.chain": chain, "ssl.keystore.key": key}
+    return props
+
+
+class QuorumReader:
+    """One cluster's Admin client, kept between rounds and rebuilt after a failure.
+
+    `controllers`: the addresses are KRaft controllers (`bootstrap.controllers`, KIP-919), which answer
+    even when every broker is down; else brokers (`bootstrap.servers`). Every call has its own deadline
+    (`timeout_seconds`): the client's request and API timeouts, and the wait for the answer."""
+
+    def __init__(
+        self,
+        cluster: str,
+        bootstrap: Sequence[str],
+        *,
+        controllers: bool,
+        timeout_seconds: float,
+        security: Mapping[str, str] | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.bootstrap = tuple(bootstrap)
+        self.controllers = controllers
+        self._security = dict(security or {})  # security_properties(): holds the SASL password
+        self.timeout_ms = max(1, int(timeout_seconds * 1000))
+        self._admin: Any = None
+        self._lock = threading.Lock()
+        self._fenced_listed = True  # until the brokers say they cannot (before Kafka 4.0)
+        self._fenced_refusal: str | None = None  # what they said then
+        # every error names what was asked: Kafka's own messages do not say which cluster or address
+        self._where = f"{'bootstrap.controllers' if controllers else 'bootstrap.servers'} {','.join(self.bootstrap)}"
+
+    def _properties(self) -> Any:
+        from java.util import Properties
+
+        props = Properties()
+        key = "bootstrap.controllers" if self.controllers else "bootstrap.servers"
+        props.setProperty(key, ",".join(self.bootstrap))
+        props.setProperty("client.id", f"ctlplane-{self.cluster}")
+        for name, value in self._security.items():
+            props.setProperty(name, value)
+        timeout = str(self.timeout_ms)
+        props.setProperty("request.timeout.ms", timeout)
+        props.setProperty("default.api.timeout.ms", timeout)
+        props.setProperty("socket.connection.setup.timeout.ms", timeout)
+        props.setProperty("socket.connection.setup.timeout.max.ms", timeout)
+        # a node that went away is retried within a round, not after the default 1 s backing off to 10 s
+        props.setProperty("reconnect.backoff.max.ms", "1000")
+        return props
+
+    def _admin_client(self) -> Any:
+        if self._admin is None:
+            from java.lang import Thread
+
+            admin_class = _java_class("org.apache.kafka.clients.admin.Admin")
+            # The client loads configured classes through the thread's context class loader
+            # (Utils.getContextOrKafkaClassLoader): make it the one that holds the client's jars.
+            thread = Thread.currentThread()
+            previous = thread.getContextClassLoader()
+            thread.setContextClassLoader(_class_loader())
+            try:
+                self._admin = admin_class.create(self._properties())
+            finally:
+                thread.setContextClassLoader(previous)
+        return self._admin
+
+    def read(self) -> QuorumView:
+        """The quorum's view now, or a QuorumView saying why there is none; never raises for Kafka's
+        failures (an unreachable quorum is a value, as an unreachable node is).
+
+        describeCluster and describeMetadataQuorum are asked side by side (the client sends both at once),
+        so a cluster that answers neither costs one deadline, not two. describeCluster answers also where
+        there is no quorum to describe (ZooKeeper mode): its nodes are what discovery finds brokers from."""
+        import jpype
+
+        with self._lock:
+            try:
+                admin = self._admin_client()
+                options = _java_class("org.apache.kafka.clients.admin.DescribeMetadataQuorumOptions")()
+                options.timeoutMs(jpype.JInt(self.timeout_ms))
+                quorum_future = admin.describeMetadataQuorum(options).quorumInfo()
+                cluster_future = self._describe_cluster(admin, include_fenced=self._fenced_listed)
+            except AdminClientError as exc:
+                return QuorumView(read_at=time.time(), error=str(exc))
+            except jpype.JException as exc:
+                self._close_admin()
+                return QuorumView(read_at=time.time(), error=f"{self._where}: {_reason(exc)}")
+            # one deadline for both answers (a second past the client's own): the round waits for this read
+            # no longer than for one call, also when neither answers
+            deadline = time.monotonic() + self.timeout_ms / 1000 + 1
+            info, error = self._answer(quorum_future, deadline)
+            nodes, nodes_error = self._answer(cluster_future, deadline)
+            if nodes_error is not None and self._fenced_listed and "UnsupportedVersion" in nodes_error:
+                # brokers before 4.0 cannot list fenced ones (DescribeCluster v2, KIP-1073): ask as they can
+                self._fenced_listed, self._fenced_refusal = False, nodes_error
+                again = time.monotonic() + self.timeout_ms / 1000 + 1
+                nodes, nodes_error = self._answer(self._describe_cluster(admin, include_fenced=False), again)
+            now = time.time()
+            role = Role.CONTROLLER if self.controllers else Role.BROKER
+            members = [Member(int(n.id()), role, str(n.host()) or None) for n in nodes or ()]
+            if info is None:
+                # ZooKeeper-mode brokers have no quorum: "UnsupportedVersionException: The node does not
+                # support DESCRIBE_QUORUM" (seen on 3.9.2), while describeCluster answers
+                no_quorum = nodes is not None and not self.controllers and "UnsupportedVersion" in (error or "")
+                view = QuorumView(read_at=now, error=f"{self._where}: {error}", no_quorum=no_quorum)
+                if nodes is None:
+                    self._close_admin()  # nothing answered: the next round starts a new client
+            else:
+                view = quorum_view(info, now)
+                members += _quorum_members(info, now)
+            fenced: Mapping[int, bool] | None = None
+            registrations_error = None
+            if not self.controllers:
+                # controllers answer DescribeCluster with themselves (KIP-919): fenced flags come from brokers
+                if nodes is not None and self._fenced_listed:
+                    fenced = MappingProxyType({int(n.id()): bool(n.isFenced()) for n in nodes})
+                else:
+                    registrations_error = nodes_error or self._fenced_refusal
+            return replace(
+                view,
+                fenced=fenced,
+                registrations_error=registrations_error,
+                members=tuple(members),
+                members_error=None if nodes is not None else f"{self._where}: {nodes_error}",
+            )
+
+    def _describe_cluster(self, admin: Any, *, include_fenced: bool) -> Any:
+        import jpype
+
+        options = _java_class("org.apache.kafka.clients.admin.DescribeClusterOptions")()
+        options.timeoutMs(jpype.JInt(self.timeout_ms))
+        if include_fenced and not self.controllers:
+            options.includeFencedBrokers(True)
+        return admin.describeCluster(options).nodes()
+
+    def _answer(self, future: Any, deadline: float) -> tuple[Any, str | None]:
+        """A future's value, or (None, why) at `deadline` (time.monotonic()): a second past the client's own,
+        so where Kafka says why it gave up, its words win."""
+        import jpype
+        from java.util.concurrent import TimeUnit
+
+        wait_ms = max(0, int((deadline - time.monotonic()) * 1000))
+        try:
+            return future.get(wait_ms, TimeUnit.MILLISECONDS), None
+        except jpype.JException as exc:
+            if exc.getClass().getName() == "java.util.concurrent.TimeoutException":
+                return None, f"no answer within {self.timeout_ms / 1000 + 1:g}s"  # Future.get's deadline
+            return None, _reason(exc)
+
+    def _close_admin(self) -> None:
+        admin, self._admin = self._admin, None
+        if admin is not None:
+            try:
+                from java.time import Duration
+
+                admin.close(Duration.ofMillis(0))
+            except Exception:  # closing a broken client must not hide why it broke
+                log.debug("closing the admin client of %s failed", self.cluster, exc_info=True)
+
+    def close(self) -> None:
+        with self._lock:
+            self._close_admin()

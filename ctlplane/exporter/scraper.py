@@ -1,0 +1,639 @@
+"""Scrape rounds: read every node in parallel, build one immutable FleetSnapshot per round.
+
+A slow, dead or vanished node becomes an error value for that node only. A read that has not answered
+by the round's timeout is reported as down and left to finish (or fail on its RMI timeout) in the
+background; the node is not read again until it returns, so a stalled node holds one worker at most.
+
+Overload degrades, it does not collapse: a node has at most one read queued or running, so the pool's
+queue never holds a stale read ahead of a newer one, and a read that finishes after its round's deadline
+is kept and served by the next snapshot (its `scraped_at` says when it was taken) instead of discarded.
+When reads cost more than a round, each snapshot carries the nodes whose reads completed since the
+previous one, not 0 up.
+
+Clusters share the workers without starving each other: each cluster has a lane holding at most its
+share of the workers (worker_shares: two each, the rest by node count, together no more than the pool
+when it has two per cluster), and reads beyond it wait in the lane, not in the pool's queue. A cluster
+of hung nodes therefore holds only its own share, and every other cluster's reads still find free
+workers. Within a cluster, a node whose last read timed out is read after its siblings and may hold all
+but one of the cluster's workers, so a hung node cannot starve the healthy nodes beside it either.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from ctlplane.exporter.catalog import SLOW_SERIES, Mode, Role
+from ctlplane.exporter.jmx.base import Endpoint, JmxClient, JmxError
+from ctlplane.exporter.listeners import Listeners
+from ctlplane.exporter.model import (
+    ClusterSnapshot,
+    Failure,
+    FleetSnapshot,
+    MBeanQuery,
+    NodeSnapshot,
+    QuorumView,
+    RawReading,
+    Sample,
+)
+from ctlplane.exporter.readings import identify, plan_queries, samples_from_readings
+
+log = logging.getLogger(__name__)
+
+# A round waits for a node whose last read timed out (a suspect) at most this long, or SUSPECT_READS_WAITED
+# times its last successful read, if longer (a node far away), and never longer than the scrape timeout.
+# A hung broker's read fails only on the RMI timeouts, a third of the scrape timeout each (cli.py): held to
+# that, every round (and with it every other node's fresh values, a controller's fencing of the hung broker)
+# was published ~3.3 s late for as long as it hung (issue 16, time to page). A broker back from a hang
+# answers a fresh connection's read in ~0.1-0.3 s (the fault-table recordings' round durations); if it is
+# slower, its read is served by the next snapshot (a late read), so it is down one round longer, no more.
+SUSPECT_WAIT_SECONDS = 1.0
+SUSPECT_READS_WAITED = 3.0
+
+SnapshotListener = Callable[[FleetSnapshot], object]
+
+
+class QuorumSource(Protocol):
+    """A cluster's metadata quorum (kafka_admin.QuorumReader)."""
+
+    def read(self) -> QuorumView:
+        """The quorum's view now: a value, also when the quorum did not answer."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Target:
+    cluster: str
+    node: str
+    endpoint: Endpoint
+    role_hint: Role = Role.UNKNOWN
+    # broker.id / node.id from the config: names the node before its JMX has answered (the quorum's view
+    # describes replicas by id); what the node's own app-info says wins once read
+    node_id: int | None = None
+
+
+@dataclass
+class _NodeMemory:
+    """What survives between rounds: counters and the last identity, shown while the node is down."""
+
+    errors_total: int = 0
+    role: Role = Role.UNKNOWN
+    mode: Mode | None = None
+    node_id: int | None = None
+    version: str | None = None
+    # The node's one read: queued, running, or finished but not yet in a snapshot. Only the scrape thread
+    # touches it (future.done() is checked there; no completion callbacks racing with the round).
+    read: Future[_Read] | None = None
+    read_round: int = 0  # the round that submitted `read`
+    timed_out: bool = False  # the last read that finished failed as a timeout (the node may hang again)
+    good_read_seconds: float = 0.0  # how long its last successful read took
+    # The slow tier's last values (stamped with their read time) and when they were read; cleared when the
+    # node is down, so a node back (perhaps restarted: its histograms begin again) reads them at once
+    slow_samples: tuple[Sample, ...] = ()
+    slow_read_at: float | None = None  # for scheduling: the first read after down counts `slow_phase` earlier
+    slow_phase: float = 0.0
+
+
+@dataclass(frozen=True)
+class _Read:
+    readings: list[RawReading]
+    duration: float  # seconds the JMX read took, queueing excluded
+    started_at: float  # clock() when the read began: the snapshot's scraped_at for the node
+    slow: bool = True  # the slow tier's MBeans were read too
+
+
+def worker_shares(workers: int, sizes: Mapping[str, int]) -> dict[str, int]:
+    """How many of `workers` each cluster (name -> node count) may hold at once.
+
+    Every cluster gets two (or as many as it has nodes): one for its healthy nodes while another hangs,
+    as a node never needs two (one read at a time). The rest go to the clusters with the fewest workers
+    per node, up to one per node, and together the shares never exceed `workers`, so no cluster can take
+    a worker from another. With fewer than two workers per cluster the shares overlap: a cluster still
+    holds at most its two, but clusters with hung nodes together can delay the others.
+    """
+    shares = {name: min(2, size, workers) for name, size in sizes.items()}
+    spare = workers - sum(shares.values())
+    while spare > 0:
+        hungry = [name for name in sizes if shares[name] < sizes[name]]
+        if not hungry:
+            break  # every node of every cluster can be read at once: the rest would sit idle
+        neediest = min(hungry, key=lambda name: shares[name] / sizes[name])
+        shares[neediest] += 1
+        spare -= 1
+    return shares
+
+
+@dataclass
+class _Waiting:
+    run: Callable[[], _Read]
+    future: Future[_Read]
+    timed_out: bool
+
+
+@dataclass
+class _Lane:
+    """One cluster's share of the pool: at most `slots` of its reads are in the pool at once.
+
+    Reads beyond that wait here. Nodes whose last read timed out wait behind the others and hold at most
+    slots - 1 (when the cluster has two or more), so one slot is always left for the healthy nodes.
+    Completions run on pool threads, hence the lock; a waiting read's future stays pending (`queued`).
+    """
+
+    pool: ThreadPoolExecutor
+    slots: int
+    busy: int = 0
+    busy_timed_out: int = 0
+    waiting: list[_Waiting] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def submit(self, run: Callable[[], _Read], *, timed_out: bool) -> Future[_Read]:
+        future: Future[_Read] = Future()
+        with self.lock:
+            self.waiting.append(_Waiting(run, future, timed_out))
+            self._dispatch()
+        return future
+
+    def _next(self) -> _Waiting | None:
+        for index, item in enumerate(self.waiting):
+            if not item.timed_out:
+                return self.waiting.pop(index)
+        if self.waiting and self.busy_timed_out < max(1, self.slots - 1):
+            return self.waiting.pop(0)
+        return None
+
+    def _dispatch(self) -> None:  # with self.lock held
+        while self.busy < self.slots:
+            item = self._next()
+            if item is None:
+                return
+            try:
+                started = self.pool.submit(self._run, item)
+            except RuntimeError:  # the pool is shut down: the scraper is stopping
+                item.future.cancel()
+                continue
+            self.busy += 1
+            self.busy_timed_out += item.timed_out
+            started.add_done_callback(functools.partial(_cancel_if_cancelled, item.future))
+
+    def _run(self, item: _Waiting) -> None:
+        try:
+            if item.future.set_running_or_notify_cancel():
+                try:
+                    item.future.set_result(item.run())
+                except BaseException as exc:  # the scrape thread reports it
+                    item.future.set_exception(exc)
+        finally:
+            with self.lock:
+                self.busy -= 1
+                self.busy_timed_out -= item.timed_out
+                self._dispatch()
+
+    def resize(self, slots: int) -> None:
+        with self.lock:
+            self.slots = slots
+            self._dispatch()
+
+    def cancel_waiting(self) -> None:
+        with self.lock:
+            waiting, self.waiting = self.waiting, []
+        for item in waiting:
+            item.future.cancel()
+
+
+def _cancel_if_cancelled(read: Future[_Read], started: Future[None]) -> None:
+    # cancelled in the pool's queue by a shutdown: the read never ran, so its future is cancelled too
+    if started.cancelled():
+        read.cancel()
+
+
+def empty_snapshot(targets: Sequence[Target], now: float, cluster_names: Sequence[str] = ()) -> FleetSnapshot:
+    """What is served before the first round ends: every node known, none read yet."""
+    return _assemble(
+        targets,
+        [
+            NodeSnapshot(
+                t.cluster,
+                t.node,
+                t.endpoint.address,
+                t.role_hint,
+                None,
+                None,
+                None,
+                False,
+                0.0,
+                "not read yet",
+                0,
+                now,
+            )
+            for t in targets
+        ],
+        sequence=0,
+        taken_at=now,
+        duration=0.0,
+        cluster_names=cluster_names,
+    )
+
+
+def _assemble(
+    targets: Sequence[Target],
+    nodes: Sequence[NodeSnapshot],
+    *,
+    sequence: int,
+    taken_at: float,
+    duration: float,
+    quorums: Mapping[str, QuorumView] | None = None,
+    cluster_names: Sequence[str] = (),
+) -> FleetSnapshot:
+    clusters: dict[str, list[NodeSnapshot]] = {name: [] for name in cluster_names}
+    for target in targets:
+        clusters.setdefault(target.cluster, [])
+    for node in nodes:
+        clusters[node.cluster].append(node)
+    views = quorums or {}
+    return FleetSnapshot(
+        sequence=sequence,
+        taken_at=taken_at,
+        round_duration_seconds=duration,
+        clusters=tuple(ClusterSnapshot(name, tuple(members), views.get(name)) for name, members in clusters.items()),
+    )
+
+
+def _quorum_answer(read: Future[QuorumView], read_round: int, sequence: int, timeout: float, now: float) -> QuorumView:
+    """What a cluster's quorum read gives this round: its answer if done, else why not."""
+    if not read.done():
+        waited = "this round" if read_round == sequence else f"since round {read_round}"
+        return QuorumView(read_at=now, error=f"the quorum did not answer within {timeout:g}s ({waited})")
+    exc = read.exception()
+    if exc is not None:  # a reader returns failures as values; anything else is a bug, still only this view's
+        return QuorumView(read_at=now, error=f"quorum read failed: {exc!r}")
+    return read.result()
+
+
+class Scraper:
+    def __init__(
+        self,
+        targets: Sequence[Target],
+        client: JmxClient,
+        *,
+        interval_seconds: float,
+        timeout_seconds: float,
+        workers: int,
+        clock: Callable[[], float] = time.time,
+        quorum_sources: Mapping[str, QuorumSource] | None = None,
+        slow_interval_seconds: float | None = None,
+    ) -> None:
+        self.targets = tuple(targets)
+        # cluster -> its quorum's view (README "The quorum's view"); a thread each, apart from the JMX
+        # workers, so a quorum that does not answer never takes a node read's worker
+        self.quorum_sources = dict(quorum_sources or {})
+        self._quorum_pool = (
+            ThreadPoolExecutor(max_workers=len(self.quorum_sources), thread_name_prefix="quorum")
+            if self.quorum_sources
+            else None
+        )
+        self._quorum_reads: dict[str, tuple[Future[QuorumView], int]] = {}
+        self.client = client
+        self.interval_seconds = interval_seconds
+        self.timeout_seconds = timeout_seconds
+        self.clock = clock
+        self.queries: tuple[MBeanQuery, ...] = plan_queries()
+        # None: every MBean every round. Otherwise the slow tier's MBeans (MetricSpec.slow) are read when
+        # a node's last slow read is this old, give or take half a round (rounds drift by their duration).
+        self.slow_interval_seconds = slow_interval_seconds
+        self.fast_queries = (
+            self.queries if slow_interval_seconds is None else tuple(query for query in self.queries if not query.slow)
+        )
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jmx")
+        self.workers = workers
+        # clusters served even with no node to read yet (every node to be discovered): their quorum's view
+        self.cluster_names = tuple(dict.fromkeys([*(t.cluster for t in self.targets), *self.quorum_sources]))
+        self._lanes: dict[str, _Lane] = {}
+        self._memory: dict[Target, _NodeMemory] = {}
+        self._pending_lock = threading.Lock()
+        self._pending_targets: tuple[Target, ...] | None = None
+        self._pending_sources: dict[str, QuorumSource] | None = None
+        self._place(self.targets)
+        self._latest = empty_snapshot(self.targets, clock(), self.cluster_names)
+        self._listeners: Listeners[FleetSnapshot] = Listeners("snapshot")
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def latest(self) -> FleetSnapshot:
+        return self._latest
+
+    def set_targets(self, targets: Sequence[Target]) -> None:
+        """Read these nodes from the next round on (discovery found some, a reload changed the list). A node
+        kept keeps what ctlplane knows of it (counters, identity, a read under way); a node left out takes
+        its memory with it. Safe from any thread: applied when the next round starts."""
+        with self._pending_lock:
+            self._pending_targets = tuple(targets)
+
+    def set_quorum_sources(self, sources: Mapping[str, QuorumSource]) -> None:
+        """Ask these clusters' quorums from the next round on (a reload). A source object kept is kept (its
+        Admin client and its read under way); a source left out is closed once its read is done."""
+        with self._pending_lock:
+            self._pending_sources = dict(sources)
+
+    def _apply_pending(self) -> None:
+        with self._pending_lock:
+            targets, self._pending_targets = self._pending_targets, None
+            sources, self._pending_sources = self._pending_sources, None
+        if targets is not None and targets != self.targets:
+            self._place(targets)
+            self.targets = targets
+        if sources is not None:
+            dropped = [s for name, s in self.quorum_sources.items() if sources.get(name) is not s]
+            self.quorum_sources = sources
+            self._quorum_reads = {c: r for c, r in self._quorum_reads.items() if c in sources}
+            old_pool = self._quorum_pool
+            self._quorum_pool = (
+                ThreadPoolExecutor(max_workers=len(sources), thread_name_prefix="quorum") if sources else None
+            )
+            if old_pool is not None:
+                old_pool.shutdown(wait=False)  # reads under way finish; their results are still taken
+            if dropped:
+                # closing waits for a read under way: not in the round's thread
+                threading.Thread(target=_close_all, args=(dropped,), name="quorum-close", daemon=True).start()
+        names = [*(t.cluster for t in self.targets), *self.quorum_sources]
+        self.cluster_names = tuple(dict.fromkeys(names))
+
+    def _place(self, targets: Sequence[Target]) -> None:
+        """Each cluster's share of the workers, and each node's memory (new ones start empty)."""
+        sizes: dict[str, int] = {}
+        for target in targets:
+            sizes[target.cluster] = sizes.get(target.cluster, 0) + 1
+        shares = worker_shares(self.workers, sizes)
+        if sum(shares.values()) > self.workers:
+            log.warning(
+                "%d workers for %d clusters: fewer than two each, so hung nodes in some clusters can delay others",
+                self.workers,
+                len(sizes),
+            )
+        for name, slots in shares.items():
+            lane = self._lanes.get(name)
+            if lane is None:
+                self._lanes[name] = _Lane(self._pool, slots)
+            elif lane.slots != slots:
+                lane.resize(slots)
+        # Every node reads its slow tier in its first round; after that, each node's next slow read comes
+        # early by its phase, so the nodes' slow reads spread over the rounds of a slow interval instead
+        # of landing together in one round a minute (1,000 nodes: a round of ~11 s among rounds of ~7.5 s)
+        rounds_per_slow = max(1, round((self.slow_interval_seconds or self.interval_seconds) / self.interval_seconds))
+        self._memory = {
+            target: self._memory.get(target)
+            or _NodeMemory(
+                errors_total=0,
+                role=target.role_hint,
+                node_id=target.node_id,
+                slow_phase=(index % rounds_per_slow) * self.interval_seconds,
+            )
+            for index, target in enumerate(targets)
+        }
+
+    def subscribe(self, listener: SnapshotListener) -> None:
+        """Call `listener` with every new snapshot, in the scrape thread (keep it quick)."""
+        self._listeners.add(listener)
+
+    def _read(self, target: Target, slow: bool) -> _Read:
+        started_at = self.clock()
+        started = time.perf_counter()
+        readings = self.client.read(target.endpoint, self.queries if slow else self.fast_queries)
+        return _Read(readings, time.perf_counter() - started, started_at, slow)
+
+    def _slow_due(self, memory: _NodeMemory, now: float) -> bool:
+        if self.slow_interval_seconds is None or memory.slow_read_at is None:
+            return True
+        return now - memory.slow_read_at >= self.slow_interval_seconds - self.interval_seconds / 2
+
+    def scrape_once(self) -> FleetSnapshot:
+        self._apply_pending()
+        taken_at = self.clock()
+        started = time.perf_counter()
+        sequence = self._latest.sequence + 1
+        late: dict[Target, Future[_Read]] = {}
+        fresh: list[Future[_Read]] = []
+        suspects: list[tuple[float, Future[_Read]]] = []  # (seconds it may be waited for, its read)
+        due: list[Target] = []
+        for target in self.targets:
+            memory = self._memory[target]
+            if memory.read is not None and memory.read.done():
+                # finished after its round's deadline: served by this snapshot unless a newer read finishes
+                late[target] = memory.read
+                memory.timed_out = _timed_out(memory.read)
+                memory.read = None
+            if memory.read is None:
+                due.append(target)
+            # else a read from an earlier round is still queued or running: not doubled, and not waited for
+            # (a stalled node's would hold every round to the timeout), but used if it is done by the end
+        # nodes that answered last time first: their reads start before the ones that may hang again
+        for target in sorted(due, key=lambda t: self._memory[t].timed_out):
+            memory = self._memory[target]
+            memory.read = self._lanes[target.cluster].submit(
+                functools.partial(self._read, target, self._slow_due(memory, taken_at)), timed_out=memory.timed_out
+            )
+            memory.read_round = sequence
+            if memory.timed_out:
+                suspects.append((self._allowance(memory), memory.read))
+            else:
+                fresh.append(memory.read)
+        quorum_reads = self._submit_quorum_reads(sequence)
+        pending: list[Future[Any]] = [*fresh, *(read for read, _ in quorum_reads.values())]
+        wait(pending, timeout=self.timeout_seconds)
+        for allowance, read in sorted(suspects, key=lambda suspect: suspect[0]):
+            wait([read], timeout=max(0.0, allowance - (time.perf_counter() - started)))
+        nodes = [self._node_snapshot(target, late.get(target), taken_at, sequence) for target in self.targets]
+        now = self.clock()
+        quorums = {
+            cluster: _quorum_answer(read, read_round, sequence, self.timeout_seconds, now)
+            for cluster, (read, read_round) in quorum_reads.items()
+        }
+        snapshot = _assemble(
+            self.targets,
+            nodes,
+            sequence=sequence,
+            taken_at=taken_at,
+            duration=time.perf_counter() - started,
+            quorums=quorums,
+            cluster_names=self.cluster_names,
+        )
+        self._latest = snapshot
+        if log.isEnabledFor(logging.DEBUG):
+            down = [f"{n.cluster}/{n.node}: {n.error}" for n in nodes if not n.up]
+            log.debug(
+                "round %d: %d of %d nodes read in %.3f s%s",
+                sequence,
+                len(nodes) - len(down),
+                len(nodes),
+                snapshot.round_duration_seconds,
+                "; not read: " + "; ".join(down) if down else "",
+            )
+        self._listeners.notify(snapshot)
+        return snapshot
+
+    def _allowance(self, memory: _NodeMemory) -> float:
+        """How long a round waits for the fresh read of a node: the scrape timeout, or for a node whose last
+        read timed out, SUSPECT_WAIT_SECONDS (see there)."""
+        if not memory.timed_out:
+            return self.timeout_seconds
+        return min(self.timeout_seconds, max(SUSPECT_WAIT_SECONDS, SUSPECT_READS_WAITED * memory.good_read_seconds))
+
+    def _submit_quorum_reads(self, sequence: int) -> dict[str, tuple[Future[QuorumView], int]]:
+        """One quorum read per cluster at a time: a read still running from an earlier round is waited for
+        again, not doubled (an unanswering quorum holds its one thread, not more)."""
+        if self._quorum_pool is None:
+            return {}
+        for cluster, source in self.quorum_sources.items():
+            pending = self._quorum_reads.get(cluster)
+            if pending is None or pending[0].done():
+                self._quorum_reads[cluster] = (self._quorum_pool.submit(source.read), sequence)
+        return dict(self._quorum_reads)
+
+    def _node_snapshot(
+        self, target: Target, late: Future[_Read] | None, taken_at: float, sequence: int
+    ) -> NodeSnapshot:
+        memory = self._memory[target]
+        future = memory.read
+        error: str | None = None
+        failure = Failure.TIMEOUT  # unless the read failed with a reason of its own
+        waited = self._allowance(memory)  # before a finished read updates memory.timed_out
+        if future is not None and future.done():
+            memory.read = None  # consumed: the next round reads the node again
+            memory.timed_out = _timed_out(future)
+        elif late is not None:
+            future = late
+        elif future is None or future.running():
+            if memory.read_round != sequence:
+                error = "previous read still running (node stalled?)"
+            elif memory.timed_out:
+                error = f"no answer within {waited:g}s (its last read timed out: the round waits for it no longer)"
+            else:
+                error = f"no answer within {waited:g}s"
+        else:
+            error = (
+                "read still queued (more reads than the cluster's workers can do per round)"
+                if memory.read_round == sequence
+                else "previous read still queued (more reads than the cluster's workers can do per round)"
+            )
+        if error is None and future is not None:
+            exc = JmxError("read cancelled (scraper stopping)") if future.cancelled() else future.exception()
+            if isinstance(exc, JmxError):
+                error, failure = str(exc), exc.failure
+            elif exc is not None:
+                log.error("unexpected failure reading %s/%s", target.cluster, target.node, exc_info=exc)
+                error, failure = f"{type(exc).__name__}: {exc}", Failure.OTHER
+        samples: tuple[Sample, ...] = ()
+        if error is None and future is not None:
+            try:
+                samples = samples_from_readings(future.result().readings)
+                identity = identify(samples)
+            except Exception as exc:
+                # A value no catalogue row can map is this node's problem, never the round's
+                log.warning("unmappable MBean values from %s/%s", target.cluster, target.node, exc_info=exc)
+                error, failure = f"unmappable MBean values: {type(exc).__name__}: {str(exc)[:200]}", Failure.OTHER
+        if error is not None:
+            memory.errors_total += 1
+            memory.slow_samples, memory.slow_read_at = (), None
+            return NodeSnapshot(
+                target.cluster,
+                target.node,
+                target.endpoint.address,
+                memory.role,
+                memory.mode,
+                memory.node_id,
+                memory.version,
+                False,
+                waited if future is not None and not future.done() else 0.0,
+                error,
+                memory.errors_total,
+                taken_at,
+                failure=failure,
+            )
+        assert future is not None
+        read = future.result()
+        memory.good_read_seconds = read.duration
+        if self.slow_interval_seconds is not None:
+            samples = _with_slow_tier(memory, read, samples)
+        if identity.role is not Role.UNKNOWN:
+            memory.role, memory.mode = identity.role, identity.mode
+        memory.node_id = identity.node_id if identity.node_id is not None else memory.node_id
+        memory.version = identity.version or memory.version
+        return NodeSnapshot(
+            target.cluster,
+            target.node,
+            target.endpoint.address,
+            memory.role,
+            memory.mode,
+            memory.node_id,
+            memory.version,
+            True,
+            read.duration,
+            None,
+            memory.errors_total,
+            read.started_at,
+            samples,
+        )
+
+    def run_forever(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                self.scrape_once()
+            except Exception:
+                log.exception("scrape round failed; serving the previous snapshot")
+            self._stop.wait(max(0.0, self.interval_seconds - (time.monotonic() - started)))
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self.run_forever, name="scraper", daemon=True)
+        self._thread.start()
+
+    def request_stop(self) -> None:
+        """No round starts after this; a round under way finishes (or times out) on its own."""
+        self._stop.set()
+
+    def stop(self) -> None:
+        self.request_stop()
+        if self._thread is not None:
+            self._thread.join(timeout=self.timeout_seconds + 5)
+        for lane in self._lanes.values():
+            lane.cancel_waiting()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._quorum_pool is not None:
+            self._quorum_pool.shutdown(wait=False, cancel_futures=True)
+        for source in self.quorum_sources.values():
+            source.close()
+        self.client.close()
+
+
+def _with_slow_tier(memory: _NodeMemory, read: _Read, samples: tuple[Sample, ...]) -> tuple[Sample, ...]:
+    """A node's samples with the slow tier's: this read's, stamped with its time and kept in `memory`, or
+    the ones kept from the last read that had them."""
+    if not read.slow:
+        return (*samples, *memory.slow_samples)
+    slow = tuple(replace(sample, read_at=read.started_at) for sample in samples if sample.series in SLOW_SERIES)
+    phase = memory.slow_phase if memory.slow_read_at is None else 0.0
+    memory.slow_samples, memory.slow_read_at = slow, read.started_at - phase
+    return (*(sample for sample in samples if sample.series not in SLOW_SERIES), *slow)
+
+
+def _close_all(sources: Sequence[QuorumSource]) -> None:
+    for source in sources:
+        try:
+            source.close()
+        except Exception:  # closing a dropped client must not take the others with it
+            log.warning("closing a quorum reader failed", exc_info=True)
+
+
+def _timed_out(read: Future[_Read]) -> bool:
+    """Whether a finished read failed as a timeout (the node hung or dropped packets)."""
+    if read.cancelled():
+        return False
+    exc = read.exception()
+    return isinstance(exc, JmxError) and exc.failure is Failure.TIMEOUT

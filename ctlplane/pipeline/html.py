@@ -1,0 +1,76 @@
+"""The self-contained HTML report: Plotly charts (with plotly.js inlined) over the daily tables."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import plotly.graph_objects as go  # type: ignore[import-untyped]  # plotly ships no type information
+from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]
+
+from ctlplane.pipeline.rules import Kind
+
+Row = Mapping[str, Any]
+
+
+def _figure_html(figure: go.Figure) -> str:
+    return str(figure.to_html(full_html=False, include_plotlyjs=False))
+
+
+def _episodes_by_kind(daily: Sequence[Row]) -> go.Figure:
+    figure = go.Figure()
+    x = [f"{r['date']} {r['cluster']}" for r in daily]
+    for kind in Kind:
+        figure.add_bar(name=kind.value, x=x, y=[r[kind.value] for r in daily])
+    figure.update_layout(barmode="stack", title="Episodes per day and cluster, by kind", yaxis_title="episodes")
+    return figure
+
+
+def _per_cluster_lines(daily: Sequence[Row], column: str, title: str, unit: str) -> go.Figure:
+    figure = go.Figure()
+    for cluster in sorted({r["cluster"] for r in daily}):
+        rows = [r for r in daily if r["cluster"] == cluster]
+        figure.add_scatter(
+            name=cluster, x=[str(r["date"]) for r in rows], y=[r[column] for r in rows], mode="lines+markers"
+        )
+    figure.update_layout(title=title, yaxis_title=unit)
+    return figure
+
+
+def _table(rows: Sequence[Row], columns: Sequence[str]) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(r[c]))}</td>" for c in columns) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return str(value)
+
+
+def render_report(daily: Sequence[Row], worst: Sequence[Row]) -> str:
+    """One HTML page that needs no network: the charts' JavaScript is embedded."""
+    charts = [
+        _episodes_by_kind(daily),
+        _per_cluster_lines(daily, "mttr_minutes", "Mean time to recover (episodes, churn excluded)", "minutes"),
+        _per_cluster_lines(daily, "max_lag_records", "Worst metadata lag per day", "records"),
+        _per_cluster_lines(daily, "unreachable_ratio", "Share of node scrapes that failed", "ratio"),
+    ]
+    summary_columns = ["date", "cluster", "episodes", *(k.value for k in Kind), "mttr_minutes", "max_lag_records"]
+    return (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>ctlplane control-plane history</title>"
+        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:13px}"
+        "td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}</style>"
+        f"<script type='text/javascript'>{get_plotlyjs()}</script></head><body>"
+        "<h1>Control-plane history</h1>"
+        + "".join(_figure_html(chart) for chart in charts)
+        + "<h2>Daily summary</h2>"
+        + _table(daily, summary_columns)
+        + "<h2>Worst nodes per day</h2>"
+        + _table(worst, ["date", "cluster", "rank", "node", "episodes", "episode_minutes"])
+        + "</body></html>"
+    )

@@ -1,0 +1,55 @@
+"""`sweep`: archive -> pages, minutes firing and episodes caught per cluster, threshold and `for:` (<out>/sweep)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from datetime import date
+
+from pyspark.sql import SparkSession
+
+from ctlplane.pipeline import transforms
+from ctlplane.pipeline.args import add_job_arguments, add_sweep_arguments, rules_from_args
+from ctlplane.pipeline.io import read_archive, stage, write_table
+from ctlplane.pipeline.rules import EpisodeRules, Kind
+from ctlplane.pipeline.session import build_session
+
+
+def run(
+    spark: SparkSession,
+    archive: str,
+    out: str,
+    rules: EpisodeRules,
+    series: str,
+    thresholds: Sequence[float],
+    for_seconds: Sequence[float],
+    reference: Kind = Kind.STALE_METADATA,
+    start: date | None = None,
+    end: date | None = None,
+) -> int:
+    """Read, sweep, write; returns the number of grid rows written."""
+    rows = read_archive(spark, archive, start, end, (*transforms.EPISODE_SERIES, series))
+    reference_episodes = transforms.episodes(rows, rules, (reference,))
+    table = transforms.sweep(rows, series, thresholds, for_seconds, rules.gap_seconds, reference_episodes)
+    with stage(f"sweep of {series} ({len(thresholds)} thresholds x {len(for_seconds)} for:) -> {out}/sweep"):
+        write_table(table.orderBy("cluster", "threshold", "for_seconds"), f"{out}/sweep", f"{out}/sweep_csv")
+    return spark.read.parquet(f"{out}/sweep").count()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point for `spark-submit ctlplane/pipeline/jobs/sweep.py --archive … --out …`."""
+    parser = argparse.ArgumentParser(prog="sweep", description=__doc__)
+    add_job_arguments(parser)
+    add_sweep_arguments(parser)
+    args = parser.parse_args(argv)
+    spark = build_session(args.master, "ctlplane-sweep", dict(args.conf), progress=not args.no_progress)
+    try:
+        run(spark, args.archive, args.out, rules_from_args(args, None, None), args.series, args.thresholds,
+            args.for_seconds, args.reference, args.start, args.end)  # fmt: skip
+    finally:
+        spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

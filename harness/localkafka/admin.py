@@ -1,0 +1,103 @@
+"""Topics with an explicit replica assignment, through Kafka's own Admin client."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Sequence
+
+from harness.localkafka.clusters import KafkaCluster
+from harness.localkafka.errors import LocalKafkaError
+from harness.localkafka.jars import cache_dir, ensure_jars, ensure_tools_jar, read_text_or_none, tail_text
+from harness.localkafka.process import java_executable
+
+# every release's jars; kafka-tools is not). Run with Java's single-file source launcher: nothing prebuilt.
+_CREATE_TOPIC_SOURCE = """\
+import java.util.*;
+import org.apache.kafka.clients.admin.*;
+
+public class CreateTopic {
+    public static void main(String[] args) throws Exception {
+        Properties props = new Properties();
+        props.put("bootstrap.servers", args[0]);
+        Map<Integer, List<Integer>> assignment = new HashMap<>();
+        String[] partitions = args[2].equals("delete") ? new String[0] : args[2].split(";");
+        for (int i = 0; i < partitions.length; i++) {
+            List<Integer> replicas = new ArrayList<>();
+            for (String id : partitions[i].split(",")) replicas.add(Integer.parseInt(id));
+            assignment.put(i, replicas);
+        }
+        try (Admin admin = Admin.create(props)) {
+            if (args[2].equals("delete")) {
+                admin.deleteTopics(List.of(args[1])).all().get();
+            } else {
+                admin.createTopics(List.of(new NewTopic(args[1], assignment))).all().get();
+            }
+        }
+    }
+}
+"""
+
+
+def _admin(cluster: KafkaCluster, topic: str, what: str, timeout: float) -> None:
+    source = cache_dir() / "java" / "CreateTopic.java"
+    source.parent.mkdir(parents=True, exist_ok=True)
+    if read_text_or_none(source) != _CREATE_TOPIC_SOURCE:
+        source.write_text(_CREATE_TOPIC_SOURCE)
+    jars = ensure_jars(cluster.version)
+    result = subprocess.run(
+        [java_executable(), "-Xmx128m", "-cp", f"{jars}/*", str(source), cluster.bootstrap, topic, what],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise LocalKafkaError(f"topic {topic} in {cluster.name} ({what}) failed: {tail_text(result.stderr, 20)}")
+
+
+def create_topic(cluster: KafkaCluster, topic: str, replicas: Sequence[Sequence[int]], timeout: float = 120) -> None:
+    """Create ``topic`` with one partition per entry of ``replicas`` (broker ids, preferred leader first)."""
+    _admin(cluster, topic, ";".join(",".join(str(r) for r in partition) for partition in replicas), timeout)
+
+
+def delete_topic(cluster: KafkaCluster, topic: str, timeout: float = 120) -> None:
+    _admin(cluster, topic, "delete", timeout)
+
+
+def _kafka_tool(cluster: KafkaCluster, command: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """One of Kafka's own tools (`org.apache.kafka.tools.<command[0]>`, the release's kafka-tools jar)."""
+    classpath = f"{ensure_jars(cluster.version)}/*:{ensure_tools_jar(cluster.version)}"
+    main, *args = command
+    return subprocess.run(
+        [java_executable(), "-Xmx128m", "-cp", classpath, f"org.apache.kafka.tools.{main}", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def describe_quorum_replication(cluster: KafkaCluster, timeout: float = 60) -> list[dict[str, str]]:
+    """What `kafka-metadata-quorum.sh --bootstrap-controller … describe --replication` prints (Kafka's own
+    MetadataQuorumCommand, 3.7+ for --bootstrap-controller, KIP-919), one dict per row keyed by its header:
+    NodeId, DirectoryId, LogEndOffset, Lag, LastFetchTimestamp, LastCaughtUpTimestamp, Status."""
+    controllers = cluster.controllers()
+    if not controllers:
+        raise LocalKafkaError(f"{cluster.name} has no KRaft controllers to ask")
+    bootstrap = ",".join(f"127.0.0.1:{node.listeners['CONTROLLER']}" for node in controllers)
+    command = ["MetadataQuorumCommand", "--bootstrap-controller", bootstrap, "describe", "--replication"]
+    result = _kafka_tool(cluster, command, timeout)
+    if result.returncode != 0:
+        raise LocalKafkaError(f"describe --replication of {cluster.name} failed: {tail_text(result.stderr, 20)}")
+    lines = [line.split() for line in result.stdout.splitlines() if line.strip()]
+    header = lines[0]
+    return [dict(zip(header, row, strict=True)) for row in lines[1:]]
+
+
+def unregister_broker(cluster: KafkaCluster, node_id: int, timeout: float = 60) -> None:
+    """`kafka-cluster.sh unregister --id` (Kafka's own ClusterTool, KRaft): the controller drops the broker's
+    registration, as an operator does for a broker that is gone for good."""
+    command = ["ClusterTool", "unregister", "--bootstrap-server", cluster.bootstrap, "--id", str(node_id)]
+    result = _kafka_tool(cluster, command, timeout)
+    if result.returncode != 0:
+        raise LocalKafkaError(f"unregister {node_id} in {cluster.name} failed: {tail_text(result.stderr, 20)}")

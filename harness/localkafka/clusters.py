@@ -1,0 +1,700 @@
+"""Clusters: ZooKeeper-mode and KRaft clusters of local nodes, started and stopped together."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from harness.localkafka.errors import ClusterStartError
+from harness.localkafka.jars import tail_text
+from harness.localkafka.nodes import KafkaNode, ZooKeeperServer, check_name, kafka_node, start_zookeeper
+from harness.localkafka.process import (
+    LOOPBACK,
+    POLL_INTERVAL_SECONDS,
+    free_port,
+    jvm_command,
+    stop_processes,
+    write_log_config,
+)
+from harness.localkafka.tls import LocalPki
+from harness.localkafka.versions import KRAFT_VERSION, ZK_VERSION, major_minor
+
+STORAGE_TOOL_MAIN = "kafka.tools.StorageTool"
+
+
+@dataclass(eq=False)
+class KafkaCluster:
+    """A running local cluster. ``nodes`` holds the Kafka JVMs (not ZooKeeper)."""
+
+    MODES: ClassVar[tuple[str, str]] = ("zookeeper", "kraft")
+
+    name: str
+    mode: str  # "zookeeper" or "kraft"
+    version: str
+    nodes: list[KafkaNode]
+    bootstrap: str  # "127.0.0.1:port,..."
+    workdir: Path | None = None
+    cluster_id: str | None = None  # KRaft: fixed id used to format storage
+    zookeeper: ZooKeeperServer | None = None  # managed ZooKeeper (None for KRaft/external)
+    zookeeper_connect: str | None = None  # full connect string incl. chroot (ZK mode)
+    control_plane_listener: bool = False
+    migrating: bool = False  # ZooKeeper brokers beside a KRaft quorum with the migration flag (migration.py)
+    pki: LocalPki | None = None  # the CA of the brokers' TLS listeners, when started with one
+
+    def node(self, name: str) -> KafkaNode:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise KeyError(f"cluster {self.name} has no node {name!r}; nodes: {[n.name for n in self.nodes]}")
+
+    def brokers(self) -> list[KafkaNode]:
+        return [n for n in self.nodes if n.is_broker]
+
+    def listener_bootstrap(self, listener: str) -> list[str]:
+        """The broker-only nodes' addresses on `listener` (e.g. SASL_PLAINTEXT, SSL), [] where none has it."""
+        return [f"{LOOPBACK}:{n.listeners[listener]}" for n in self.brokers() if listener in n.listeners]
+
+    def controllers(self) -> list[KafkaNode]:
+        """KRaft controller nodes ([] in ZooKeeper mode, where a broker is the controller)."""
+        return [n for n in self.nodes if n.is_controller]
+
+    @property
+    def is_running(self) -> bool:
+        return any(n.is_running for n in self.nodes)
+
+    def wait_ready(self, timeout: float = 180) -> None:
+        """Wait until every node serves (see ``JvmProcess.is_ready``).
+
+        ZooKeeper mode: ZooKeeper answers ``imok`` and every broker logged
+        "[KafkaServer id=N] started" and accepts connections.
+        KRaft: every controller and broker logged "Kafka Server started" and
+        accepts connections. A KRaft broker logs that only after the active
+        controller unfenced it (BrokerServer waits for the initial unfence), so
+        this also proves the quorum has a leader and all brokers are unfenced.
+        """
+        deadline = time.monotonic() + timeout
+        zk = self.zookeeper
+        if zk is not None:
+            zk.wait_ready(max(1.0, deadline - time.monotonic()))
+        wait_for_nodes(self, self.nodes, lambda n: n.is_ready(), max(1.0, deadline - time.monotonic()), "not ready")
+
+    def start(self) -> None:
+        """Start every stopped node (after ``stop``); does not wait."""
+        zk = self.zookeeper
+        if zk is not None:
+            zk.users.add(self.name)
+            zk.start()
+        for n in self.controllers() + [n for n in self.nodes if not n.is_controller]:
+            n.start()
+
+    def stop(self, timeout: float = 30) -> None:
+        """Stop brokers, then controllers, then the managed ZooKeeper if no other cluster uses it.
+
+        SIGTERM first (controlled shutdown), SIGKILL after ``timeout`` s.
+        """
+        stop_processes([n for n in self.nodes if not n.is_controller], timeout)
+        stop_processes(self.controllers(), timeout)
+        zk = self.zookeeper
+        if zk is not None:
+            zk.release(self.name)
+
+    def describe(self) -> list[dict[str, object]]:
+        """One dict per node (cluster, name, roles, node_id, ports, jmx, pid)."""
+        return [
+            {
+                "cluster": self.name,
+                "mode": self.mode,
+                "version": self.version,
+                "name": n.name,
+                "roles": list(n.roles),
+                "node_id": n.node_id,
+                "port": n.port,
+                "listeners": dict(n.listeners),
+                "jmx": n.jmx_address,
+                "jmx_url": n.jmx_url,
+                "pid": n.pid,
+                "log": str(n.log_path),
+            }
+            for n in self.nodes
+        ]
+
+    def __enter__(self) -> KafkaCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# Creates a topic with an explicit replica assignment through Kafka's own Admin client (kafka-clients is in
+
+
+def _cluster_dir(workdir: Path, name: str) -> Path:
+    check_name(name)
+    base = Path(workdir).resolve() / name
+    shutil.rmtree(base, ignore_errors=True)
+    base.mkdir(parents=True)
+    return base
+
+
+def _topic_defaults() -> dict[str, str]:
+    # KRaft: topic defaults belong to the controllers (4.x warns when a broker sets them).
+    return {"num.partitions": "1", "default.replication.factor": "1"}
+
+
+def _common_broker_props(brokers: int) -> dict[str, str]:
+    rf = str(min(3, brokers))
+    return {
+        "offsets.topic.replication.factor": rf,
+        "offsets.topic.num.partitions": "5",
+        "transaction.state.log.replication.factor": rf,
+        "transaction.state.log.min.isr": "1",
+        "transaction.state.log.num.partitions": "5",
+        "group.initial.rebalance.delay.ms": "0",
+        "num.network.threads": "2",
+        "num.io.threads": "2",
+        "num.recovery.threads.per.data.dir": "1",
+        "num.replica.fetchers": "1",
+        "log.cleaner.dedupe.buffer.size": str(8 * 1024 * 1024),
+        "log.cleaner.threads": "1",
+    }
+
+
+def start_zk_cluster(
+    name: str,
+    workdir: Path,
+    *,
+    brokers: int = 3,
+    control_plane_listener: bool = True,
+    version: str = ZK_VERSION,
+    zookeeper: ZooKeeperServer | str | None = None,
+    chroot: str | None = None,
+    node_overrides: Mapping[str, Mapping[str, str]] | None = None,
+    wait: bool = True,
+    timeout: float = 180,
+    jmx_port_base: int | None = None,
+) -> KafkaCluster:
+    """Start a ZooKeeper-mode cluster of ``brokers`` brokers (ids 1..N) in ``<workdir>/<name>``.
+
+    ``zookeeper``: None starts a private ZooKeeper (stopped with the cluster); a
+    ``ZooKeeperServer`` (e.g. ``other_cluster.zookeeper``) is shared and stopped
+    when its last cluster stops if it was started implicitly; a string is an
+    external connect string ``host:port``. ``chroot`` defaults to ``/<name>``
+    ("" or "/" for none). With ``control_plane_listener`` the brokers get a second
+    listener CONTROLLER used as ``control.plane.listener.name`` (KIP-291).
+    ``node_overrides[node name]`` is added to that broker's properties last.
+    ``wait`` waits for ``wait_ready(timeout)``; on failure everything is stopped.
+    ``jmx_port_base``: each broker's JMX port is the base plus its id (as start_kraft_cluster).
+    """
+    if major_minor(version)[0] >= 4:
+        raise ValueError(f"Kafka {version} has no ZooKeeper mode; use {ZK_VERSION}")
+    if brokers < 1:
+        raise ValueError("brokers must be >= 1")
+    _check_node_overrides(node_overrides, [f"broker-{i}" for i in range(1, brokers + 1)])
+    base = _cluster_dir(workdir, name)
+    chroot = f"/{name}" if chroot is None else chroot.rstrip("/")
+    if chroot and not chroot.startswith("/"):
+        raise ValueError(f"chroot must start with '/': {chroot!r}")
+
+    zk: ZooKeeperServer | None
+    if zookeeper is None:
+        zk = start_zookeeper(base, name="zookeeper", version=version, wait=False, stop_when_unused=True)
+        zk_connect = zk.connect
+    elif isinstance(zookeeper, ZooKeeperServer):
+        zk = zookeeper
+        zk_connect = zk.connect
+    else:
+        zk = None
+        zk_connect = zookeeper
+    if zk is not None:
+        zk.users.add(name)
+    cluster = KafkaCluster(
+        name=name,
+        mode="zookeeper",
+        version=version,
+        nodes=[],
+        bootstrap="",
+        workdir=base,
+        zookeeper=zk,
+        zookeeper_connect=zk_connect + chroot,
+        control_plane_listener=control_plane_listener,
+    )
+    try:
+        if zk is not None and not zk.is_running:
+            zk.start()
+        log_config = write_log_config(base, version)
+        for broker_id in range(1, brokers + 1):
+            node_name = f"broker-{broker_id}"
+            node_dir = base / node_name
+            port = free_port()
+            jmx_port = free_port() if jmx_port_base is None else jmx_port_base + broker_id
+            listeners = {"PLAINTEXT": port}
+            if control_plane_listener:
+                listeners["CONTROLLER"] = free_port()
+            listener_str = ",".join(f"{k}://{LOOPBACK}:{v}" for k, v in listeners.items())
+            props = {
+                "broker.id": str(broker_id),
+                "listeners": listener_str,
+                "advertised.listeners": listener_str,
+                "listener.security.protocol.map": ",".join(f"{k}:PLAINTEXT" for k in listeners),
+                "inter.broker.listener.name": "PLAINTEXT",
+                "zookeeper.connect": cluster.zookeeper_connect or "",
+                "zookeeper.session.timeout.ms": "6000",
+                "zookeeper.connection.timeout.ms": "60000",
+                "log.dirs": str(node_dir / "data"),
+                "controlled.shutdown.retry.backoff.ms": "1000",
+                **_topic_defaults(),
+                **_common_broker_props(brokers),
+            }
+            if control_plane_listener:
+                props["control.plane.listener.name"] = "CONTROLLER"
+            props.update((node_overrides or {}).get(node_name, {}))
+            cluster.nodes.append(
+                kafka_node(
+                    name,
+                    node_name,
+                    broker_id,
+                    ("broker",),
+                    node_dir,
+                    props,
+                    port=port,
+                    jmx_port=jmx_port,
+                    listeners=listeners,
+                    version=version,
+                    log_config=log_config,
+                    ready_pattern=rf"\[KafkaServer id={broker_id}\] started",
+                )
+            )
+        cluster.bootstrap = ",".join(n.address for n in cluster.nodes)
+        # Brokers retry the ZooKeeper connection (zookeeper.connection.timeout.ms), so no need to wait here.
+        for n in cluster.nodes:
+            n.start()
+        if wait:
+            cluster.wait_ready(timeout)
+    except BaseException:
+        cluster.stop(timeout=10)
+        raise
+    return cluster
+
+
+def _check_node_overrides(overrides: Mapping[str, Mapping[str, str]] | None, names: Sequence[str]) -> None:
+    unknown = set(overrides or {}) - set(names)
+    if unknown:
+        raise ValueError(f"node_overrides for nodes the cluster does not have: {sorted(unknown)}")
+
+
+def kraft_cluster_id(name: str) -> str:
+    """A fixed, valid KRaft cluster id derived from the cluster name (22 chars, base64url)."""
+    digest = hashlib.sha256(f"ctlplane:{name}".encode()).digest()[:16]
+    return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+
+def start_kraft_cluster(
+    name: str,
+    workdir: Path,
+    *,
+    controllers: int = 3,
+    brokers: int = 2,
+    version: str = KRAFT_VERSION,
+    broker_session_timeout_ms: int = 9000,  # Kafka's default (BrokerHeartbeatManager, KRaftConfigs)
+    broker_overrides: Mapping[str, str] | None = None,
+    node_overrides: Mapping[str, Mapping[str, str]] | None = None,
+    controller_ports: Mapping[int, int] | None = None,
+    combined: bool = False,
+    sasl_users: Mapping[str, str] | None = None,
+    pki: LocalPki | None = None,
+    wait: bool = True,
+    timeout: float = 180,
+    jmx_port_base: int | None = None,
+    held: Collection[str] = (),
+) -> KafkaCluster:
+    """Start a KRaft cluster in ``<workdir>/<name>``: controller-only nodes
+    ``controller-1..`` (node ids 101..) with static ``controller.quorum.voters``
+    and broker-only nodes ``broker-1..`` (node ids 1..). With ``combined`` the voters are
+    ``combined-1..`` instead, each running both roles (``process.roles=broker,controller``).
+
+    ``broker.heartbeat.interval.ms`` is min(1000, session timeout / 3); ``broker_overrides`` are
+    added to every broker's properties last, then ``node_overrides[node name]`` to that node's.
+    ``controller_ports`` (node id -> port) fixes the controllers' listener ports, so that a caller can
+    put something between a node and the quorum before the cluster starts.
+    ``sasl_users`` (user -> password) gives every broker-only node a second client listener,
+    ``SASL_PLAINTEXT``, that takes those users with PLAIN and SCRAM-SHA-256/512 (the SCRAM credentials are
+    written by the storage format, KIP-900, Kafka 3.5+). With ``pki`` (tls.make_local_pki, its "server"
+    certificate) they also get ``SSL``, which requires a client certificate the CA signed, and with both,
+    ``SASL_SSL`` (the same users over TLS, no client certificate). ``cluster.listener_bootstrap(name)``
+    lists a listener's addresses.
+    ``wait`` waits for ``wait_ready(timeout)``; on failure everything is stopped.
+    ``jmx_port_base``: each node's JMX port is the base plus its node id (free_port_base), as one host with a
+    JMX port per node would have it; otherwise each gets a free port. ``held``: nodes (by name) created and
+    formatted but not started, for a caller to start later (a broker added to a running cluster).
+    """
+    major, minor = major_minor(version)
+    if sasl_users and (major, minor) < (3, 5):
+        raise ValueError(f"sasl_users needs Kafka >= 3.5 (SCRAM credentials at format time), got {version}")
+    if (major, minor) < (3, 3):
+        raise ValueError(f"KRaft needs Kafka >= 3.3, got {version}")
+    if controllers < 1 or brokers < 0:
+        raise ValueError("need controllers >= 1 and brokers >= 0")
+    if broker_session_timeout_ms < 300:
+        raise ValueError("broker_session_timeout_ms must be >= 300")
+    heartbeat_ms = max(100, min(1000, broker_session_timeout_ms // 3))
+    base = _cluster_dir(workdir, name)
+    cluster_id = kraft_cluster_id(name)
+    log_config = write_log_config(base, version)
+
+    fixed = controller_ports or {}
+    voter_ports = {nid: fixed.get(nid) or free_port() for nid in range(101, 101 + controllers)}
+    voters = ",".join(f"{nid}@{LOOPBACK}:{p}" for nid, p in voter_ports.items())
+    shared = {
+        "controller.quorum.voters": voters,
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "broker.session.timeout.ms": str(broker_session_timeout_ms),
+        "broker.heartbeat.interval.ms": str(heartbeat_ms),
+        "num.network.threads": "2",
+        "num.io.threads": "2",
+    }
+    cluster = KafkaCluster(
+        name=name,
+        mode="kraft",
+        version=version,
+        nodes=[],
+        bootstrap="",
+        workdir=base,
+        cluster_id=cluster_id,
+        pki=pki,
+    )
+    serving = brokers + (controllers if combined else 0)  # nodes that hold partitions
+
+    def broker_props(port: int) -> dict[str, str]:
+        return {
+            "advertised.listeners": f"PLAINTEXT://{LOOPBACK}:{port}",
+            "inter.broker.listener.name": "PLAINTEXT",
+            **_common_broker_props(serving),
+            "share.coordinator.state.topic.replication.factor": str(min(3, serving)),
+            "share.coordinator.state.topic.min.isr": "1",
+            **(broker_overrides or {}),
+        }
+
+    specs: list[tuple[str, int, tuple[str, ...], int, dict[str, int], dict[str, str]]] = []
+    for i in range(1, controllers + 1):
+        nid = 100 + i
+        port = voter_ports[nid]
+        props = {
+            "process.roles": "controller",
+            "node.id": str(nid),
+            "listeners": f"CONTROLLER://{LOOPBACK}:{port}",
+            **shared,
+            **_topic_defaults(),
+        }
+        if not combined:
+            specs.append((f"controller-{i}", nid, ("controller",), port, {"CONTROLLER": port}, props))
+            continue
+        client = free_port()
+        props |= {
+            "process.roles": "broker,controller",
+            "listeners": f"PLAINTEXT://{LOOPBACK}:{client},CONTROLLER://{LOOPBACK}:{port}",
+            **broker_props(client),
+        }
+        listeners = {"PLAINTEXT": client, "CONTROLLER": port}
+        specs.append((f"combined-{i}", nid, ("broker", "controller"), client, listeners, props))
+    for i in range(1, brokers + 1):
+        port = free_port()
+        props = {
+            "process.roles": "broker",
+            "node.id": str(i),
+            "listeners": f"PLAINTEXT://{LOOPBACK}:{port}",
+            **shared,
+            **broker_props(port),
+        }
+        listeners = {"PLAINTEXT": port}
+        secured = _secured_listener_props(props, listeners, sasl_users or {}, pki)
+        props |= secured
+        specs.append((f"broker-{i}", i, ("broker",), port, listeners, props))
+    _check_node_overrides(node_overrides, [spec[0] for spec in specs])
+    for spec in specs:
+        spec[5].update((node_overrides or {}).get(spec[0], {}))
+    if unknown_held := set(held) - {spec[0] for spec in specs}:
+        raise ValueError(f"held nodes the cluster does not have: {sorted(unknown_held)}")
+
+    try:
+        for node_name, nid, roles, port, listeners, props in specs:
+            node_dir = base / node_name
+            props["log.dirs"] = str(node_dir / "data")
+            cluster.nodes.append(
+                kafka_node(
+                    name,
+                    node_name,
+                    nid,
+                    roles,
+                    node_dir,
+                    props,
+                    port=port,
+                    jmx_port=free_port() if jmx_port_base is None else jmx_port_base + nid,
+                    listeners=listeners,
+                    version=version,
+                    log_config=log_config,
+                    ready_pattern=r"Kafka Server started",
+                )
+            )
+        cluster.bootstrap = ",".join(n.address for n in cluster.brokers())
+        scram = [
+            f"{mechanism}=[name={user},password={password}]"
+            for user, password in (sasl_users or {}).items()
+            for mechanism in SCRAM_MECHANISMS
+        ]
+        format_storage(cluster, log_config, extra_args=[arg for entry in scram for arg in ("--add-scram", entry)])
+        for node in cluster.controllers():
+            node.start()
+        if (major, minor) >= (4, 1):
+            _wait_for_controller_metrics_publisher(cluster, timeout)
+        for node in cluster.nodes:
+            if not node.is_controller and node.name not in held:
+                node.start()
+        if wait:
+            started = [node for node in cluster.nodes if node.name not in held]
+            wait_for_nodes(cluster, started, lambda n: n.is_ready(), timeout, "not ready")
+    except BaseException:
+        cluster.stop(timeout=10)
+        raise
+    return cluster
+
+
+# Kafka 4.1+ creates a controller's BrokerRegistrationState,broker=N gauge only when that controller's
+# ControllerMetadataMetricsPublisher sees broker N's registration appear in a LOG_DELTA; the first image a
+# publisher is given is a SNAPSHOT manifest (MetadataLoader.initializeNewPublishers), whose publishSnapshot
+# sets the counts but adds no per-broker gauge. A controller whose loader caught up only after the brokers
+# registered (a slow start on a loaded machine) would never have the gauges, so the brokers start after
+# every controller has initialised that publisher.
+_CONTROLLER_METRICS_PUBLISHER_READY = r"InitializeNewPublishers: initializing ControllerMetadataMetricsPublisher"
+
+
+def _wait_for_controller_metrics_publisher(cluster: KafkaCluster, timeout: float) -> None:
+    wait_for_nodes(
+        cluster,
+        cluster.controllers(),
+        lambda n: re.search(_CONTROLLER_METRICS_PUBLISHER_READY, n.log_since_start()) is not None,
+        timeout,
+        "did not initialise ControllerMetadataMetricsPublisher",
+    )
+
+
+def wait_for_nodes(
+    cluster: KafkaCluster,
+    nodes: Sequence[KafkaNode],
+    done: Callable[[KafkaNode], bool],
+    timeout: float,
+    what: str,
+) -> None:
+    """Poll until `done` holds for every node of `nodes`; a node that exits, or the deadline, raises
+    ClusterStartError naming the pending nodes (`what`) and quoting the first one's log."""
+    deadline = time.monotonic() + timeout
+    pending = list(nodes)
+    while True:
+        for node in nodes:
+            node.check_alive(f"cluster {cluster.name}")
+        pending = [n for n in pending if not done(n)]
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            first = pending[0]
+            raise ClusterStartError(
+                f"cluster {cluster.name}: {', '.join(n.name for n in pending)} {what} "
+                f"after {timeout:.0f}s; last lines of {first.log_path}:\n{first.log_tail()}"
+            )
+        time.sleep(POLL_INTERVAL_SECONDS)
+
+
+SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def _secured_listener_props(
+    props: Mapping[str, str], listeners: dict[str, int], users: Mapping[str, str], pki: LocalPki | None
+) -> dict[str, str]:
+    """A broker's extra client listeners, each on a new port added to `listeners`: SASL_PLAINTEXT for
+    `users` (PLAIN, their passwords in the listener's JAAS config as PlainLoginModule's user_<name>
+    options; SCRAM-SHA-256/512, credentials from the format), SSL with a required client certificate for
+    `pki`, and SASL_SSL for both. Properties per listener name: `listener.name.<name>.<config>`."""
+    secured = [
+        name for name, wanted in (("SASL_PLAINTEXT", users), ("SSL", pki), ("SASL_SSL", users and pki)) if wanted
+    ]
+    if not secured:
+        return {}
+    for name in secured:
+        listeners[name] = free_port()
+    endpoints = ",".join(f"{name}://{LOOPBACK}:{listeners[name]}" for name in secured)
+    extra = {
+        "listeners": f"{props['listeners']},{endpoints}",
+        "advertised.listeners": f"{props['advertised.listeners']},{endpoints}",
+        "listener.security.protocol.map": (
+            props["listener.security.protocol.map"] + "".join(f",{name}:{name}" for name in secured)
+        ),
+    }
+    if users:
+        plain_users = " ".join(f'user_{user}="{password}"' for user, password in users.items())
+        extra["sasl.enabled.mechanisms"] = ",".join(("PLAIN", *SCRAM_MECHANISMS))
+        for name in (n for n in secured if n.startswith("SASL_")):
+            prefix = f"listener.name.{name.lower()}"
+            extra[f"{prefix}.plain.sasl.jaas.config"] = (
+                f"org.apache.kafka.common.security.plain.PlainLoginModule required {plain_users};"
+            )
+            for mechanism in SCRAM_MECHANISMS:
+                extra[f"{prefix}.{mechanism.lower()}.sasl.jaas.config"] = (
+                    "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+                )
+    if pki is not None:
+        extra |= {
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(pki.bundle("server")),
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(pki.ca),
+            "listener.name.ssl.ssl.client.auth": "required",
+        }
+    return extra
+
+
+def format_storage(
+    cluster: KafkaCluster,
+    log_config: Path,
+    nodes: Sequence[KafkaNode] | None = None,
+    extra_args: Sequence[str] = (),
+) -> None:
+    """Run ``kafka.tools.StorageTool format`` for every node of ``nodes`` (default: all; concurrently),
+    with ``extra_args`` (``--add-scram ...``) after the usual ones.
+
+    Static ``controller.quorum.voters`` + a fixed cluster id: no ``--standalone``
+    or ``--initial-controllers`` needed (those are for dynamic quorums).
+    """
+    assert cluster.cluster_id is not None
+    procs: list[tuple[KafkaNode, subprocess.Popen[str]]] = []
+    for n in cluster.nodes if nodes is None else nodes:
+        assert n.config_path is not None
+        cmd = jvm_command(
+            cluster.version,
+            STORAGE_TOOL_MAIN,
+            [
+                "format",
+                "--config",
+                str(n.config_path),
+                "--cluster-id",
+                cluster.cluster_id,
+                "--ignore-formatted",
+                *extra_args,
+            ],
+            heap_mb=128,
+            jmx_port=None,
+            log_config=log_config,
+        )
+        p = subprocess.Popen(
+            cmd,
+            cwd=n.cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        procs.append((n, p))
+    errors = []
+    for n, p in procs:
+        try:
+            out, _ = p.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, _ = p.communicate()
+        if p.returncode != 0:
+            errors.append(f"{n.name}: StorageTool format exited with {p.returncode}:\n{tail_text(out, 20)}")
+    if errors:
+        raise ClusterStartError(f"cluster {cluster.name}: formatting storage failed\n" + "\n".join(errors))
+
+
+# --------------------------------------------------------------------------- fleets
+
+
+def _start_fleet(starters: Iterable[Callable[[], KafkaCluster]], timeout: float) -> list[KafkaCluster]:
+    clusters: list[KafkaCluster] = []
+    try:
+        for starter in starters:
+            clusters.append(starter())
+        deadline = time.monotonic() + timeout
+        for c in clusters:
+            c.wait_ready(max(1.0, deadline - time.monotonic()))
+    except BaseException:
+        for c in reversed(clusters):
+            c.stop(timeout=10)
+        raise
+    return clusters
+
+
+def clusters_config(clusters: Iterable[KafkaCluster]) -> list[dict[str, Any]]:
+    """The `clusters:` list of a ctlplane config that watches these clusters over their JMX ports, and a
+    KRaft cluster of 3.7+ also through its quorum's own view (`bootstrap_controllers`, KIP-919)."""
+    return [
+        {
+            "name": cluster.name,
+            "nodes": [
+                {
+                    "address": f"{LOOPBACK}:{node.jmx_port}",
+                    "name": node.name,
+                    "role": "combined" if len(node.roles) > 1 else node.roles[0],
+                    "node_id": node.node_id,
+                }
+                for node in cluster.nodes
+            ],
+            **({"bootstrap_controllers": controllers} if (controllers := quorum_bootstrap(cluster)) else {}),
+        }
+        for cluster in clusters
+    ]
+
+
+def quorum_bootstrap(cluster: KafkaCluster) -> list[str]:
+    """The controllers' addresses for `bootstrap.controllers` (KIP-919, Kafka 3.7+), [] where there are none."""
+    if cluster.mode != "kraft" or major_minor(cluster.version) < (3, 7):
+        return []
+    return [f"{LOOPBACK}:{node.listeners['CONTROLLER']}" for node in cluster.controllers()]
+
+
+def start_default_fleet(workdir: Path, *, timeout: float = 240) -> list[KafkaCluster]:
+    """The clusters ``ctlplane run`` monitors without a config: "zk-3.9" (ZooKeeper
+    mode, 3 brokers, control-plane listener) and "kraft-4.3" (3 controllers + 2 brokers).
+    Both start concurrently; returns once both are ready."""
+    return _start_fleet(
+        [
+            lambda: start_zk_cluster("zk-3.9", workdir, brokers=3, control_plane_listener=True, wait=False),
+            lambda: start_kraft_cluster("kraft-4.3", workdir, controllers=3, brokers=2, wait=False),
+        ],
+        timeout,
+    )
+
+
+def start_test_fleet(workdir: Path, *, timeout: float = 300) -> list[KafkaCluster]:
+    """The three test clusters: "zk-3.9" (3 brokers, listener), "zk-3.9-nolistener"
+    (1 broker, same ZooKeeper, chroot /zk-3.9-nolistener) and "kraft-4.3"."""
+    zk_main = start_zk_cluster("zk-3.9", workdir, brokers=3, control_plane_listener=True, wait=False)
+    try:
+        rest = _start_fleet(
+            [
+                lambda: start_zk_cluster(
+                    "zk-3.9-nolistener",
+                    workdir,
+                    brokers=1,
+                    control_plane_listener=False,
+                    zookeeper=zk_main.zookeeper,
+                    wait=False,
+                ),
+                lambda: start_kraft_cluster("kraft-4.3", workdir, controllers=3, brokers=2, wait=False),
+            ],
+            timeout,
+        )
+        zk_main.wait_ready(timeout)
+    except BaseException:
+        zk_main.stop(timeout=10)
+        raise
+    return [zk_main, *rest]

@@ -1,0 +1,210 @@
+"""One JVM each: a standalone ZooKeeper server and a Kafka node (broker, controller or both)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import socket
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.localkafka.process import LOOPBACK, JvmProcess, free_port, jvm_command, write_log_config, write_properties
+from harness.localkafka.versions import ZK_VERSION, major_minor
+
+KAFKA_MAIN = "kafka.Kafka"
+ZOOKEEPER_MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+
+BROKER_HEAP_MB = 256
+CONTROLLER_HEAP_MB = 192
+ZOOKEEPER_HEAP_MB = 128
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+# --------------------------------------------------------------------------- ZooKeeper
+
+
+@dataclass(eq=False)
+class ZooKeeperServer(JvmProcess):
+    """A standalone ZooKeeper server (QuorumPeerMain from the Kafka 3.x classpath)."""
+
+    name: str
+    port: int
+    jmx_port: int
+    log_path: Path
+    data_dir: Path
+    version: str = ZK_VERSION
+    stop_when_unused: bool = False
+    command: list[str] = field(default_factory=list, repr=False)
+    cwd: Path = field(default_factory=Path.cwd, repr=False)
+    ready_pattern: str = field(default=r"binding to port", repr=False)
+    users: set[str] = field(default_factory=set, repr=False)
+    _popen: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
+    _log_offset: int = field(default=0, init=False, repr=False)
+
+    @property
+    def connect(self) -> str:
+        """The connect string without chroot: ``127.0.0.1:<port>``."""
+        return f"{LOOPBACK}:{self.port}"
+
+    def four_letter_word(self, word: str, timeout: float = 2.0) -> str:
+        """Send a 4lw command (all are whitelisted) and return the answer ('' on error)."""
+        try:
+            with socket.create_connection((LOOPBACK, self.port), timeout=timeout) as s:
+                s.sendall(word.encode())
+                chunks = []
+                while chunk := s.recv(65536):
+                    chunks.append(chunk)
+        except OSError:
+            return ""
+        return b"".join(chunks).decode("utf-8", "replace")
+
+    def is_ready(self) -> bool:
+        return self.is_running and self.four_letter_word("ruok") == "imok"
+
+    def release(self, user: str) -> None:
+        """A cluster no longer uses this server; stop it if it was started implicitly and is unused."""
+        self.users.discard(user)
+        if self.stop_when_unused and not self.users:
+            self.stop()
+
+
+def start_zookeeper(
+    workdir: Path,
+    *,
+    name: str = "zookeeper",
+    version: str = ZK_VERSION,
+    wait: bool = True,
+    timeout: float = 120,
+    stop_when_unused: bool = False,
+) -> ZooKeeperServer:
+    """Start a standalone ZooKeeper in ``<workdir>/<name>`` (wiped first) and wait for ``ruok``."""
+    check_name(name)
+    if major_minor(version)[0] >= 4:
+        raise ValueError(f"Kafka {version} has no ZooKeeper; use a 3.x version")
+    base = Path(workdir).resolve() / name
+    shutil.rmtree(base, ignore_errors=True)
+    data = base / "data"
+    data.mkdir(parents=True)
+    port, jmx_port = free_port(), free_port()
+    cfg = base / "zk.cfg"
+    write_properties(
+        cfg,
+        {
+            "tickTime": "500",
+            "initLimit": "10",
+            "syncLimit": "5",
+            "dataDir": str(data),
+            "clientPort": str(port),
+            "clientPortAddress": LOOPBACK,
+            "maxClientCnxns": "0",
+            "admin.enableServer": "false",
+            "4lw.commands.whitelist": "*",
+            "autopurge.purgeInterval": "0",
+        },
+    )
+    log_config = write_log_config(base, version)
+    zk = ZooKeeperServer(
+        name=name,
+        port=port,
+        jmx_port=jmx_port,
+        log_path=base / f"{name}.log",
+        data_dir=data,
+        version=version,
+        stop_when_unused=stop_when_unused,
+        command=jvm_command(
+            version,
+            ZOOKEEPER_MAIN,
+            [str(cfg)],
+            heap_mb=ZOOKEEPER_HEAP_MB,
+            jmx_port=jmx_port,
+            log_config=log_config,
+        ),
+        cwd=base,
+    )
+    zk.start()
+    if wait:
+        try:
+            zk.wait_ready(timeout)
+        except BaseException:
+            zk.kill()
+            raise
+    return zk
+
+
+# --------------------------------------------------------------------------- Kafka nodes and clusters
+
+
+@dataclass(eq=False)
+class KafkaNode(JvmProcess):
+    """One Kafka JVM (broker-only or controller-only)."""
+
+    name: str  # e.g. "broker-1", "controller-1"
+    node_id: int
+    roles: tuple[str, ...]  # ("broker",) or ("controller",)
+    jmx_port: int
+    port: int  # client listener (brokers) / controller listener (controllers)
+    log_path: Path
+    cluster: str = ""
+    config_path: Path | None = None
+    data_dir: Path | None = None
+    listeners: dict[str, int] = field(default_factory=dict)  # listener name -> port
+    command: list[str] = field(default_factory=list, repr=False)
+    cwd: Path = field(default_factory=Path.cwd, repr=False)
+    ready_pattern: str = field(default=r"Kafka Server started", repr=False)
+    _popen: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
+    _log_offset: int = field(default=0, init=False, repr=False)
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.roles
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.roles
+
+    @property
+    def address(self) -> str:
+        return f"{LOOPBACK}:{self.port}"
+
+
+def kafka_node(
+    cluster: str,
+    name: str,
+    node_id: int,
+    roles: tuple[str, ...],
+    node_dir: Path,
+    props: dict[str, str],
+    *,
+    port: int,
+    jmx_port: int,
+    listeners: dict[str, int],
+    version: str,
+    log_config: Path,
+    ready_pattern: str,
+) -> KafkaNode:
+    """Write the node's server.properties and describe the JVM that runs it (not started yet)."""
+    cfg = node_dir / "server.properties"
+    write_properties(cfg, props)
+    heap = BROKER_HEAP_MB if "broker" in roles else CONTROLLER_HEAP_MB  # a combined node holds partitions too
+    return KafkaNode(
+        name=name,
+        node_id=node_id,
+        roles=roles,
+        jmx_port=jmx_port,
+        port=port,
+        log_path=node_dir / f"{name}.log",
+        cluster=cluster,
+        config_path=cfg,
+        data_dir=node_dir / "data",
+        listeners=listeners,
+        command=jvm_command(version, KAFKA_MAIN, [str(cfg)], heap_mb=heap, jmx_port=jmx_port, log_config=log_config),
+        cwd=node_dir,
+        ready_pattern=ready_pattern,
+    )
+
+
+def check_name(name: str) -> None:
+    if not _NAME_RE.match(name) or name in {".", ".."}:
+        raise ValueError(f"invalid name {name!r}: use letters, digits, '.', '_' and '-'")

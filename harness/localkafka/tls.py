@@ -1,0 +1,76 @@
+"""A throw-away certificate authority for local clusters and tests, made with the `openssl` command.
+
+Kafka reads PEM directly (KIP-651, 2.7+: `ssl.keystore.type=PEM` / `ssl.truststore.type=PEM`), so no Java
+keystore is needed: a key and its certificate chain in one file for a broker, the CA's certificate to
+trust. Keys are EC P-256 in PKCS#8 without a password (Kafka's PemStore takes RSA, DSA and EC keys, and a
+key password only when the key is encrypted: clients/.../security/ssl/DefaultSslEngineFactory.java).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.localkafka.errors import LocalKafkaError
+
+_EC_KEY = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+
+
+@dataclass(frozen=True)
+class LocalPki:
+    """Files of one CA. `<name>.pem` / `<name>.key` per issued name; `<name>-bundle.pem` is key + chain."""
+
+    directory: Path
+
+    @property
+    def ca(self) -> Path:
+        return self.directory / "ca.pem"
+
+    def cert(self, name: str) -> Path:
+        return self.directory / f"{name}.pem"
+
+    def key(self, name: str) -> Path:
+        return self.directory / f"{name}.key"
+
+    def bundle(self, name: str) -> Path:
+        return self.directory / f"{name}-bundle.pem"
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    try:
+        subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, text=True, timeout=60)
+    except FileNotFoundError as exc:
+        raise LocalKafkaError("the `openssl` command is needed to make test certificates") from exc
+    except subprocess.CalledProcessError as exc:
+        raise LocalKafkaError(f"openssl {' '.join(args[:2])} failed: {exc.stderr.strip()}") from exc
+
+
+def make_local_pki(directory: Path, names: tuple[str, ...] = ("server", "client"), *, rogue: bool = False) -> LocalPki:
+    """A CA in `directory` and, per name, a certificate it signed for 127.0.0.1 (valid two days); with
+    `rogue`, also a self-signed `rogue` certificate that no one trusts. Made once: an existing CA is kept."""
+    directory.mkdir(parents=True, exist_ok=True)
+    pki = LocalPki(directory)
+    if not pki.ca.is_file():
+        _openssl(
+            "req", "-x509", *_EC_KEY, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=test-ca",
+            cwd=directory,
+        )  # fmt: skip
+    (directory / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    for name in names:
+        if pki.bundle(name).is_file():
+            continue
+        _openssl(
+            "req", *_EC_KEY, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}", cwd=directory
+        )
+        _openssl(
+            "x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-out", f"{name}.pem", "-days", "2", "-extfile", "san.ext", cwd=directory,
+        )  # fmt: skip
+        pki.bundle(name).write_text(pki.key(name).read_text() + pki.cert(name).read_text() + pki.ca.read_text())
+    if rogue and not pki.cert("rogue").is_file():
+        _openssl(
+            "req", "-x509", *_EC_KEY, "-keyout", "rogue.key", "-out", "rogue.pem", "-days", "2", "-subj", "/CN=rogue",
+            cwd=directory,
+        )  # fmt: skip
+    return pki

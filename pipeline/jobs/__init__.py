@@ -1,1 +1,0 @@
-"""One module per job; each `main(args)` reads, applies pure transforms from `pipeline.transforms`, writes."""
