@@ -106,17 +106,14 @@ RULES: tuple[Rule, ...] = (
         "integration",
         "zookeeper",
     ),
-    # discovery's own clusters (a KRaft and a ZooKeeper-mode one, module fixtures): one copy of each, ~3 min.
-    # Before Spark: on 4 workers the fourth starts here, and Spark's ~7 CPU-heavy minutes follow it into the
-    # stretch where the other three lanes' fault rows mostly sleep (a fresh-clone run sampled the machine
-    # ~80% idle from ~5 to ~11 min, then saturated while Spark ran last).
-    Rule(("tests/integration/test_discovery.py",), "integration", "discovery"),
     # Spark, one after the other on one worker: the local Spark JVM (a worker process keeps it, ~1-3 min),
     # then a standalone master and two workers (~3-5 min of both cores). Side by side on two workers they
     # took each other's CPU and the cluster's jobs ran past the test's 600 s (a fresh-clone run on 3 workers)
     Rule(("tests/integration/test_history_pipeline.py",), "spark", "spark"),
     Rule(("tests/unit/pipeline/",), "unit", "spark"),
     Rule(("tests/integration/test_spark_cluster.py",), "spark", "spark"),
+    # discovery's own clusters (a KRaft and a ZooKeeper-mode one, module fixtures): one copy of each, ~3 min
+    Rule(("tests/integration/test_discovery.py",), "integration", "discovery"),
     # one Chromium, ~1.5 min
     Rule(("tests/e2e/test_dashboard_browser.py",), "browser", "browser"),
     # the rest, each test on whichever worker is free
