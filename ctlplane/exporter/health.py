@@ -145,6 +145,7 @@ class _ClusterMemory:
     states: Mapping[str, Lifecycle] = field(default_factory=lambda: MappingProxyType({}))  # last lifecycle
     broker_state_read: frozenset[str] = frozenset()  # nodes whose last read had BrokerState
     leading: frozenset[str] = frozenset()  # brokers whose last answered read had LeaderCount > 0
+    unplanned: frozenset[str] = frozenset()  # brokers last FENCED with the unplanned flag (_held_fenced)
     # The highest raft epoch seen: a claimant below it has been deposed, even when no node that knows the
     # newer epoch can be read this round. Forgotten after EPOCH_FLOOR_ROUNDS rounds in which every reachable
     # node reports less (a cluster rebuilt from scratch starts again at epoch 1).
@@ -545,6 +546,31 @@ def _fenced_unplanned(
     return names_shutdown and led
 
 
+def _fencing_word(cluster: ClusterSnapshot) -> bool:
+    """Whether this round has a word on who is fenced: a controller read (its registration states or fenced
+    count; in ZooKeeper mode the active controller's queues), or the brokers' describeCluster with fenced
+    brokers listed (the quorum's view, 4.0+)."""
+    return bool(_controllers(cluster)) or (cluster.quorum is not None and cluster.quorum.fenced is not None)
+
+
+def _held_fenced(broker: BrokerHealth, memory: _ClusterMemory, fencing_word: bool) -> BrokerHealth | None:
+    """A broker FENCED last round, gone still, in a round with no word on fencing (`_fencing_word`): FENCED
+    as the controllers last said, with its unplanned flag; else None (the round decides).
+
+    A round whose controller reads timed out (a loaded controller) says nothing either way, and reading the
+    broker UNREACHABLE for it would restart the `for:` of its page."""
+    if fencing_word or broker.up or broker.state is not Lifecycle.UNREACHABLE:
+        return None
+    if memory.states.get(broker.node) is not Lifecycle.FENCED:
+        return None
+    return replace(
+        broker,
+        state=Lifecycle.FENCED,
+        evidence=f"FENCED at the controllers' last word: no controller was read this round; {broker.evidence}",
+        fenced_unplanned=broker.node in memory.unplanned,
+    )
+
+
 def _loaded(offset: float | None) -> float | None:
     """Kafka reports -1 before a node has published its first metadata image: not loaded, never lag."""
     return offset if offset is not None and math.isfinite(offset) and offset >= 0 else None
@@ -828,7 +854,8 @@ def evaluate_cluster(
             (leading.add if count > 0 else leading.discard)(node.node)
     names_shutdown = active is not None and active.has("kafka_controller_controlled_shutdown_brokers")
     final = tuple(
-        replace(
+        _held_fenced(broker, memory, _fencing_word(cluster))
+        or replace(
             broker,
             fenced_unplanned=_fenced_unplanned(
                 broker,
@@ -847,6 +874,7 @@ def evaluate_cluster(
         states=MappingProxyType({b.node: b.state for b in final}),
         broker_state_read=frozenset(n.node for n in cluster.nodes if n.up and n.has("kafka_broker_state")),
         leading=frozenset(leading),
+        unplanned=frozenset(b.node for b in final if b.fenced_unplanned),
     )
     phase = _migration_phase(cluster, active)
     quorum = cluster.quorum

@@ -312,6 +312,36 @@ def test_a_crash_between_two_scrapes_is_fenced_never_shutdown() -> None:
     assert "without a controlled shutdown" in last.evidence
 
 
+def test_a_fenced_broker_stays_fenced_through_a_round_without_the_controllers_word() -> None:
+    """A round whose controller read failed (timed out on a loaded controller) has no registration to read:
+    the broker, still gone, must not turn UNREACHABLE for that round, which would restart the `for:` of its
+    KafkaBrokerFenced page (and switch its rule: the unplanned flag is kept too). Seen on a loaded CI run."""
+
+    def controller(state: float) -> NodeSnapshot:  # a 4.1+ controller: it names controlled shutdowns
+        c = kraft_controller("c1", 1, active=True, registrations={101: state}, fenced=float(state == 10))
+        named = Sample("kafka_controller_controlled_shutdown_brokers", (), 0.0)
+        return replace(c, samples=(*c.samples, named))
+
+    memory = HealthMemory()
+    _, memory = _health(controller(30), kraft_broker("b1", 101, leaders=3), memory=memory, at=1.0)
+    gone = kraft_broker("b1", 101, up=False, failure=Failure.GONE)
+    fenced = controller(10)
+    cluster, memory = _health(fenced, gone, memory=memory, at=2.0)
+    assert (cluster.brokers[0].state, cluster.brokers[0].fenced_unplanned) == (Lifecycle.FENCED, True)
+    unread = kraft_controller("c1", 1, active=True, up=False)
+    for at in (3.0, 4.0):  # round after round while no controller answers
+        cluster, memory = _health(unread, gone, memory=memory, at=at)
+        broker = cluster.brokers[0]
+        assert (broker.state, broker.fenced_unplanned) == (Lifecycle.FENCED, True), broker.evidence
+        assert "no controller was read this round" in broker.evidence
+    # the controllers' word decides again as soon as there is one
+    cluster, _ = _health(controller(20), gone, memory=memory, at=5.0)
+    assert cluster.brokers[0].state is Lifecycle.SHUTDOWN
+    # a broker never seen fenced is UNREACHABLE while nothing says more
+    cluster, _ = _health(unread, gone, at=1.0)
+    assert cluster.brokers[0].state is Lifecycle.UNREACHABLE
+
+
 def test_a_stop_seen_under_way_stays_shutdown_after_the_process_is_gone() -> None:
     steps = [
         (kraft_broker("b1", 101), 30, Lifecycle.ACTIVE),
