@@ -234,8 +234,8 @@ def build_state(settings: Settings, scraper: Scraper) -> ExporterState:
     # passes started by CPython's rule and by JPype on each JVM collection cost a third of a 1,000-node
     # round and freed nothing (ctlplane/exporter/memory.py)
     state.subscribe(collect_garbage_per_round())
-    # then hand the memory its threads freed back to the system (ctlplane/exporter/memory.py); what listeners
-    # subscribed later free is handed back a round later
+    # then hand the memory its threads freed back to the system (ctlplane/exporter/memory.py); what later
+    # subscribers free is handed back a round later
     state.subscribe(release_free_memory)
     return state
 

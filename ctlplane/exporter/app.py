@@ -25,7 +25,7 @@ from ctlplane.exporter.httpguard import GuardedFastAPI
 from ctlplane.exporter.jsonapi import health_to_dict, snapshot_to_dict
 from ctlplane.exporter.state import Observation
 
-ObservationSource = Callable[[], Observation]
+LatestObservation = Callable[[], Observation]
 log = logging.getLogger(__name__)
 
 # Idle keep-alive connections are kept this long: longer than any usual scrape interval, so a scraper
@@ -148,7 +148,7 @@ class PageResponse(Response):
 
 
 def create_app(
-    source: ObservationSource,
+    source: LatestObservation,
     *,
     interval_seconds: float,
     version: str = "dev",

@@ -252,7 +252,7 @@ def _read_as(found: Discovered) -> dict[int, tuple[str, str, Role]]:
 
 
 class NodeDiscovery:
-    """An observation listener (ExporterState.subscribe): after each round, the nodes the cluster's answers
+    """An observation subscriber (ExporterState.subscribe): after each round, the nodes the cluster's answers
     named, given to the scraper to read from the next round on (`apply`: Scraper.set_targets). The listed
     nodes come first, as listed. The health of the round tells a controlled shutdown (`departures`)."""
 

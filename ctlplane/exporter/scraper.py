@@ -31,7 +31,6 @@ from typing import Any, Protocol
 
 from ctlplane.exporter.catalog import SLOW_SERIES, Mode, Role
 from ctlplane.exporter.jmx.base import Endpoint, JmxClient, JmxError
-from ctlplane.exporter.listeners import Listeners
 from ctlplane.exporter.model import (
     ClusterSnapshot,
     Failure,
@@ -43,6 +42,7 @@ from ctlplane.exporter.model import (
     Sample,
 )
 from ctlplane.exporter.readings import identify, plan_queries, samples_from_readings
+from ctlplane.exporter.subscribers import Subscribers
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ log = logging.getLogger(__name__)
 SUSPECT_WAIT_SECONDS = 1.0
 SUSPECT_READS_WAITED = 3.0
 
-SnapshotListener = Callable[[FleetSnapshot], object]
+SnapshotSubscriber = Callable[[FleetSnapshot], object]
 
 
 class QuorumSource(Protocol):
@@ -322,7 +322,7 @@ class Scraper:
         self._pending_sources: dict[str, QuorumSource] | None = None
         self._place(self.targets)
         self._latest = empty_snapshot(self.targets, clock(), self.cluster_names)
-        self._listeners: Listeners[FleetSnapshot] = Listeners("snapshot")
+        self._subscribers: Subscribers[FleetSnapshot] = Subscribers("snapshot")
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -398,9 +398,9 @@ class Scraper:
             for index, target in enumerate(targets)
         }
 
-    def subscribe(self, listener: SnapshotListener) -> None:
-        """Call `listener` with every new snapshot, in the scrape thread (keep it quick)."""
-        self._listeners.add(listener)
+    def subscribe(self, subscriber: SnapshotSubscriber) -> None:
+        """Call `subscriber` with every new snapshot, in the scrape thread (keep it quick)."""
+        self._subscribers.add(subscriber)
 
     def _read(self, target: Target, slow: bool) -> _Read:
         started_at = self.clock()
@@ -475,7 +475,7 @@ class Scraper:
                 snapshot.round_duration_seconds,
                 "; not read: " + "; ".join(down) if down else "",
             )
-        self._listeners.notify(snapshot)
+        self._subscribers.notify(snapshot)
         return snapshot
 
     def _allowance(self, memory: _NodeMemory) -> float:

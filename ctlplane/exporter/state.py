@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ctlplane.exporter.health import FleetHealth, HealthMemory, Thresholds, evaluate
-from ctlplane.exporter.listeners import Listeners
 from ctlplane.exporter.model import FleetSnapshot
+from ctlplane.exporter.subscribers import Subscribers
 
 
 @dataclass(frozen=True)
@@ -30,18 +30,18 @@ class ExporterState:
         health, self._memory = evaluate(initial, self._memory, thresholds)
         self._current = Observation(initial, health)
         self._lock = threading.Lock()
-        self._listeners: Listeners[Observation] = Listeners("observation")
+        self._subscribers: Subscribers[Observation] = Subscribers("observation")
 
-    def subscribe(self, listener: Callable[[Observation], None]) -> None:
-        """Call `listener` with every later observation, in the observing (scraper) thread."""
-        self._listeners.add(listener)
+    def subscribe(self, subscriber: Callable[[Observation], None]) -> None:
+        """Call `subscriber` with every later observation, in the observing (scraper) thread."""
+        self._subscribers.add(subscriber)
 
     def observe(self, snapshot: FleetSnapshot) -> Observation:
         with self._lock:
             health, self._memory = evaluate(snapshot, self._memory, self.thresholds)
             observation = Observation(snapshot, health)
             self._current = observation
-        self._listeners.notify(observation)
+        self._subscribers.notify(observation)
         return observation
 
     def current(self) -> Observation:

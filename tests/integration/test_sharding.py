@@ -79,10 +79,15 @@ def _dashboard_sees_one_fleet(processes: list[subprocess.Popen[bytes]], urls: li
     source = ExportersSource([RemoteSource(url, timeout_seconds=5) for url in urls])
     try:
         fleet = source.poll_once()
+        # every replica answered once (each did moments ago; a loaded CI run saw one miss the source's 5 s)
+        deadline = time.monotonic() + DEADLINE_SECONDS
+        while source.last_error is not None and time.monotonic() < deadline:
+            time.sleep(1)
+            fleet = source.poll_once()
+        assert source.last_error is None, source.last_error
         shares = [{c.name for c in remote.current().snapshot.clusters} for remote in source.sources]
         assert sorted(c.name for c in fleet.snapshot.clusters) == sorted(c for share in shares for c in share)
         assert len(fleet.health.clusters) == len(fleet.snapshot.clusters) == 8
-        assert source.last_error is None
         processes[2].kill()
         processes[2].wait(timeout=20)
         after = source.poll_once()

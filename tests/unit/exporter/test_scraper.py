@@ -80,13 +80,13 @@ def test_identity_survives_while_the_node_is_down() -> None:
     assert not b1.up and b1.mode is not None and b1.role.value == "broker"
 
 
-def test_listeners_get_every_snapshot_and_a_failing_listener_does_not_stop_the_round() -> None:
+def test_subscribers_get_every_snapshot_and_a_failing_subscriber_does_not_stop_the_round() -> None:
     client = ScriptedClient()
     s = scraper(client)
     seen: list[int] = []
 
     def broken(_: object) -> None:
-        raise RuntimeError("listener bug")
+        raise RuntimeError("subscriber bug")
 
     s.subscribe(broken)
     s.subscribe(lambda snapshot: seen.append(snapshot.sequence))

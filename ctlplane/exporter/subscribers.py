@@ -11,20 +11,20 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-class Listeners(Generic[T]):
-    """Listeners called in subscription order, in the notifying thread (keep them quick). One that raises
+class Subscribers(Generic[T]):
+    """Subscribers called in subscription order, in the notifying thread (keep them quick). One that raises
     is logged and the others still run: a face's bug must not stop the rounds that /metrics serves."""
 
     def __init__(self, what: str) -> None:
         self._what = what
-        self._listeners: list[Callable[[T], object]] = []
+        self._subscribers: list[Callable[[T], object]] = []
 
-    def add(self, listener: Callable[[T], object]) -> None:
-        self._listeners.append(listener)
+    def add(self, subscriber: Callable[[T], object]) -> None:
+        self._subscribers.append(subscriber)
 
     def notify(self, value: T) -> None:
-        for listener in self._listeners:
+        for subscriber in self._subscribers:
             try:
-                listener(value)
+                subscriber(value)
             except Exception:
-                log.exception("%s listener %r failed; the round goes on", self._what, listener)
+                log.exception("%s subscriber %r failed; the round goes on", self._what, subscriber)
