@@ -318,7 +318,10 @@ def _serve_views(
         clusters.append({**base, "name": name, "bootstrap_servers": bootstrap, "admin": admin})
     port = free_port()
     config = tmp_path / "ctlplane.yaml"
-    document = {"clusters": clusters, "scrape": {"interval_seconds": 2, "timeout_seconds": 1.5}, "http": {"port": port}}
+    # the Admin calls' deadline is 80% of the round's: 2.4 s, room for a refused TLS handshake to surface as
+    # Kafka's SslAuthenticationException (a loaded fresh-clone run saw 1.2 s end it as a node-assignment timeout)
+    scrape = {"interval_seconds": 3, "timeout_seconds": 3}
+    document = {"clusters": clusters, "scrape": scrape, "http": {"port": port}}
     config.write_text(yaml.safe_dump(document))
     output = tmp_path / "ctlplane.out"
     with output.open("wb") as sink:
