@@ -170,7 +170,7 @@ def assess_cluster(cluster: ClusterHealth, firing: Sequence[Alert] = (), observe
         if counts[state] and not (all_down and state is Lifecycle.UNREACHABLE):
             reasons.append((STATE_LEVELS[state], f"{counts[state]} {state.lower()}"))
     if cluster.fenced_unnamed:
-        # the controller counts fenced brokers ctlplane cannot name (KafkaBrokersFencedUnnamed pages after its for:)
+        # the controller counts fenced brokers ctlplane cannot name (KafkaFencedBrokerUnnamed pages after its for:)
         reasons.append((Level.WARN, f"{cluster.fenced_unnamed} fenced broker(s) ctlplane cannot name"))
     stale = [b.node for b in cluster.brokers if b.stale]
     if stale:

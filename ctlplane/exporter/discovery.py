@@ -169,9 +169,8 @@ class Discovered:
     # ids forgotten on evidence: a leader's memory of them as observers (Member.current False) does not
     # bring them back; a current mention does
     left: frozenset[int] = frozenset()
-    registrations: RegistrationsSeen = field(
-        default_factory=RegistrationsSeen
-    )  # what the controllers' metrics held, round by round
+    # what the controllers' metrics held, round by round (set by NodeDiscovery after each reconcile)
+    registrations: RegistrationsSeen = field(default_factory=RegistrationsSeen)
 
     def reconcile(
         self,

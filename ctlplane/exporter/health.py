@@ -853,8 +853,9 @@ def evaluate_cluster(
         if node.up and (count := node.value("kafka_broker_leader_partitions")) is not None:
             (leading.add if count > 0 else leading.discard)(node.node)
     names_shutdown = active is not None and active.has("kafka_controller_controlled_shutdown_brokers")
+    fencing_word = _fencing_word(cluster)  # once per round: it scans every node
     final = tuple(
-        _held_fenced(broker, memory, _fencing_word(cluster))
+        _held_fenced(broker, memory, fencing_word)
         or replace(
             broker,
             fenced_unplanned=_fenced_unplanned(
