@@ -31,6 +31,7 @@ from tests.suite import (
     pytest_collection_modifyitems,
     pytest_configure,
     pytest_runtest_logreport,
+    pytest_runtest_teardown,
     pytest_xdist_make_scheduler,
 )
 from tests.suite import pytest_terminal_summary as suite_summary
@@ -40,6 +41,7 @@ __all__ = [
     "pytest_collection_modifyitems",
     "pytest_configure",
     "pytest_runtest_logreport",
+    "pytest_runtest_teardown",
     "pytest_xdist_make_scheduler",
 ]
 

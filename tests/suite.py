@@ -143,6 +143,31 @@ FILL_ORDER = ("e2e", "browser", "spark", "fault_table", "integration", "unit")
 # tests/conftest.py's session clusters: a test that uses one and is in no `together` would start another
 # copy on whichever worker it lands on.
 SESSION_CLUSTERS = frozenset({"kraft_cluster", "zk_cluster", "zk_cluster_no_listener"})
+# Stopped after the last test of a `together` that uses them (the clusters before the ZooKeeper they share):
+# a session fixture otherwise lives until its worker ends, and its JVMs burnt ~0.15 of a core idle for up to
+# 12 minutes of a run that is CPU-bound. A later test on the same worker that wants one starts it again.
+STOPPED_AFTER_LAST_USE = ("kraft_cluster", "zk_cluster", "zk_cluster_no_listener", "zookeeper")
+
+_LAST_USES: dict[str, tuple[str, ...]] = {}
+
+
+def last_uses(tests: Sequence[tuple[str, Sequence[str]]]) -> dict[str, tuple[str, ...]]:
+    """For tests (node id, fixture names) in run order: the session fixtures each test is the last user of in
+    its `together` (in STOPPED_AFTER_LAST_USE's order). Tests in no `together` never use them (checked at
+    collection)."""
+    last: dict[tuple[str, str], str] = {}
+    for nodeid, fixtures in tests:
+        together = rule_of(nodeid).together
+        if together is not None:
+            for name in STOPPED_AFTER_LAST_USE:
+                if name in fixtures:
+                    last[(together, name)] = nodeid
+    uses: dict[str, tuple[str, ...]] = {}
+    for name in STOPPED_AFTER_LAST_USE:
+        for (_, fixture), nodeid in last.items():
+            if fixture == name:
+                uses[nodeid] = (*uses.get(nodeid, ()), name)
+    return uses
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -159,6 +184,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         together = first_rule.get(rule.together)
         rank[item.nodeid] = together if together is not None else len(RULES) + FILL_ORDER.index(rule.group)
     items.sort(key=lambda item: rank[item.nodeid])
+    _LAST_USES.clear()
+    _LAST_USES.update(last_uses([(item.nodeid, getattr(item, "fixturenames", ())) for item in items]))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    """After the test's own teardown: stop the session clusters it was the last user of in its `together`
+    (their fixtures' teardown, which asserts every process gone) unless the next test wants one."""
+    result = yield
+    if not isinstance(item, pytest.Function):
+        return result
+    wanted = getattr(nextitem, "fixturenames", ())
+    # pytest's own way to end a fixture early (a parametrized fixture's change of parameter does the same):
+    # its FixtureDef's finish, which first ends the fixtures that depend on it
+    definitions = item._fixtureinfo.name2fixturedefs
+    for name in _LAST_USES.get(item.nodeid, ()):
+        if name not in wanted and name in definitions:
+            definitions[name][-1].finish(item._request)
+    return result
 
 
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: without xdist the suite runs in one process

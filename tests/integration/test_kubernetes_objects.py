@@ -7,6 +7,7 @@ made strict the same way), and the PrometheusRule's groups accepted by promtool 
 from __future__ import annotations
 
 import copy
+import functools
 import os
 import shutil
 import subprocess
@@ -54,10 +55,13 @@ def _strict(schema: Any) -> Any:
     return schema
 
 
+# read when a test first needs them, not at import: every pytest-xdist worker imports this module to collect
+# it, and the CRDs are ~4 s of YAML
+@functools.cache
 def _crd_validators() -> dict[tuple[str, str], jsonschema.Draft7Validator]:
     validators = {}
     for path in sorted(CRDS.glob("*.yaml")):
-        crd = yaml.safe_load(path.read_text())
+        crd = yaml.load(path.read_text(), Loader=yaml.CSafeLoader)  # libyaml: the CRDs are large
         (version,) = crd["spec"]["versions"]
         api_version = f"{crd['spec']['group']}/{version['name']}"
         schema = _strict(version["schema"]["openAPIV3Schema"])
@@ -65,14 +69,12 @@ def _crd_validators() -> dict[tuple[str, str], jsonschema.Draft7Validator]:
     return validators
 
 
-CRD_VALIDATORS = _crd_validators()
-
-
 def _problems(document: dict[str, Any]) -> list[str]:
     """Every schema violation of one object (empty when it is valid)."""
     key = (document["apiVersion"], document["kind"])
-    if key in CRD_VALIDATORS:
-        return [f"{list(e.path)}: {e.message}" for e in CRD_VALIDATORS[key].iter_errors(document)]
+    crd_validators = _crd_validators()
+    if key in crd_validators:
+        return [f"{list(e.path)}: {e.message}" for e in crd_validators[key].iter_errors(document)]
     problems = []
     for version in KUBERNETES_VERSIONS:
         try:

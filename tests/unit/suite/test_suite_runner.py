@@ -89,3 +89,23 @@ def test_togethers_first_then_the_rest_long_groups_first_and_unit_tests_last() -
         "tests/unit/exporter/test_config.py::test_a",
         "tests/unit/exporter/test_app.py::test_e",
     ]
+
+
+def test_a_session_cluster_stops_after_the_last_test_of_its_together_that_uses_it() -> None:
+    from tests.suite import last_uses
+
+    quorum = "tests/integration/test_quorum_view.py::"
+    grafana = "tests/integration/test_grafana_queries.py::"
+    uses = last_uses(
+        [
+            (quorum + "test_a", ("kraft_cluster",)),
+            (quorum + "test_b", ("kraft_cluster", "zk_cluster", "zookeeper")),
+            (quorum + "test_c", ("tmp_path",)),  # a lane's test that uses none: the cluster is already stopped
+            (grafana + "test_d", ("kraft_cluster", "zk_cluster", "zookeeper")),  # another together: its own last
+            ("tests/unit/exporter/test_config.py::test_e", ()),
+        ]
+    )
+    assert uses == {
+        quorum + "test_b": ("kraft_cluster", "zk_cluster", "zookeeper"),
+        grafana + "test_d": ("kraft_cluster", "zk_cluster", "zookeeper"),
+    }
