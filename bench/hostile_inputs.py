@@ -35,7 +35,7 @@ TESTS = "tests/unit/exporter/test_hostile_inputs.py"
 WRITER = """
 import sys
 from pathlib import Path
-from ctlplane.exporter.history import HistoryWriter
+from ctlplane.exporter.history.writer import HistoryWriter
 from tests.unit.exporter.test_history import observe, T
 writer = HistoryWriter(Path(sys.argv[1]), retention_days=None, clock=lambda: T)
 i = int(sys.argv[2])

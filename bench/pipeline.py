@@ -4,10 +4,10 @@
 
 (As a module: run as a script, bench/ would come first on sys.path and this file would shadow `pipeline`.)
 
-Generates an archive in the exporter's own layout (ctlplane.exporter.history.write_partitioned): 20 clusters x
+Generates an archive in the exporter's own layout (ctlplane.exporter.history.archive.write_partitioned): 20 clusters x
 6 nodes x 5 series every 15 s with deterministic faults, plus each cluster's count of active
 controllers (the exporter's own series), then times each engine reading that Parquet and writing its
-result as Parquet, on the files as written and on a copy compacted by `ctlplane.exporter.history.compact` (what
+result as Parquet, on the files as written and on a copy compacted by `ctlplane.exporter.history.archive.compact` (what
 the exporter does to each closed day). DuckDB is a bench-only dependency.
 """
 
@@ -26,7 +26,8 @@ import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type information
 from pyspark.sql import SparkSession
 
-from ctlplane.exporter.history import ACTIVE_CONTROLLERS_SERIES, HISTORY_SCHEMA, compact, write_partitioned
+from ctlplane.exporter.history.archive import compact, write_partitioned
+from ctlplane.exporter.history.table import ACTIVE_CONTROLLERS_SERIES, HISTORY_SCHEMA
 from ctlplane.pipeline import transforms
 from ctlplane.pipeline.io import read_archive, write_table
 from ctlplane.pipeline.rules import EpisodeRules, Kind
@@ -223,7 +224,7 @@ def main() -> None:
                 done = compact(compacted, now=time.time(), close_after_seconds=0)
                 files = sum(len(c.removed) for c in done), sum(len(c.merged) for c in done)
                 print(f"compacted {files[0]} files into {files[1]} in {time.perf_counter() - started:.1f} s "
-                      f"(ctlplane.exporter.history.compact) -> {compacted}")  # fmt: skip
+                      f"(ctlplane.exporter.history.archive.compact) -> {compacted}")  # fmt: skip
             for layout, archive in (("as written", root), ("compacted", compacted)):
                 measure(spark, millions, layout, archive, args.dir / f"out{millions}", args.repeats)
     finally:

@@ -22,7 +22,6 @@ from ctlplane.exporter.config import ClusterConfig, ConfigError, Settings, load_
 from ctlplane.exporter.discovery import JmxRule, NodeDiscovery
 from ctlplane.exporter.dns import DnsName, DnsResolver, DnsWatch
 from ctlplane.exporter.families import Family, reload_families
-from ctlplane.exporter.health import Thresholds
 from ctlplane.exporter.jmx.base import Endpoint, JmxClient
 from ctlplane.exporter.memory import collect_garbage_per_round, release_free_memory
 from ctlplane.exporter.model import NodeSnapshot, QuorumView
@@ -227,7 +226,7 @@ def build_scraper(settings: Settings, client: JmxClient | None = None) -> Scrape
 def build_state(settings: Settings, scraper: Scraper) -> ExporterState:
     """Health state fed by every scrape round."""
     health = settings.health
-    thresholds = Thresholds(**health.model_dump())
+    thresholds = health.thresholds()
     state = ExporterState(scraper.latest(), thresholds)
     scraper.subscribe(state.observe)
     # after each round, collect cyclic garbage (the young generations; all of them every 5 minutes): full
@@ -332,7 +331,7 @@ class ConfigReload:
             self.scraper.set_quorum_sources(build_quorum_sources(new, self.scraper.quorum_sources, old))
             self.scraper.interval_seconds = new.scrape.interval_seconds
             self.scraper.timeout_seconds = new.scrape.timeout_seconds
-            self.state.thresholds = Thresholds(**new.health.model_dump())
+            self.state.thresholds = new.health.thresholds()
             if isinstance(self.discovery.make_target, DiscoveredTargets):
                 self.discovery.make_target.settings = new
             self.discovery.update(build_targets(new), discovery_rules(new))
@@ -374,7 +373,7 @@ def serve(settings: Settings, config_path: Path | None = None, shard: str | None
     )
     writer = None
     if settings.history is not None:
-        from ctlplane.exporter.history import HistoryWriter
+        from ctlplane.exporter.history.writer import HistoryWriter
 
         history = settings.history
         writer = HistoryWriter(
@@ -712,7 +711,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             # pipeline jobs take their thresholds and interval from the config when one is given
             settings = load_settings(args.config) if args.config else None
             result: int = args.func(
-                args, settings.health if settings else None, settings.scrape.interval_seconds if settings else None
+                args,
+                settings.health.thresholds() if settings else None,
+                settings.scrape.interval_seconds if settings else None,
             )
         else:
             result = args.func(args)

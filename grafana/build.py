@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ctlplane.exporter.catalog import Mode
+from ctlplane.exporter.thresholds import ALERTS, CONTROL_PLANE_QUEUE_CAPACITY, HEALTH
 
 DASHBOARDS_DIR = Path(__file__).resolve().parent / "dashboards"
 SCHEMA_VERSION = 39  # Grafana 10.4/11.x classic JSON model; newer Grafana migrates it on load
@@ -31,22 +32,21 @@ DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 CLUSTER_UID = "ctlplane-cluster"
 FLEET_UID = "ctlplane-fleet"
 
-# Thresholds shared with the health model's defaults (ctlplane/exporter/health.py Thresholds) and the alert rules.
-CONTROL_PLANE_QUEUE_CAPACITY = 20  # KIP-291: the control-plane request queue holds 20 requests
-CONTROL_PLANE_QUEUE_SATURATED = 16  # 0.8 x capacity (control_plane_queue_saturation_ratio)
-IDLE_SATURATED = 0.1  # control_plane_idle_saturation_ratio
-METADATA_STALE_SECONDS = 15.0  # metadata_stale_seconds
-METADATA_STALE_RECORDS = 1000.0  # metadata_stale_records
-ZK_CONTROLLER_QUEUE_STALE = 10.0  # zk_controller_queue_stale
-# Thresholds of the alert rules in alerts/*.rules.yml (a unit test reads the rules and compares).
-METADATA_ALERT_SECONDS = 30.0  # KafkaBrokerMetadataStale
-EVENT_QUEUE_WAIT_ALERT_SECONDS = 1.0  # KafkaControllerEventQueueBacklog (mean wait)
-EVENT_QUEUE_SIZE_ALERT = 100.0  # KafkaControllerEventQueueBacklog (ZooKeeper queue length)
-FAILOVERS_ALERT = 4.0  # KafkaControllerChurn (in 30m)
-HEARTBEAT_TIMEOUTS_ALERT = 1.0  # KafkaControllerHeartbeatsTimedOut (in 15m)
-SNAPSHOT_AGE_ALERT_SECONDS = 60.0  # CtlplaneSnapshotStale
-ROUND_DURATION_ALERT_SECONDS = 12.0  # CtlplaneScrapeSlow
-UPDATE_METADATA_ALERT_SECONDS = 0.5  # KafkaZkUpdateMetadataSlow (mean)
+# Every threshold from its one home (ctlplane/exporter/thresholds.py): the health model's defaults colour a
+# panel yellow, the alert rules' red.
+CONTROL_PLANE_QUEUE_SATURATED = HEALTH.control_plane_queue_saturation_size
+IDLE_SATURATED = HEALTH.control_plane_idle_saturation_ratio
+METADATA_STALE_SECONDS = HEALTH.metadata_stale_seconds
+METADATA_STALE_RECORDS = HEALTH.metadata_stale_records
+ZK_CONTROLLER_QUEUE_STALE = HEALTH.zk_controller_queue_stale
+METADATA_ALERT_SECONDS = ALERTS.metadata_lag_alert_seconds  # KafkaBrokerMetadataStale
+EVENT_QUEUE_WAIT_ALERT_SECONDS = ALERTS.event_queue_wait_alert_seconds  # KafkaControllerEventQueueBacklog
+EVENT_QUEUE_SIZE_ALERT = ALERTS.event_queue_size_alert  # KafkaControllerEventQueueBacklog (ZooKeeper mode)
+FAILOVERS_ALERT = ALERTS.controller_failovers_alert  # KafkaControllerChurn (in 30m)
+HEARTBEAT_TIMEOUTS_ALERT = ALERTS.heartbeat_timeouts_alert  # KafkaControllerHeartbeatsTimedOut (in 15m)
+SNAPSHOT_AGE_ALERT_SECONDS = ALERTS.snapshot_age_alert_seconds  # CtlplaneSnapshotStale
+ROUND_DURATION_ALERT_SECONDS = ALERTS.round_duration_alert_seconds  # CtlplaneScrapeSlow
+UPDATE_METADATA_ALERT_SECONDS = ALERTS.update_metadata_alert_seconds  # KafkaZkUpdateMetadataSlow (mean)
 
 MODE_MARKERS: dict[Mode, str] = {Mode.ZOOKEEPER: "[ZooKeeper only]", Mode.KRAFT: "[KRaft only]"}
 _NO_DATA = {Mode.ZOOKEEPER: "n/a: ZooKeeper mode only", Mode.KRAFT: "n/a: KRaft mode only"}
@@ -202,7 +202,7 @@ CLUSTER_ROWS = (
         stat("Nodes read", "Nodes ctlplane reads in this cluster: listed, found through DNS and discovered "
              "from the cluster's answers.",
              q(f"count(ctlplane_up{{{C}}})", "read"), decimals=0),
-        stat("Discovered", "Nodes discovery watches (README \"Watching your own clusters\"); 0 without "
+        stat("Discovered", "Nodes discovery watches (docs/configuration.md \"Watching your own clusters\"); 0 without "
              "discovery.",
              q(f"sum(ctlplane_discovered_nodes{{{C}}}) or vector(0)", "discovered"), decimals=0),
         stat("Not watched", "Nodes the cluster's answers name that no node ctlplane reads is (their ids: "
@@ -272,7 +272,7 @@ CLUSTER_ROWS = (
              q(f"sum(kafka_control_plane_saturated{{{C}}})", "saturated"), mode=ZK, steps=ANY_IS_BAD,
              decimals=0, width=12),
         ts("Control-plane request queue", f"Requests waiting for the control-plane handler "
-           f"(capacity {CONTROL_PLANE_QUEUE_CAPACITY}, saturated at {CONTROL_PLANE_QUEUE_SATURATED}).",
+           f"(capacity {CONTROL_PLANE_QUEUE_CAPACITY}, saturated at {CONTROL_PLANE_QUEUE_SATURATED:g}).",
            q(f"kafka_control_plane_request_queue_size{{{CN}}}", "{{node}}"), unit="none", mode=ZK,
            steps=above(CONTROL_PLANE_QUEUE_SATURATED), min=0, max=CONTROL_PLANE_QUEUE_CAPACITY),
         ts("Data-plane request queue", "Requests waiting for the data-plane handlers (on KRaft controllers: "

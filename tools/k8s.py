@@ -74,7 +74,7 @@ def strimzi_jmx_srv() -> str:
 
 def example_config() -> str:
     return f"""\
-# ctlplane's config (README "Watching your own clusters"); replace it in an overlay:
+# ctlplane's config (docs/configuration.md "Watching your own clusters"); replace it in an overlay:
 #   configMapGenerator: [{{name: ctlplane-config, behavior: replace, files: [ctlplane.yaml]}}]
 # This example reads the Strimzi Kafka of deploy/kubernetes/strimzi/kafka.yaml (`{STRIMZI_CLUSTER}` in
 # namespace `{STRIMZI_NAMESPACE}`, spec.kafka.jmxOptions {{authentication: {{type: password}}}}): JMX on port
@@ -87,7 +87,7 @@ clusters:
     # other than cluster.local changes the name's end)
     discovery:
       dns: [{{name: "{strimzi_jmx_srv()}"}}]
-    # the quorum's view (README "The quorum's view") through the plain listener on 9092 (Strimzi's
+    # the quorum's view (docs/configuration.md "The quorum's view") through the plain listener on 9092 (Strimzi's
     # controllers' own 9090 is TLS for Kafka's pods only); for a TLS or SASL listener add `admin:`
     bootstrap_servers: ["{STRIMZI_CLUSTER}-kafka-bootstrap.{STRIMZI_NAMESPACE}.svc:9092"]
     jmx: {{username_env: JMX_USERNAME, password_env: JMX_PASSWORD}}
@@ -177,7 +177,7 @@ def prometheus_rule() -> dict[str, Any]:
 
 def _endpoint() -> dict[str, Any]:
     # 15 s: what the rules' `for:` and the page latency budget assume (docs/alerts.md); the slow tier's
-    # samples carry their read time, which Prometheus keeps (honorTimestamps, README "Scrape tiers")
+    # samples carry their read time, which Prometheus keeps (honorTimestamps, docs/configuration.md "Scrape tiers")
     return {"port": PORT_NAME, "path": "/metrics", "interval": "15s", "scrapeTimeout": "10s", "honorTimestamps": True}
 
 
@@ -251,7 +251,7 @@ def _pod_spec(env: list[dict[str, Any]]) -> dict[str, Any]:
             "fsGroup": UID,
             "seccompProfile": {"type": "RuntimeDefault"},
         },
-        # SIGTERM: ctlplane flushes its history and exits within 10 s (README "Container")
+        # SIGTERM: ctlplane flushes its history and exits within 10 s (docs/kubernetes.md "Container")
         "terminationGracePeriodSeconds": 30,
         "containers": [
             {

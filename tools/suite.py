@@ -32,6 +32,8 @@ LINT_STEPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("import contracts", (str(BIN / "lint-imports"),)),
     ("hadolint", (str(BIN / "hadolint"), "Dockerfile")),
     ("alert rules (promtool, amtool)", ("alerts/check.sh",)),
+    # a broken link, a page missing from nav or a nav entry without a page fails it (mkdocs.yml `validation`)
+    ("docs (mkdocs --strict)", (str(BIN / "mkdocs"), "build", "--strict", "--quiet")),
 )
 
 

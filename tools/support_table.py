@@ -1,5 +1,5 @@
-"""README's Kafka support table from the release table and the catalogue: `python -m tools.support_table`
-prints it, `--write` replaces it in README.md. A unit test keeps README in step with it.
+"""docs/kafka-versions.md's support table from the release table and the catalogue: `python -m tools.support_table`
+prints it, `--write` replaces it in that page. A unit test keeps the page in step with it.
 
 Per release line: the modes it runs, the release `make test-matrix` starts, which fault-table rows a real
 run of that release recorded (alerts/tests/recorded/, replayed by `make lint`), and the series the
@@ -87,7 +87,7 @@ def table() -> str:
     return "\n".join([BEGIN, *rows, END]) + "\n"
 
 
-def write_readme(readme: Path = ROOT / "README.md") -> None:
+def write_page(readme: Path = ROOT / "docs" / "kafka-versions.md") -> None:
     text = readme.read_text()
     start, end = text.index(BEGIN), text.index(END) + len(END) + 1
     readme.write_text(text[:start] + table() + text[end:])
@@ -95,6 +95,6 @@ def write_readme(readme: Path = ROOT / "README.md") -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["--write"]:
-        write_readme()
+        write_page()
     else:
         sys.stdout.write(table())

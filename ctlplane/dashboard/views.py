@@ -99,7 +99,7 @@ def format_ratio(value: float | None) -> str:
 
 def _lag_cell(text: str, source: str | None) -> html.Td:
     """A metadata lag figure, saying where it came from: where JMX could not say it is the quorum leader's
-    view of what the broker fetched (README "The quorum's view")."""
+    view of what the broker fetched (docs/configuration.md "The quorum's view")."""
     if source is None:
         return html.Td(text)
     extra = {"data-lag-source": source}
@@ -416,7 +416,7 @@ def _node_row(node: NodeSnapshot, broker: BrokerHealth | None, active: str | Non
     if broker is not None and broker.control_plane_saturated:
         flags.append(badge("SATURATED", Level.WARN))
     if broker is not None and broker.views_disagree:
-        # the quorum's view decided against the node's own JMX (README "The quorum's view")
+        # the quorum's view decided against the node's own JMX (docs/configuration.md "The quorum's view")
         flags.append(badge("VIEWS DISAGREE", Level.WARN, **{"data-views-disagree": "true"}))
     queues = [control_plane_value(node, series, twin) for series, twin in CP_TWINS]
     source = broker.metadata_lag_source if broker is not None else None
@@ -452,7 +452,7 @@ def node_table(snapshot: ClusterSnapshot, health: ClusterHealth) -> Component:
 
 def watch_gaps(snapshot: ClusterSnapshot, health: ClusterHealth) -> Component | None:
     """What the cluster has that ctlplane does not read, and what it reads that the cluster does not have
-    (README "No node unwatched"); None when there is neither."""
+    (docs/configuration.md "No node unwatched"); None when there is neither."""
     rows = [
         html.Li(
             f"node id {member.node_id} ({member.role.value}{f', {member.host}' if member.host else ''}): named by "

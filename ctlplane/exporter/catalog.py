@@ -1,7 +1,7 @@
 """THE metric catalogue: every Kafka MBean attribute ctlplane reads, and the series it becomes.
 
 One row per series. The scraper reads exactly these MBeans (nothing is discovered by regex), the
-families render exactly these series, and the README table, the alert rules, the Grafana panels and
+families render exactly these series, and docs/series.md's table, the alert rules, the Grafana panels and
 the simulator are checked against this table by tests. Names and releases come from
 shared/reference/kafka-mbeans.md and were confirmed against real 3.9 and 4.x brokers.
 
@@ -118,8 +118,8 @@ class MetricSpec:
     # per-broker registration state, when a broker registers (ControllerMetadataMetricsPublisher).
     follows_controller: bool = False
     # Read on the slow tier: once per scrape.slow_interval_seconds, not every round, the last values served
-    # between reads with the time they were read (README "Scrape tiers"). For what no page waits on and what
-    # changes slowly by nature: RequestMetrics' histograms are biased (RequestMetrics.java
+    # between reads with the time they were read (docs/configuration.md "Scrape tiers"). For what no page
+    # waits on and what changes slowly by nature: RequestMetrics' histograms are biased (RequestMetrics.java
     # `metricsGroup.newHistogram(TOTAL_TIME_MS, true, tags)`), i.e. Yammer 2.2's ExponentiallyDecayingSample
     # whose percentiles weigh the last ~5 minutes, and the one rule reading them rates over 10 minutes.
     slow: bool = False

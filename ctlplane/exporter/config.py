@@ -12,6 +12,7 @@ import os
 import re
 import ssl
 import tempfile
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from types import MappingProxyType
 from typing import Annotated, Any, Literal
@@ -29,8 +30,9 @@ from pydantic import (
 
 from ctlplane.exporter.discovery import JmxRule, check_template
 from ctlplane.exporter.shards import parse_shard, resolve_shard
+from ctlplane.exporter.thresholds import HEALTH, Thresholds
 
-DEFAULT_PORT = 18309  # outside the 9100-9999 exporter range and away from 8000/8050 (see README)
+DEFAULT_PORT = 18309  # outside the 9100-9999 exporter range and away from 8000/8050 (docs/configuration.md)
 
 
 class _Strict(BaseModel):
@@ -88,10 +90,12 @@ class _Credentials(_Strict):
     (`jmx-username`, `jmx-password`: strimzi-kafka-operator JmxModel.java JMX_USERNAME_KEY), and a
     Kubernetes Secret reaches a container as files or variables, not as config text."""
 
-    username: str | None = None
-    username_env: str | None = None
-    password_file: Path | None = None
-    password_env: str | None = None
+    username: str | None = Field(default=None, description="the user")
+    username_env: str | None = Field(
+        default=None, description="an environment variable that holds the user (as a Kubernetes Secret gives it)"
+    )
+    password_file: Path | None = Field(default=None, description="a file that holds the password (never inline)")
+    password_env: str | None = Field(default=None, description="an environment variable that holds the password")
 
     @model_validator(mode="before")
     @classmethod
@@ -133,9 +137,11 @@ class _Credentials(_Strict):
 class JmxAuth(_Credentials):
     """JMX credentials and transport for a cluster (or every cluster, as the default)."""
 
-    ssl: bool = False
-    truststore: Path | None = None
-    truststore_password_file: Path | None = None
+    ssl: bool = Field(default=False, description="JMX over SSL")
+    truststore: Path | None = Field(
+        default=None, description="a JKS/PKCS12 trust store; only in the top-level `jmx` (one JVM, one trust store)"
+    )
+    truststore_password_file: Path | None = Field(default=None, description="the trust store's password, in a file")
 
 
 SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
@@ -149,11 +155,15 @@ class AdminSecurity(_Credentials):
     checks the listener's host name; `cert_file` + `key_file` (PEM, the key unencrypted PKCS#8) are the
     client certificate a listener with `ssl.client.auth=required` asks for."""
 
-    security_protocol: Literal["PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL"] = "PLAINTEXT"
-    sasl_mechanism: SaslMechanism | None = None
-    ca_file: Path | None = None
-    cert_file: Path | None = None
-    key_file: Path | None = None
+    security_protocol: Literal["PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL"] = Field(
+        default="PLAINTEXT", description="the listener's, as Kafka's `security.protocol`"
+    )
+    sasl_mechanism: SaslMechanism | None = Field(default=None, description="for SASL: with `username` and a password")
+    ca_file: Path | None = Field(
+        default=None, description="PEM CA the listener's certificate is checked against (the JVM's trust store without)"
+    )
+    cert_file: Path | None = Field(default=None, description="PEM client certificate, for `ssl.client.auth=required`")
+    key_file: Path | None = Field(default=None, description="its key, PEM, unencrypted PKCS#8")
 
     @model_validator(mode="after")
     def _fits_the_protocol(self) -> AdminSecurity:
@@ -197,7 +207,9 @@ class NodeConfig(_Strict):
 
     address: str = Field(description="JMX host:port")
     name: str | None = Field(default=None, description="the `node` label; defaults to the address")
-    role: RoleHint | None = Field(default=None, description="used only until the role is detected")
+    role: RoleHint | None = Field(
+        default=None, description="broker, controller or combined; used only until the role is detected"
+    )
     node_id: int | None = Field(
         default=None, ge=0, le=2**31 - 1, description="broker.id / node.id, used only until the node's JMX answers"
     )
@@ -225,8 +237,8 @@ class DnsNameConfig(_Strict):
     `_jmx._tcp.<service>.<namespace>.svc.cluster.local` (each target a node, named by its first label, at the
     record's port), or A (each IPv4/IPv6 address a node, named by the address, at `port`)."""
 
-    name: str = Field(min_length=1)
-    type: Literal["SRV", "A"] = "SRV"
+    name: str = Field(min_length=1, description="the DNS name")
+    type: Literal["SRV", "A"] = Field(default="SRV", description="SRV: targets and ports; A: addresses at `port`")
     port: int | None = Field(default=None, ge=1, lt=65536, description="the JMX port, for type A")
 
     @model_validator(mode="after")
@@ -239,10 +251,10 @@ class DnsNameConfig(_Strict):
 
 
 class DiscoveryConfig(_Strict):
-    """Every node found from the cluster's own answers (ctlplane/exporter/discovery.py, README "Watching your own
-    clusters"): needs the cluster's bootstrap_servers or bootstrap_controllers. Kafka advertises no JMX port,
-    so the JMX address comes from here: `jmx_port` on each node's own host, or a template per role over
-    {host}, {id} and {id+N}; `overrides` by node id win."""
+    """Every node found from the cluster's own answers (ctlplane/exporter/discovery.py; docs/configuration.md
+    "Watching your own clusters"): needs the cluster's bootstrap_servers or bootstrap_controllers. Kafka
+    advertises no JMX port, so the JMX address comes from here: `jmx_port` on each node's own host, or a
+    template per role over {host}, {id} and {id+N}; `overrides` by node id win."""
 
     jmx_port: int | None = Field(default=None, ge=1, lt=65536, description="each node's JMX port on its own host")
     broker_jmx: str | None = Field(default=None, description="a broker's JMX address, e.g. {host}:9999")
@@ -292,16 +304,31 @@ class DiscoveryConfig(_Strict):
 
 
 class ClusterConfig(_Strict):
-    name: str = Field(min_length=1, pattern=CLUSTER_NAME_PATTERN)
-    # the nodes to read as listed; with `discovery` they may be none (every node is found from the cluster)
-    nodes: list[NodeConfig] = Field(default_factory=list)
-    discovery: DiscoveryConfig | None = None
-    jmx: JmxAuth | None = None
-    # The quorum's own view (Admin API, README "The quorum's view"): brokers' client listeners, or the
+    name: str = Field(min_length=1, pattern=CLUSTER_NAME_PATTERN, description="the `cluster` label, unique")
+    nodes: list[NodeConfig] = Field(
+        default_factory=list, description="the nodes to read as listed; none with `discovery`"
+    )
+    discovery: DiscoveryConfig | None = Field(
+        default=None, description="find the nodes from the cluster's own answers (needs a bootstrap address)"
+    )
+    jmx: JmxAuth | None = Field(
+        default=None, description="this cluster's JMX credentials (the top-level `jmx` without)"
+    )
+    # The quorum's own view (Admin API, docs/configuration.md "The quorum's view"): brokers' client listeners, or the
     # KRaft controllers' (KIP-919, Kafka 3.7+), which answer even when every broker is down. At most one.
-    bootstrap_servers: list[str] = Field(default_factory=list, description="brokers' host:port")
-    bootstrap_controllers: list[str] = Field(default_factory=list, description="KRaft controllers' host:port")
-    admin: AdminSecurity | None = None  # how the quorum's view authenticates; plaintext when absent
+    bootstrap_servers: list[str] = Field(
+        default_factory=list,
+        description="brokers' client host:port, for the quorum's view (KRaft 3.3+: a broker forwards DescribeQuorum "
+        "to the active controller); at most one of the two",
+    )
+    bootstrap_controllers: list[str] = Field(
+        default_factory=list,
+        description="the KRaft controllers' host:port (KIP-919, Kafka 3.7+): they answer even when every broker "
+        "is down",
+    )
+    admin: AdminSecurity | None = Field(
+        default=None, description="how the quorum's view reaches its listener (plaintext without)"
+    )
 
     @field_validator("bootstrap_servers", "bootstrap_controllers")
     @classmethod
@@ -343,15 +370,36 @@ DEFAULT_SLOW_INTERVAL_SECONDS = 60.0
 
 
 class ScrapeConfig(_Strict):
-    interval_seconds: float = Field(default=15.0, gt=0, le=DAY_SECONDS)
-    timeout_seconds: float = Field(default=10.0, gt=0, le=DAY_SECONDS)
-    workers: int = Field(default=16, ge=1, le=1024)
-    client: Literal["jpype", "jmxquery"] = "jpype"
-    jvm_max_heap: str = Field(default="128m", pattern=r"^\d+[kmgKMG]$")
+    interval_seconds: float = Field(
+        default=15.0, gt=0, le=DAY_SECONDS, description="one round of every node per interval"
+    )
+    timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        le=DAY_SECONDS,
+        description="a node not answered by then is `ctlplane_up 0` this round; at most the interval. RMI "
+        "timeouts are a third of it; a read still running after twice it is abandoned",
+    )
+    workers: int = Field(
+        default=16,
+        ge=1,
+        le=1024,
+        description="parallel JMX reads, shared by the clusters: each holds at most its share (two each, "
+        "the rest by node count), so one cluster's hung nodes never take another's workers",
+    )
+    client: Literal["jpype", "jmxquery"] = Field(
+        default="jpype", description="jpype: a persistent in-process JVM; jmxquery: a JVM per read (a few nodes)"
+    )
+    jvm_max_heap: str = Field(default="128m", pattern=r"^\d+[kmgKMG]$", description="the in-process JVM's heap")
     # how often the slow tier (catalog MetricSpec.slow: the per-RPC request histograms) is read; None: every
     # round, like everything else. At most 4 minutes: a sample is served with the time it was read, and
     # Prometheus' instant queries look back 5 minutes (--query.lookback-delta) for the latest one
-    slow_interval_seconds: float | None = Field(default=DEFAULT_SLOW_INTERVAL_SECONDS, gt=0, le=240)
+    slow_interval_seconds: float | None = Field(
+        default=DEFAULT_SLOW_INTERVAL_SECONDS,
+        gt=0,
+        le=240,
+        description="how often the per-RPC request histograms are read (null: every round)",
+    )
 
     @model_validator(mode="after")
     def _timeout_within_interval(self) -> ScrapeConfig:
@@ -369,11 +417,16 @@ CLIENT_AUTH_TYPES = ("NoClientCert", "VerifyClientCertIfGiven", "RequireAndVerif
 class TlsConfig(_Strict):
     """HTTPS for every endpoint; the keys of exporter-toolkit's `tls_server_config`."""
 
-    cert_file: Path
-    key_file: Path
-    min_version: Literal["TLS12", "TLS13"] = "TLS12"  # TLS 1.0 and 1.1 are refused (RFC 8996)
-    client_ca_file: Path | None = None
-    client_auth_type: str = "NoClientCert"
+    cert_file: Path = Field(description="PEM certificate (chain)")
+    key_file: Path = Field(description="its key, PEM")
+    min_version: Literal["TLS12", "TLS13"] = Field(
+        default="TLS12", description="TLS 1.0 and 1.1 are refused (RFC 8996)"
+    )
+    client_ca_file: Path | None = Field(default=None, description="PEM CA that client certificates must chain to")
+    client_auth_type: str = Field(
+        default="NoClientCert",
+        description="NoClientCert, VerifyClientCertIfGiven or RequireAndVerifyClientCert (mTLS)",
+    )
 
     @field_validator("client_auth_type")
     @classmethod
@@ -401,14 +454,19 @@ _BCRYPT = re.compile(r"^\$2[aby]\$(0[4-9]|[12][0-9]|3[01])\$[./A-Za-z0-9]{53}$")
 
 
 class HttpConfig(_Strict):
-    host: str = "127.0.0.1"
-    port: int = Field(default=DEFAULT_PORT, ge=0, lt=65536)
-    tls: TlsConfig | None = None
-    # user -> bcrypt hash, the format of Prometheus' web config (`htpasswd -nBC 10 "" | tr -d ':\n'`)
-    basic_auth_users: dict[str, str] = Field(default_factory=dict)
-    # A Prometheus exporter-toolkit web config (tls_server_config, basic_auth_users): the same file
-    # node_exporter or Prometheus itself uses, read in place of `tls` and `basic_auth_users`.
-    web_config_file: Path | None = None
+    host: str = Field(default="127.0.0.1", description="listen address (0.0.0.0 in a container)")
+    port: int = Field(default=DEFAULT_PORT, ge=0, lt=65536, description="listen port")
+    tls: TlsConfig | None = Field(default=None, description="HTTPS on every endpoint")
+    basic_auth_users: dict[str, str] = Field(
+        default_factory=dict,
+        description="user -> bcrypt hash, as Prometheus' web config (`htpasswd -nBC 10 \"\" | tr -d ':\\n'`); "
+        "every endpoint but /healthz",
+    )
+    web_config_file: Path | None = Field(
+        default=None,
+        description="a Prometheus exporter-toolkit web config (tls_server_config, basic_auth_users), read in "
+        "place of `tls` and `basic_auth_users`",
+    )
 
     @field_validator("host")
     @classmethod
@@ -432,30 +490,63 @@ class HttpConfig(_Strict):
         return users
 
 
-class HealthConfig(_Strict):
-    """Thresholds of the health model (ctlplane/exporter/health.py); defaults and meaning are in README."""
+def _means(name: str) -> str:
+    return str(next(spec.metadata["means"] for spec in dataclass_fields(Thresholds) if spec.name == name))
 
-    metadata_stale_seconds: float = Field(default=15.0, gt=0)
-    metadata_stale_records: float = Field(default=1000.0, gt=0)
-    metadata_frozen_scrapes: int = Field(default=3, ge=1, le=100)
-    zk_controller_queue_stale: float = Field(default=10.0, gt=0)
-    control_plane_queue_saturation_ratio: float = Field(default=0.8, gt=0, le=1)
-    control_plane_idle_saturation_ratio: float = Field(default=0.1, ge=0, lt=1)
+
+class HealthConfig(_Strict):
+    """Thresholds of the health model (ctlplane/exporter/health.py): the defaults and their meaning are
+    ctlplane/exporter/thresholds.py's `Thresholds`; here, the bounds a configured value must keep."""
+
+    metadata_stale_seconds: float = Field(
+        default=HEALTH.metadata_stale_seconds, gt=0, description=_means("metadata_stale_seconds")
+    )
+    metadata_stale_records: float = Field(
+        default=HEALTH.metadata_stale_records, gt=0, description=_means("metadata_stale_records")
+    )
+    metadata_frozen_scrapes: int = Field(
+        default=HEALTH.metadata_frozen_scrapes, ge=1, le=100, description=_means("metadata_frozen_scrapes")
+    )
+    zk_controller_queue_stale: float = Field(
+        default=HEALTH.zk_controller_queue_stale, gt=0, description=_means("zk_controller_queue_stale")
+    )
+    control_plane_queue_saturation_ratio: float = Field(
+        default=HEALTH.control_plane_queue_saturation_ratio,
+        gt=0,
+        le=1,
+        description=_means("control_plane_queue_saturation_ratio"),
+    )
+    control_plane_idle_saturation_ratio: float = Field(
+        default=HEALTH.control_plane_idle_saturation_ratio,
+        ge=0,
+        lt=1,
+        description=_means("control_plane_idle_saturation_ratio"),
+    )
+
+    def thresholds(self) -> Thresholds:
+        return Thresholds(**self.model_dump())
 
 
 # A day's history files are merged once it ended this long ago, so the writer's late flushes land first
-# (ctlplane/exporter/history.py `compact`; `ctlplane history compact --close-after`).
+# (ctlplane/exporter/history/ `compact`; `ctlplane history compact --close-after`).
 DEFAULT_COMPACT_AFTER_SECONDS = 3600.0
 
 
 class HistoryConfig(_Strict):
-    """The Parquet archive of every snapshot (ctlplane/exporter/history.py) that the Spark pipeline reads."""
+    """The Parquet archive of every snapshot (ctlplane/exporter/history/) that the Spark pipeline reads."""
 
-    path: Path
-    flush_seconds: float = Field(default=60.0, gt=0, le=DAY_SECONDS)
-    retention_days: float | None = Field(default=30.0, gt=0, le=100 * 366)
-    max_bytes: int | None = Field(default=None, gt=0)
-    max_buffered_rows: int = Field(default=1_000_000, ge=1000, le=100_000_000)
+    path: Path = Field(description="the archive's root directory")
+    flush_seconds: float = Field(default=60.0, gt=0, le=DAY_SECONDS, description="how often buffered rows are written")
+    retention_days: float | None = Field(
+        default=30.0, gt=0, le=100 * 366, description="days kept (null: forever); imported files are never deleted"
+    )
+    max_bytes: int | None = Field(default=None, gt=0, description="the archive's size cap; the oldest days go first")
+    max_buffered_rows: int = Field(
+        default=1_000_000,
+        ge=1000,
+        le=100_000_000,
+        description="rows kept in memory while writes fail (a full disk); beyond, the oldest are dropped and counted",
+    )
     compact_after_seconds: float | None = Field(
         default=DEFAULT_COMPACT_AFTER_SECONDS,
         ge=0,
@@ -467,8 +558,8 @@ class HistoryConfig(_Strict):
 class DashboardConfig(_Strict):
     """The web dashboard `ctlplane run` serves at /dashboard/ (docs/dashboard.md)."""
 
-    enabled: bool = True
-    refresh_seconds: float = Field(default=5.0, ge=1, le=DAY_SECONDS)
+    enabled: bool = Field(default=True, description="serve the dashboard")
+    refresh_seconds: float = Field(default=5.0, ge=1, le=DAY_SECONDS, description="how often the pages refresh")
     alerts_url: str | None = Field(default=None, description="Alertmanager or Prometheus base URL")
     history_dir: Path | None = Field(default=None, description="the Spark pipeline's --out directory")
     window_seconds: float = Field(
@@ -477,13 +568,15 @@ class DashboardConfig(_Strict):
 
 
 class Settings(_Strict):
-    clusters: list[ClusterConfig] = Field(min_length=1)
-    jmx: JmxAuth = Field(default_factory=JmxAuth)
-    scrape: ScrapeConfig = Field(default_factory=ScrapeConfig)
-    http: HttpConfig = Field(default_factory=HttpConfig)
-    health: HealthConfig = Field(default_factory=HealthConfig)
-    history: HistoryConfig | None = None  # off unless configured
-    dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
+    clusters: list[ClusterConfig] = Field(min_length=1, description="the Kafka clusters to watch")
+    jmx: JmxAuth = Field(default_factory=JmxAuth, description="JMX credentials for every cluster without its own")
+    scrape: ScrapeConfig = Field(default_factory=ScrapeConfig, description="the scrape rounds")
+    http: HttpConfig = Field(
+        default_factory=HttpConfig, description="the HTTP server: /metrics, the API, the dashboard"
+    )
+    health: HealthConfig = Field(default_factory=HealthConfig, description="the health model's thresholds")
+    history: HistoryConfig | None = Field(default=None, description="the Parquet archive (off unless configured)")
+    dashboard: DashboardConfig = Field(default_factory=DashboardConfig, description="the web dashboard")
     shard: str | None = Field(
         default=None,
         description="this replica's share of the clusters when several split a fleet: INDEX/COUNT, or "

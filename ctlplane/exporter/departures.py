@@ -1,4 +1,4 @@
-"""The positive evidence that a node left its cluster for good (README "When a node leaves for good").
+"""The positive evidence that a node left its cluster for good (docs/configuration.md "When a node leaves for good").
 
 Pure: discovery (ctlplane/exporter/discovery.py) keeps every node it has seen, whatever the answers stop naming, and
 lets one go only on what this module finds in a round's snapshot, round after round.

@@ -1,4 +1,4 @@
-"""Which nodes to watch, from the cluster's own answers (README "Watching your own clusters").
+"""Which nodes to watch, from the cluster's own answers (docs/configuration.md "Watching your own clusters").
 
 Pure: the Admin client (ctlplane/exporter/kafka_admin.py) puts what the cluster said in the round's QuorumView
 (`members`: describeCluster's nodes, the quorum's voters and observers); this module turns the answers into

@@ -452,7 +452,7 @@ def history_families(
     last_success: float | None,
     compaction_errors_total: int = 0,
 ) -> list[Family]:
-    """The history writer's self-metrics (ctlplane/exporter/history.py WriterStats), made per request."""
+    """The history writer's self-metrics (ctlplane/exporter/history/ WriterStats), made per request."""
     families = []
     for name, kind, value in (
         ("ctlplane_history_write_errors_total", "counter", float(write_errors_total)),

@@ -17,12 +17,9 @@ from types import MappingProxyType
 
 from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.model import ClusterSnapshot, Failure, FleetSnapshot, NodeSnapshot, QuorumView
+from ctlplane.exporter.thresholds import CONTROL_PLANE_QUEUE_CAPACITY, Thresholds
 
 log = logging.getLogger(__name__)
-
-# ControlPlaneRequestQueueSize counts requests in a queue of fixed capacity 20 (KIP-291:
-# `queued.max.requests` does not apply to the control-plane channel).
-CONTROL_PLANE_QUEUE_CAPACITY = 20
 
 
 class Lifecycle(StrEnum):
@@ -46,18 +43,6 @@ BROKER_STATE_NAMES: Mapping[float, str] = MappingProxyType(
     {0.0: "NOT_RUNNING", 1.0: "STARTING", 2.0: "RECOVERY", 3.0: "RUNNING", 6.0: "PENDING_CONTROLLED_SHUTDOWN",
      7.0: "SHUTTING_DOWN", 127.0: "UNKNOWN"}
 )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """Defaults documented in README ("Health thresholds")."""
-
-    metadata_stale_seconds: float = 15.0
-    metadata_stale_records: float = 1000.0
-    metadata_frozen_scrapes: int = 3
-    zk_controller_queue_stale: float = 10.0
-    control_plane_queue_saturation_ratio: float = 0.8
-    control_plane_idle_saturation_ratio: float = 0.1
 
 
 @dataclass(frozen=True)
@@ -728,7 +713,7 @@ def _quorum_word(
 def _with_quorum(
     cluster: ClusterSnapshot, active: NodeSnapshot | None, broker: BrokerHealth, gone: bool, thresholds: Thresholds
 ) -> BrokerHealth:
-    """The quorum's view first, where it decides (README "The quorum's view"). It never overrides a
+    """The quorum's view first, where it decides (docs/configuration.md "The quorum's view"). It never overrides a
     broker starting up (INITIAL: a registering broker is fenced until it catches up, KIP-631) or shutting
     down (SHUTDOWN rests on evidence of a controlled shutdown, which a fenced flag does not have)."""
     word = _quorum_word(cluster, active, broker.node_id, gone, thresholds)

@@ -4,7 +4,7 @@ A row says which modes the line runs, which patch release the version matrix (`m
 tools/matrix.py) starts from Maven Central, and what differs in what the line exposes beyond the
 catalogue's per-MBean `since`/`until` (ctlplane/exporter/catalog.py): the raft-state names. A newly released Kafka
 is a row here. BrokerState has the same numbers on every release (health.BROKER_STATE_NAMES).
-README's support table is printed from this table and the catalogue (tools/support_table.py).
+docs/kafka-versions.md's support table is written from this table and the catalogue (tools/support_table.py).
 
 The health model never branches on a version: it decides from which series a node serves (a controller
 without `BrokerRegistrationState` falls back to `FencedBrokerCount`, health.py). These rows say where

@@ -291,7 +291,7 @@ class Scraper:
         slow_interval_seconds: float | None = None,
     ) -> None:
         self.targets = tuple(targets)
-        # cluster -> its quorum's view (README "The quorum's view"); a thread each, apart from the JMX
+        # cluster -> its quorum's view (docs/configuration.md "The quorum's view"); a thread each, apart from the JMX
         # workers, so a quorum that does not answer never takes a node read's worker
         self.quorum_sources = dict(quorum_sources or {})
         self._quorum_pool = (

@@ -12,9 +12,10 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ctlplane.exporter.health import FleetHealth, HealthMemory, Thresholds, evaluate
+from ctlplane.exporter.health import FleetHealth, HealthMemory, evaluate
 from ctlplane.exporter.model import FleetSnapshot
 from ctlplane.exporter.subscribers import Subscribers
+from ctlplane.exporter.thresholds import Thresholds
 
 
 @dataclass(frozen=True)

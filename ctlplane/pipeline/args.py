@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from datetime import date
 
-from ctlplane.exporter.config import HealthConfig
+from ctlplane.exporter.thresholds import HEALTH, Thresholds
 from ctlplane.pipeline.rules import EpisodeRules, Kind, rules_from_health
 
 DEFAULT_THRESHOLDS = (100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0, 10000.0, 25000.0)
@@ -64,9 +64,9 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def rules_from_args(
-    args: argparse.Namespace, health: HealthConfig | None, interval_seconds: float | None
+    args: argparse.Namespace, health: Thresholds | None, interval_seconds: float | None
 ) -> EpisodeRules:
-    """Config thresholds (or HealthConfig's defaults), the interval (flag > config > 15 s), flag overrides."""
+    """Config thresholds (or the defaults), the interval (flag > config > 15 s), flag overrides."""
     interval = args.interval or interval_seconds or 15.0
-    rules = rules_from_health(health or HealthConfig(), interval)
+    rules = rules_from_health(health or HEALTH, interval)
     return rules.with_min_seconds(dict(args.min_duration))

@@ -1,6 +1,7 @@
 """Backfill the archive from an existing Prometheus: range queries of ctlplane's series, chunked.
 
-No Spark here: rows go through the exporter's own writer (`ctlplane.exporter.history`), into the same layout.
+No Spark here: rows go through the exporter's own archive writing (`ctlplane.exporter.history.archive`),
+into the same layout.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import httpx
 
 from ctlplane.exporter.catalog import all_series_names
 from ctlplane.exporter.config import CLUSTER_NAME_PATTERN
-from ctlplane.exporter.history import IMPORT_PREFIX, LIFECYCLE_SERIES, RowBuffer, format_labels, write_partitioned
+from ctlplane.exporter.history.archive import IMPORT_PREFIX, write_partitioned
+from ctlplane.exporter.history.table import LIFECYCLE_SERIES, RowBuffer, format_labels
 
 # Prometheus refuses range queries of more than 11,000 points per series.
 MAX_POINTS_PER_QUERY = 11_000

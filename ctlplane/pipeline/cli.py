@@ -12,7 +12,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ctlplane.exporter.config import DEFAULT_COMPACT_AFTER_SECONDS, HealthConfig
+from ctlplane.exporter.config import DEFAULT_COMPACT_AFTER_SECONDS
+from ctlplane.exporter.thresholds import Thresholds
 from ctlplane.pipeline.args import add_job_arguments, add_sweep_arguments, rules_from_args
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ def _session(args: argparse.Namespace, name: str) -> SparkSession:
 
 
 def cmd_episodes(
-    args: argparse.Namespace, health: HealthConfig | None = None, interval_seconds: float | None = None
+    args: argparse.Namespace, health: Thresholds | None = None, interval_seconds: float | None = None
 ) -> int:
     from ctlplane.pipeline.jobs import episodes
 
@@ -42,9 +43,7 @@ def cmd_episodes(
     return 0
 
 
-def cmd_sweep(
-    args: argparse.Namespace, health: HealthConfig | None = None, interval_seconds: float | None = None
-) -> int:
+def cmd_sweep(args: argparse.Namespace, health: Thresholds | None = None, interval_seconds: float | None = None) -> int:
     from ctlplane.pipeline.jobs import sweep
 
     spark = _session(args, "ctlplane-sweep")
@@ -68,7 +67,7 @@ def cmd_sweep(
 
 
 def cmd_report(
-    args: argparse.Namespace, health: HealthConfig | None = None, interval_seconds: float | None = None
+    args: argparse.Namespace, health: Thresholds | None = None, interval_seconds: float | None = None
 ) -> int:
     from ctlplane.pipeline.jobs import report
 
@@ -142,7 +141,7 @@ def cmd_history_import(args: argparse.Namespace) -> int:
 
 
 def cmd_history_compact(args: argparse.Namespace) -> int:
-    from ctlplane.exporter.history import compact
+    from ctlplane.exporter.history.archive import compact
 
     failed = 0
     for done in compact(args.archive, close_after_seconds=args.close_after):

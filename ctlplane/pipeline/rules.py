@@ -1,4 +1,5 @@
-"""What counts as an episode: thresholds from the exporter's `health:` block, minimum durations, gap rule."""
+"""What counts as an episode: the health model's thresholds (ctlplane/exporter/thresholds.py, or a config's
+`health:` section), minimum durations, gap rule."""
 
 from __future__ import annotations
 
@@ -7,8 +8,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from types import MappingProxyType
 
-from ctlplane.exporter.config import HealthConfig
-from ctlplane.exporter.health import CONTROL_PLANE_QUEUE_CAPACITY
+from ctlplane.exporter.thresholds import CONTROL_PLANE_QUEUE_CAPACITY, HEALTH, Thresholds
 
 
 class Kind(StrEnum):
@@ -41,10 +41,10 @@ class EpisodeRules:
     # A gap of more than this many intervals between samples ends an episode. Below 2 intervals the
     # filter-first island detection is exact; one missed scrape therefore splits an episode.
     gap_intervals: float = 1.5
-    metadata_stale_records: float = 1000.0
-    metadata_stale_seconds: float = 15.0
-    queue_saturation_ratio: float = 0.8
-    idle_saturation_ratio: float = 0.1
+    metadata_stale_records: float = HEALTH.metadata_stale_records
+    metadata_stale_seconds: float = HEALTH.metadata_stale_seconds
+    queue_saturation_ratio: float = HEALTH.control_plane_queue_saturation_ratio
+    idle_saturation_ratio: float = HEALTH.control_plane_idle_saturation_ratio
     churn_failovers: int = 3  # this many failovers ...
     churn_window_seconds: float = 600.0  # ... each within this long of the previous one
     min_seconds: Mapping[Kind, float] = field(default_factory=lambda: DEFAULT_MIN_SECONDS)
@@ -64,8 +64,8 @@ class EpisodeRules:
         return replace(self, min_seconds=MappingProxyType({**self.min_seconds, **overrides}))
 
 
-def rules_from_health(health: HealthConfig, interval_seconds: float = 15.0) -> EpisodeRules:
-    """The episode rules with the exporter's thresholds (the defaults of `HealthConfig` unless configured)."""
+def rules_from_health(health: Thresholds, interval_seconds: float = 15.0) -> EpisodeRules:
+    """The episode rules with the exporter's thresholds (a config's `health:` section, or the defaults)."""
     return EpisodeRules(
         interval_seconds=interval_seconds,
         metadata_stale_records=health.metadata_stale_records,

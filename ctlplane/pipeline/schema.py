@@ -1,10 +1,10 @@
-"""The archive's Spark schema, derived from the one definition in `ctlplane.exporter.history.HISTORY_SCHEMA`."""
+"""The archive's Spark schema, derived from the one definition in `ctlplane.exporter.history.table.HISTORY_SCHEMA`."""
 
 from __future__ import annotations
 
 from pyspark.sql import types as T
 
-from ctlplane.exporter.history import HISTORY_SCHEMA
+from ctlplane.exporter.history.table import HISTORY_SCHEMA
 
 # pyarrow type id (str() of the type) -> Spark type; only the types the archive uses.
 _SPARK_TYPES: dict[str, T.DataType] = {

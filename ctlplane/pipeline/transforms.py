@@ -1,4 +1,4 @@
-"""Pure DataFrame -> DataFrame transforms over the archive (`ctlplane.exporter.history.HISTORY_SCHEMA` rows).
+"""Pure DataFrame -> DataFrame transforms over the archive (`ctlplane.exporter.history.table.HISTORY_SCHEMA` rows).
 
 The episodes are found in one pass over the archive (churn in a second, over its own series): every
 sample is labelled with the kind it qualifies for, the rows that qualify for none are dropped first,
@@ -17,7 +17,7 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from ctlplane.exporter.history import ACTIVE_CONTROLLERS_SERIES, LIFECYCLE_SERIES, UP_SERIES
+from ctlplane.exporter.history.table import ACTIVE_CONTROLLERS_SERIES, LIFECYCLE_SERIES, UP_SERIES
 from ctlplane.pipeline.rules import EpisodeRules, Kind
 
 EPISODE_COLUMNS = ("cluster", "node", "kind", "start", "end", "duration_seconds", "peak", "samples")

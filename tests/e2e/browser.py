@@ -22,10 +22,10 @@ from playwright.sync_api import Browser, ConsoleMessage, Page, Playwright, sync_
 from ctlplane.dashboard.app import create_dashboard
 from ctlplane.dashboard.source import InProcessSource
 from ctlplane.exporter.app import QuietServer, create_app, server_options
-from ctlplane.exporter.health import Thresholds
 from ctlplane.exporter.jmx.jpype_client import JPypeJmxClient
 from ctlplane.exporter.scraper import Scraper, Target
 from ctlplane.exporter.state import ExporterState
+from ctlplane.exporter.thresholds import Thresholds
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

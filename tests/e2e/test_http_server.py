@@ -6,9 +6,9 @@ import http.client
 import time
 
 from ctlplane.exporter.app import create_app
-from ctlplane.exporter.health import Thresholds
 from ctlplane.exporter.model import FleetSnapshot
 from ctlplane.exporter.state import ExporterState
+from ctlplane.exporter.thresholds import Thresholds
 from tests.e2e.browser import serve
 
 

@@ -22,7 +22,8 @@ from tests.e2e.paging_stack import PagingStack
 # inhibition's `equal` names.
 NODE = {"node": "broker-1", "role": "broker"}
 CASES = [
-    # a fenced broker stops fetching metadata, so its lag grows: one page, for the fencing (README "The quorum's view")
+    # a fenced broker stops fetching metadata, so its lag grows: one page, for the fencing
+    # (docs/configuration.md "The quorum's view")
     ("fenced-mutes-stale", ("KafkaBrokerFenced", "critical", NODE), ("KafkaBrokerMetadataStale", "critical", NODE)),
     (
         "fenced-mutes-lag",

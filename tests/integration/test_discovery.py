@@ -20,9 +20,10 @@ from ctlplane.exporter.catalog import Role
 from ctlplane.exporter.config import Settings, parse_settings
 from ctlplane.exporter.discovery import NodeDiscovery
 from ctlplane.exporter.families import quorum_families
-from ctlplane.exporter.health import Lifecycle, Thresholds
+from ctlplane.exporter.health import Lifecycle
 from ctlplane.exporter.scraper import Scraper
 from ctlplane.exporter.state import ExporterState, Observation
+from ctlplane.exporter.thresholds import Thresholds
 from harness.localkafka import (
     KRAFT_VERSION,
     ZK_VERSION,
@@ -312,7 +313,7 @@ def test_zookeeper_mode_brokers_are_found_from_describe_cluster_and_one_that_van
 def test_the_srv_records_of_a_headless_service_watch_every_broker_and_a_crashed_one_they_drop_stays(
     discovered_zk: tuple[KafkaCluster, int],
 ) -> None:
-    """Kubernetes' form (README "Kubernetes"): SRV records `_jmx._tcp.<service>` with a target per pod,
+    """Kubernetes' form (docs/kubernetes.md "Kubernetes"): SRV records `_jmx._tcp.<service>` with a target per pod,
     answered by a DNS server on loopback that the test edits as the pods come and go. Kafka's own answers
     (bootstrap_servers) name the same brokers: each is read once, under its pod's name."""
     kafka, base = discovered_zk

@@ -3,7 +3,7 @@ test-matrix` runs it on every release of tests/kafka_versions.py's list):
 each fault's lifecycle / controller states as ctlplane reports them, round by round at the default 15 s
 interval, and - replayed through the shipped rules by promtool - which alerts would page.
 
-A crash always pages, a restart never does: see README "Health model" and docs/alerts.md.
+A crash always pages, a restart never does: see docs/health-model.md "Health model" and docs/alerts.md.
 """
 
 from __future__ import annotations

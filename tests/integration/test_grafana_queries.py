@@ -278,7 +278,7 @@ def _own_counter(prometheus: str, name: str) -> float:
 def test_the_slow_tier_is_stored_with_the_time_ctlplane_read_it(prometheus: str, ctlplane_url: str) -> None:
     """The per-RPC histograms are read once a minute (scrape.slow_interval_seconds, default 60) and served
     between reads with the time they were read: Prometheus stores that time, not its scrape's, and takes
-    the repeats (an exact duplicate, README "Scrape tiers") without counting an error."""
+    the repeats (an exact duplicate, docs/configuration.md "Scrape tiers") without counting an error."""
     deadline = time.monotonic() + DATA_DEADLINE_SECONDS
     read_at: dict[tuple[str, str, str], float] = {}
     stored: dict[tuple[str, str, str], float] = {}

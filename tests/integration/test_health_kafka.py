@@ -8,9 +8,10 @@ import time
 import pytest
 
 from ctlplane.exporter.catalog import Mode
-from ctlplane.exporter.health import Lifecycle, Thresholds
+from ctlplane.exporter.health import Lifecycle
 from ctlplane.exporter.releases import catalogue_series
 from ctlplane.exporter.state import Observation
+from ctlplane.exporter.thresholds import Thresholds
 from harness.localkafka import KafkaCluster, create_topic, delete_topic
 from tests.integration.watch import Watch
 from tests.kafka_versions import KRAFT_NAME, KRAFT_UNDER_TEST, ZK_NAME

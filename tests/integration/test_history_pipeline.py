@@ -15,9 +15,11 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped]  # pyarrow ships no
 import pytest
 from pyspark.sql import SparkSession
 
-from ctlplane.exporter.health import Thresholds
-from ctlplane.exporter.history import HistoryWriter, compact
+from ctlplane.exporter.config import DEFAULT_COMPACT_AFTER_SECONDS
+from ctlplane.exporter.history.archive import compact
+from ctlplane.exporter.history.writer import HistoryWriter
 from ctlplane.exporter.state import ExporterState
+from ctlplane.exporter.thresholds import Thresholds
 from ctlplane.pipeline.jobs import episodes as episodes_job
 from ctlplane.pipeline.rules import EpisodeRules
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller
@@ -96,7 +98,7 @@ def test_episodes_finds_exactly_the_injected_faults(spark: SparkSession, tmp_pat
     # same episodes, one file per partition
     before = {p.parent for p in archive.rglob("part-*.parquet")}
     assert any(len(list(d.glob("part-*.parquet"))) > 1 for d in before)
-    compact(archive, now=T0 + 3 * 86_400)
+    compact(archive, DEFAULT_COMPACT_AFTER_SECONDS, now=T0 + 3 * 86_400)
     assert all(len(list(d.glob("part-*.parquet"))) == 1 for d in before)
     again = tmp_path / "again"
     assert episodes_job.run(spark, str(archive), str(again), EpisodeRules(interval_seconds=INTERVAL)) == count

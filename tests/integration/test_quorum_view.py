@@ -1,5 +1,5 @@
-"""The metadata quorum's own view (README "The quorum's view"): Kafka's Admin client in ctlplane's JVM asks
-a real KRaft cluster's controllers (`bootstrap.controllers`, KIP-919) what `kafka-metadata-quorum.sh
+"""The metadata quorum's own view (docs/configuration.md "The quorum's view"): Kafka's Admin client in
+ctlplane's JVM asks a real KRaft cluster's controllers (`bootstrap.controllers`, KIP-919) what `kafka-metadata-quorum.sh
 describe --replication` prints, and ctlplane serves it beside the JMX view; an unreachable quorum is an
 error value that leaves the JMX view alone."""
 
@@ -18,12 +18,13 @@ import pytest
 import yaml
 
 from ctlplane.exporter.families import health_families, quorum_families
-from ctlplane.exporter.health import BrokerHealth, Lifecycle, Thresholds
+from ctlplane.exporter.health import BrokerHealth, Lifecycle
 from ctlplane.exporter.jmx.base import Endpoint
 from ctlplane.exporter.kafka_admin import QuorumReader
 from ctlplane.exporter.model import ClusterSnapshot, QuorumView
 from ctlplane.exporter.scraper import Scraper
 from ctlplane.exporter.state import ExporterState, Observation
+from ctlplane.exporter.thresholds import Thresholds
 from harness.localkafka import (
     LOOPBACK,
     KafkaCluster,
@@ -48,7 +49,9 @@ needs_bootstrap_controllers = pytest.mark.skipif(
 @pytest.fixture
 def reader(kraft_cluster: KafkaCluster) -> Iterator[QuorumReader]:
     shared_client()  # the JVM the Admin client runs in
-    quorum = QuorumReader(KRAFT_NAME, quorum_bootstrap(kraft_cluster), controllers=True, timeout_seconds=5.0)
+    # the product's default scrape timeout: a fresh Admin client's first call loads its classes in the JVM,
+    # which a loaded fresh-clone run (the Spark cluster beside it) saw take past 5 s
+    quorum = QuorumReader(KRAFT_NAME, quorum_bootstrap(kraft_cluster), controllers=True, timeout_seconds=10.0)
     yield quorum
     quorum.close()
 

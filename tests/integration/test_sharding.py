@@ -79,9 +79,13 @@ def _dashboard_sees_one_fleet(processes: list[subprocess.Popen[bytes]], urls: li
     source = ExportersSource([RemoteSource(url, timeout_seconds=5) for url in urls])
     try:
         fleet = source.poll_once()
-        # every replica answered once (each did moments ago; a loaded CI run saw one miss the source's 5 s)
+        # every replica answered once with a snapshot and its own round's health (each did moments ago; a
+        # loaded CI run saw one miss the source's 5 s, another's round end between the two requests, which
+        # the source leaves for its next poll rather than pair a snapshot with another round's health)
         deadline = time.monotonic() + DEADLINE_SECONDS
-        while source.last_error is not None and time.monotonic() < deadline:
+        while (source.last_error is not None or any(r.current().snapshot.sequence == 0 for r in source.sources)) and (
+            time.monotonic() < deadline
+        ):
             time.sleep(1)
             fleet = source.poll_once()
         assert source.last_error is None, source.last_error

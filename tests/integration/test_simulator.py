@@ -11,12 +11,13 @@ from dataclasses import dataclass
 import pytest
 
 from ctlplane.demo.launch import SimulatorProcess, start_simulator
-from ctlplane.exporter.health import ClusterHealth, Lifecycle, Thresholds
+from ctlplane.exporter.health import ClusterHealth, Lifecycle
 from ctlplane.exporter.jmx.base import Endpoint
 from ctlplane.exporter.jmx.jpype_client import JPypeJmxClient
 from ctlplane.exporter.model import ClusterSnapshot
 from ctlplane.exporter.scraper import Scraper, Target
 from ctlplane.exporter.state import ExporterState, Observation
+from ctlplane.exporter.thresholds import Thresholds
 
 ZK, KRAFT = "zk-3.9", "kraft-4.3"
 DEADLINE_SECONDS = 40.0

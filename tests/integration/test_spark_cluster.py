@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow.parquet as pq  # type: ignore[import-untyped]  # pyarrow ships no type information
 from pyspark.sql import SparkSession
 
-from ctlplane.exporter.config import HealthConfig
+from ctlplane.exporter.thresholds import HEALTH
 from ctlplane.pipeline.args import DEFAULT_FOR_SECONDS, DEFAULT_THRESHOLDS
 from ctlplane.pipeline.jobs import episodes, report, sweep
 from ctlplane.pipeline.rules import rules_from_health
@@ -83,9 +83,9 @@ def test_jobs_on_a_standalone_cluster_write_what_the_local_run_writes(spark: Spa
     conf = [arg for setting in CLUSTER_CONF for arg in ("--conf", setting)]
     with standalone_cluster(tmp_path / "spark", workers=2) as cluster:
         # the reference, run while the cluster's daemons start: the same jobs with the CLI's defaults (no
-        # --config: HealthConfig's thresholds, a 15 s interval) on the local master
+        # --config: the default thresholds, a 15 s interval) on the local master
         local = tmp_path / "local"
-        rules = rules_from_health(HealthConfig(), 15.0)
+        rules = rules_from_health(HEALTH, 15.0)
         assert episodes.run(spark, str(archive), str(local), rules) > 0
         assert sweep.run(spark, str(archive), str(local), rules, "kafka_broker_metadata_lag_records",
                          DEFAULT_THRESHOLDS, DEFAULT_FOR_SECONDS) > 0  # fmt: skip

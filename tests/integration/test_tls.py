@@ -16,8 +16,8 @@ import pytest
 
 from ctlplane.exporter.app import create_app, http_server
 from ctlplane.exporter.config import TlsConfig, load_settings
-from ctlplane.exporter.health import Thresholds
 from ctlplane.exporter.state import ExporterState
+from ctlplane.exporter.thresholds import Thresholds
 from harness.localkafka import free_port, make_local_pki
 from tests.e2e.browser import running
 from tests.unit.exporter.test_families import sample_fleet

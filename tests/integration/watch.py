@@ -7,13 +7,14 @@ from collections.abc import Callable, Collection, Mapping
 
 from ctlplane.exporter.catalog import Role
 from ctlplane.exporter.discovery import JmxRule, NodeDiscovery
-from ctlplane.exporter.health import ClusterHealth, Thresholds
+from ctlplane.exporter.health import ClusterHealth
 from ctlplane.exporter.jmx.base import Endpoint
 from ctlplane.exporter.jmx.jpype_client import JPypeJmxClient
 from ctlplane.exporter.kafka_admin import QuorumReader
 from ctlplane.exporter.model import ClusterSnapshot
 from ctlplane.exporter.scraper import QuorumSource, Scraper, Target
 from ctlplane.exporter.state import ExporterState, Observation
+from ctlplane.exporter.thresholds import Thresholds
 from harness.localkafka import KafkaCluster, quorum_bootstrap
 
 _CLIENT: JPypeJmxClient | None = None
@@ -101,8 +102,8 @@ class Watch:
 
 def discovered_watch(cluster: KafkaCluster, timeout: float = 2.0) -> Watch:
     """ctlplane given only the cluster's controllers (`bootstrap_controllers`) and a JMX rule: no node
-    listed, every node found from the cluster's answers (README "Watching your own clusters"). The rule is
-    `overrides` by node id, since the local nodes' JMX ports are free ports; nodes are named by discovery's
+    listed, every node found from the cluster's answers (docs/configuration.md "Watching your own clusters").
+    The rule is `overrides` by node id, since the local nodes' JMX ports are free ports; nodes are named by discovery's
     default, `{role}-{id}` (broker-1, controller-101)."""
     reader = QuorumReader(cluster.name, quorum_bootstrap(cluster), controllers=True, timeout_seconds=timeout)
     watch = Watch(cluster, timeout=timeout, quorum_sources={cluster.name: reader}, omit=[n.name for n in cluster.nodes])

@@ -13,9 +13,9 @@ from ctlplane.dashboard.cli import add_dashboard_arguments, mount_dashboard
 from ctlplane.dashboard.source import InProcessSource
 from ctlplane.exporter.app import create_app
 from ctlplane.exporter.catalog import Role
-from ctlplane.exporter.health import Thresholds
 from ctlplane.exporter.model import ClusterSnapshot, FleetSnapshot
 from ctlplane.exporter.state import ExporterState
+from ctlplane.exporter.thresholds import Thresholds
 from tests.unit.dashboard.builders import T0, find, node, texts
 
 

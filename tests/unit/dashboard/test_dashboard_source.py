@@ -30,10 +30,10 @@ from ctlplane.dashboard.source import (
 from ctlplane.dashboard.views import alerts_view
 from ctlplane.exporter.app import create_app
 from ctlplane.exporter.catalog import Role
-from ctlplane.exporter.health import Thresholds
 from ctlplane.exporter.jsonapi import health_from_dict, health_to_dict
 from ctlplane.exporter.model import ClusterSnapshot, FleetSnapshot
 from ctlplane.exporter.state import ExporterState
+from ctlplane.exporter.thresholds import Thresholds
 from tests.unit.dashboard.builders import T0, node
 
 RUNBOOK = "https://example.org/runbooks/KafkaBrokerFenced.md"

@@ -10,10 +10,10 @@ from fastapi.testclient import TestClient
 
 from ctlplane.exporter.app import PageResponse, create_app
 from ctlplane.exporter.families import MetricsPage
-from ctlplane.exporter.health import Thresholds
 from ctlplane.exporter.jsonapi import snapshot_from_dict, snapshot_to_dict
 from ctlplane.exporter.model import Sample
 from ctlplane.exporter.state import ExporterState
+from ctlplane.exporter.thresholds import Thresholds
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller
 from tests.unit.exporter.test_families import sample_fleet
 

@@ -15,8 +15,8 @@ from fastapi.testclient import TestClient
 from ctlplane.dashboard.cli import mount_dashboard
 from ctlplane.exporter import httpguard
 from ctlplane.exporter.app import create_app
-from ctlplane.exporter.health import Thresholds
 from ctlplane.exporter.state import ExporterState
+from ctlplane.exporter.thresholds import Thresholds
 from tests.unit.exporter.test_families import sample_fleet
 
 HASHED = bcrypt.hashpw(b"pw", bcrypt.gensalt(rounds=4)).decode()

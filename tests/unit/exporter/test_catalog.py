@@ -1,4 +1,5 @@
-"""The naming rules of the series ctlplane emits, and the README table that lists them."""
+"""The naming rules of the series ctlplane emits, and the docs' tables that list them (docs/series.md,
+docs/kafka-versions.md)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from ctlplane.exporter.readings import parse_object_name
 from ctlplane.exporter.releases import RELEASES
 from tools.support_table import BEGIN, END, table
 
-README = Path(__file__).parents[3] / "README.md"
+SERIES_PAGE = Path(__file__).parents[3] / "docs" / "series.md"
+VERSIONS_PAGE = Path(__file__).parents[3] / "docs" / "kafka-versions.md"
 NAME = re.compile(r"^(kafka|ctlplane)_[a-z0-9]+(_[a-z0-9]+)*$")
 # Abbreviated or non-base units that Prometheus naming forbids.
 FORBIDDEN_PARTS = {"ms", "millis", "milliseconds", "percent", "pct", "us", "count", "persec"}
@@ -82,21 +84,21 @@ def test_idle_meters_read_the_one_minute_rate_not_the_lifetime_mean() -> None:
             assert spec.kind is Kind.METER and spec.attribute == "OneMinuteRate"
 
 
-def test_readme_lists_every_series_with_its_mbean() -> None:
-    text = README.read_text()
+def test_the_series_page_lists_every_series_with_its_mbean() -> None:
+    text = SERIES_PAGE.read_text()
     rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `((?:kafka|ctlplane)_[a-z0-9_]+)` \|(.*)$", text, re.M)}
     for spec in CATALOG:
-        assert f"| `{spec.mbean}` |" in rows.get(spec.series, ""), f"README row for {spec.series}"
+        assert f"| `{spec.mbean}` |" in rows.get(spec.series, ""), f"docs/series.md row for {spec.series}"
     for name in (*DERIVED_SERIES, *HEALTH_SERIES, *QUORUM_SERIES):
-        assert name in rows, f"README row for {name}"
-    assert set(rows) <= all_series_names(), f"README lists unknown series: {set(rows) - all_series_names()}"
+        assert name in rows, f"docs/series.md row for {name}"
+    assert set(rows) <= all_series_names(), f"docs/series.md lists unknown series: {set(rows) - all_series_names()}"
 
 
-def test_readme_support_table_is_the_one_the_release_table_gives() -> None:
-    text = README.read_text()
-    assert BEGIN in text and END in text, "README has no generated support table"
+def test_the_support_table_is_the_one_the_release_table_gives() -> None:
+    text = VERSIONS_PAGE.read_text()
+    assert BEGIN in text and END in text, "docs/kafka-versions.md has no generated support table"
     shown = text[text.index(BEGIN) : text.index(END) + len(END)] + "\n"
-    assert shown == table(), "README's support table is stale: python -m tools.support_table"
+    assert shown == table(), "docs/kafka-versions.md's support table is stale: python -m tools.support_table --write"
 
 
 def test_the_raft_state_help_names_every_state_a_claimed_release_sets() -> None:

@@ -13,11 +13,11 @@ from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.config import ConfigError, parse_settings
 from ctlplane.exporter.discovery import DnsNode, JmxRule, NodeDiscovery
 from ctlplane.exporter.dns import DnsError, DnsName, DnsResolver, DnsWatch
-from ctlplane.exporter.health import Thresholds
 from ctlplane.exporter.jmx.base import Endpoint
 from ctlplane.exporter.model import ClusterSnapshot, FleetSnapshot, NodeSnapshot, QuorumView
 from ctlplane.exporter.scraper import Target
 from ctlplane.exporter.state import ExporterState
+from ctlplane.exporter.thresholds import Thresholds
 from tests.dnsserver import LoopbackDns, loopback_dns
 from tests.unit.exporter.builders import node
 

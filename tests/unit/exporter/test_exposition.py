@@ -22,8 +22,9 @@ from ctlplane.exporter.families import (
     render_families,
     snapshot_age_family,
 )
-from ctlplane.exporter.health import HealthMemory, Thresholds, evaluate
+from ctlplane.exporter.health import HealthMemory, evaluate
 from ctlplane.exporter.model import FleetSnapshot, NodeSnapshot, Sample
+from ctlplane.exporter.thresholds import Thresholds
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller, node
 
 TRICKY = 'a "quoted" \\back\\slash\nnew line ünï'

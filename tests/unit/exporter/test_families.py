@@ -9,8 +9,9 @@ from prometheus_client.exposition import generate_latest
 
 from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.families import MetricsPage, render_families
-from ctlplane.exporter.health import HealthMemory, Thresholds, evaluate
+from ctlplane.exporter.health import HealthMemory, evaluate
 from ctlplane.exporter.model import FleetSnapshot
+from ctlplane.exporter.thresholds import Thresholds
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller, node
 
 GOLDEN = Path(__file__).parent / "golden" / "metrics.txt"

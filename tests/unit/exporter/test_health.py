@@ -11,11 +11,11 @@ from ctlplane.exporter.health import (
     FleetHealth,
     HealthMemory,
     Lifecycle,
-    Thresholds,
     evaluate,
     find_active_controller,
 )
 from ctlplane.exporter.model import Failure, NodeSnapshot, Sample
+from ctlplane.exporter.thresholds import Thresholds
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller, node
 
 T = Thresholds()

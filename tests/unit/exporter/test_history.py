@@ -16,23 +16,23 @@ from fastapi.testclient import TestClient
 
 from ctlplane.cli import main
 from ctlplane.exporter.app import create_app
-from ctlplane.exporter.health import Thresholds
-from ctlplane.exporter.history import (
+from ctlplane.exporter.config import DEFAULT_COMPACT_AFTER_SECONDS
+from ctlplane.exporter.history.archive import (
     COMPACTED_MARK,
     FILE_ORDER,
-    HISTORY_SCHEMA,
     IMPORT_PREFIX,
     WRITER_PREFIX,
-    HistoryWriter,
     archive_files,
     compact,
     enforce_retention,
-    format_labels,
-    rows_table,
     write_partitioned,
 )
+from ctlplane.exporter.history.rows import rows_table
+from ctlplane.exporter.history.table import HISTORY_SCHEMA, format_labels
+from ctlplane.exporter.history.writer import HistoryWriter
 from ctlplane.exporter.model import Sample
 from ctlplane.exporter.state import ExporterState, Observation
+from ctlplane.exporter.thresholds import Thresholds
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller, node
 
 T = datetime(2024, 5, 1, 12, 0, tzinfo=UTC).timestamp()
@@ -392,7 +392,7 @@ def test_compaction_merges_each_closed_day_per_cluster_and_prefix_and_leaves_the
     closed, open_day = tmp_path / "date=2024-05-01/cluster=c1", tmp_path / "date=2024-05-02/cluster=c1"
     before_closed, before_open = _rows(_visible(closed)), _visible(open_day)
     now = T + 86_400 + 12 * 3600  # 2024-05-02 24:00 UTC: the 1st ended 12 h ago
-    done = compact(tmp_path, now=now)
+    done = compact(tmp_path, DEFAULT_COMPACT_AFTER_SECONDS, now=now)
     files = _visible(closed)
     assert [p.name.split("-")[0] for p in files] == ["import", "part"] and all(COMPACTED_MARK in p.name for p in files)
     assert _rows(files) == before_closed, "the same rows, no more, no less"
@@ -401,13 +401,13 @@ def test_compaction_merges_each_closed_day_per_cluster_and_prefix_and_leaves_the
         assert table.equals(table.sort_by(FILE_ORDER)), "sorted as the writer sorts, so row groups skip by series"
     assert _visible(open_day) == before_open, "the open day is the writer's still"
     assert [(c.directory, len(c.merged), len(c.removed)) for c in done] == [(closed, 1, 6), (closed, 1, 2)]
-    assert compact(tmp_path, now=now) == [], "a compact day stays as it is"
+    assert compact(tmp_path, DEFAULT_COMPACT_AFTER_SECONDS, now=now) == [], "a compact day stays as it is"
 
 
 def test_a_day_of_merged_files_only_is_not_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # the flusher runs compact after every flush over every closed day: a compact day must cost a listing
     _flushes(tmp_path, [T + 15 * i for i in range(6)])
-    compact(tmp_path, now=T + 2 * 86_400, max_rows=2 * ROWS_PER_ROUND)
+    compact(tmp_path, DEFAULT_COMPACT_AFTER_SECONDS, now=T + 2 * 86_400, max_rows=2 * ROWS_PER_ROUND)
     assert len(_visible(tmp_path / "date=2024-05-01/cluster=c1")) == 3
 
     def unread(*_: object, **__: object) -> None:
@@ -415,7 +415,7 @@ def test_a_day_of_merged_files_only_is_not_read_again(tmp_path: Path, monkeypatc
 
     for name in ("read_metadata", "read_schema", "read_table"):
         monkeypatch.setattr(pq, name, unread)
-    assert compact(tmp_path, now=T + 2 * 86_400, max_rows=2 * ROWS_PER_ROUND) == []
+    assert compact(tmp_path, DEFAULT_COMPACT_AFTER_SECONDS, now=T + 2 * 86_400, max_rows=2 * ROWS_PER_ROUND) == []
 
 
 def test_a_day_is_merged_only_once_it_ended_close_after_seconds_ago(tmp_path: Path) -> None:
@@ -440,10 +440,10 @@ def test_a_compaction_stopped_before_deleting_its_sources_is_finished_by_the_nex
 
     monkeypatch.setattr(Path, "unlink", killed)
     with pytest.raises(KeyboardInterrupt):
-        compact(tmp_path, now=T + 2 * 86_400)
+        compact(tmp_path, DEFAULT_COMPACT_AFTER_SECONDS, now=T + 2 * 86_400)
     monkeypatch.setattr(Path, "unlink", real_unlink)
     assert len(_visible(directory)) == 5, "the merged file is in place beside its four sources"
-    compact(tmp_path, now=T + 2 * 86_400)
+    compact(tmp_path, DEFAULT_COMPACT_AFTER_SECONDS, now=T + 2 * 86_400)
     files = _visible(directory)
     assert len(files) == 1 and _rows(files) == before, "finished: each row once"
 
@@ -452,7 +452,7 @@ def test_compaction_bounds_each_merged_file_by_rows(tmp_path: Path) -> None:
     _flushes(tmp_path, [T + 15 * i for i in range(5)])
     directory = tmp_path / "date=2024-05-01/cluster=c1"
     before = _rows(_visible(directory))
-    compact(tmp_path, now=T + 2 * 86_400, max_rows=2 * ROWS_PER_ROUND)
+    compact(tmp_path, DEFAULT_COMPACT_AFTER_SECONDS, now=T + 2 * 86_400, max_rows=2 * ROWS_PER_ROUND)
     files = _visible(directory)
     # two merged files of two rounds; the fifth round's file alone is already one file
     assert sorted(pq.read_metadata(p).num_rows for p in files) == [
@@ -473,7 +473,7 @@ def test_two_compactions_at_once_merge_each_row_once(tmp_path: Path) -> None:
 
     def run() -> None:
         start.wait()
-        compact(tmp_path, now=T + 2 * 86_400)
+        compact(tmp_path, DEFAULT_COMPACT_AFTER_SECONDS, now=T + 2 * 86_400)
 
     threads = [threading.Thread(target=run) for _ in range(2)]
     for thread in threads:
@@ -490,7 +490,7 @@ def test_a_file_that_is_not_parquet_stops_its_directory_only(tmp_path: Path) -> 
     other.mkdir()
     for name in ("part-1-000001.parquet", "part-2-000002.parquet"):
         (other / name).write_bytes(b"not parquet: a disk that lost its last block")
-    done = {c.directory.name: c for c in compact(tmp_path, now=T + 2 * 86_400)}
+    done = {c.directory.name: c for c in compact(tmp_path, DEFAULT_COMPACT_AFTER_SECONDS, now=T + 2 * 86_400)}
     assert done["cluster=c2"].error is not None and "Parquet" in done["cluster=c2"].error
     assert sorted(p.name for p in _visible(other)) == ["part-1-000001.parquet", "part-2-000002.parquet"]
     assert done["cluster=c1"].error is None and len(_visible(tmp_path / "date=2024-05-01/cluster=c1")) == 1
@@ -552,12 +552,12 @@ def test_a_late_file_is_merged_with_the_smallest_files_of_its_day(tmp_path: Path
     # flush then adds a round: the two one-round files fit together whatever their names' order, and a
     # day left with mergeable files would be read again after every flush
     _flushes(tmp_path, [T, T + 15, T + 30])
-    compact(tmp_path, now=T + 2 * 86_400, max_rows=2 * ROWS_PER_ROUND)
+    compact(tmp_path, DEFAULT_COMPACT_AFTER_SECONDS, now=T + 2 * 86_400, max_rows=2 * ROWS_PER_ROUND)
     # written after the compaction, so its name sorts after the merged file's
     write_partitioned(tmp_path, rows_table(observe(T + 45)), lambda: 9, now=T + 2.5 * 86_400)
     directory = tmp_path / "date=2024-05-01/cluster=c1"
     before = _rows(_visible(directory))
-    compact(tmp_path, now=T + 3 * 86_400, max_rows=2 * ROWS_PER_ROUND)
+    compact(tmp_path, DEFAULT_COMPACT_AFTER_SECONDS, now=T + 3 * 86_400, max_rows=2 * ROWS_PER_ROUND)
     files = _visible(directory)
     assert sorted(pq.read_metadata(p).num_rows for p in files) == [2 * ROWS_PER_ROUND] * 2
     assert _rows(files) == before

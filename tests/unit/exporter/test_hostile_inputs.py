@@ -1,6 +1,6 @@
 """Hostile or careless input at the edges, generated: any config file is loaded or refused with exit 2 and
 one `error:` message, never a traceback; any HTTP request is answered below 500. `bench/hostile_inputs.py`
-runs the same properties with many more cases and prints the counts (README "Benchmarks")."""
+runs the same properties with many more cases and prints the counts (docs/benchmarks.md "Benchmarks")."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from ctlplane.cli import main
 from ctlplane.dashboard.cli import mount_dashboard
 from ctlplane.exporter.app import create_app
-from ctlplane.exporter.health import Thresholds
 from ctlplane.exporter.state import ExporterState
+from ctlplane.exporter.thresholds import Thresholds
 from tests.unit.exporter.test_families import sample_fleet
 
 EXAMPLES = int(os.environ.get("CTLPLANE_HOSTILE_INPUT_EXAMPLES", "120"))

@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 
 from ctlplane.exporter.catalog import CATALOG, Kind, SeriesType
 from ctlplane.exporter.families import MetricsPage
-from ctlplane.exporter.health import Thresholds
 from ctlplane.exporter.jmx.base import Endpoint
 from ctlplane.exporter.model import MBeanQuery, RawReading
 from ctlplane.exporter.readings import parse_object_name
 from ctlplane.exporter.scraper import Scraper, Target
 from ctlplane.exporter.state import ExporterState
+from ctlplane.exporter.thresholds import Thresholds
 
 HOSTILE_PORT = 1
 # bench/hostile_values.py runs many more; the suite tries 150 generated cases besides the fixed examples

@@ -14,11 +14,12 @@ import yaml
 from ctlplane.exporter import kafka_admin
 from ctlplane.exporter.config import ConfigError, parse_settings
 from ctlplane.exporter.families import Family, health_families, quorum_families
-from ctlplane.exporter.health import ClusterHealth, FleetHealth, HealthMemory, Lifecycle, Thresholds, evaluate
+from ctlplane.exporter.health import ClusterHealth, FleetHealth, HealthMemory, Lifecycle, evaluate
 from ctlplane.exporter.jmx.base import Endpoint
 from ctlplane.exporter.jsonapi import snapshot_from_dict, snapshot_to_dict
 from ctlplane.exporter.model import ClusterSnapshot, Failure, FleetSnapshot, NodeSnapshot, QuorumReplica, QuorumView
 from ctlplane.exporter.scraper import Scraper, Target
+from ctlplane.exporter.thresholds import Thresholds
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller
 from tests.unit.exporter.test_scraper import ScriptedClient
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ctlplane.exporter.health import Thresholds
 from ctlplane.exporter.model import FleetSnapshot
 from ctlplane.exporter.state import ExporterState, Observation
+from ctlplane.exporter.thresholds import Thresholds
 
 
 def test_a_failing_subscriber_is_logged_and_neither_the_round_nor_the_others_stop(

@@ -253,20 +253,6 @@ def test_firing_alerts_annotation(path: Path) -> None:
     assert layer["expr"].startswith('ALERTS{alertstate="firing"')
 
 
-def test_thresholds_match_the_health_model_defaults() -> None:
-    from ctlplane.exporter.health import CONTROL_PLANE_QUEUE_CAPACITY, Thresholds
-
-    defaults = Thresholds()
-    assert build.CONTROL_PLANE_QUEUE_CAPACITY == CONTROL_PLANE_QUEUE_CAPACITY
-    assert build.CONTROL_PLANE_QUEUE_SATURATED == CONTROL_PLANE_QUEUE_CAPACITY * (
-        defaults.control_plane_queue_saturation_ratio
-    )
-    assert build.IDLE_SATURATED == defaults.control_plane_idle_saturation_ratio
-    assert build.METADATA_STALE_SECONDS == defaults.metadata_stale_seconds
-    assert build.METADATA_STALE_RECORDS == defaults.metadata_stale_records
-    assert build.ZK_CONTROLLER_QUEUE_STALE == defaults.zk_controller_queue_stale
-
-
 def test_provisioning_files() -> None:
     datasources = yaml.safe_load((GRAFANA / "provisioning/datasources/ctlplane.yml").read_text())
     assert datasources["apiVersion"] == 1

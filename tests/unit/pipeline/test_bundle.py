@@ -23,7 +23,7 @@ def test_the_zip_holds_the_packages_the_jobs_import_and_nothing_compiled(tmp_pat
         "ctlplane/pipeline/jobs/episodes.py",
         "ctlplane/pipeline/transforms.py",
         "ctlplane/exporter/config.py",
-        "ctlplane/exporter/history.py",
+        "ctlplane/exporter/history/table.py",
     ):
         assert module in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]

@@ -7,7 +7,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import types as T
 from pyspark.testing import assertDataFrameEqual
 
-from ctlplane.exporter.history import ACTIVE_CONTROLLERS_SERIES, HISTORY_SCHEMA
+from ctlplane.exporter.history.table import ACTIVE_CONTROLLERS_SERIES, HISTORY_SCHEMA
 from ctlplane.pipeline import transforms
 from ctlplane.pipeline.io import read_archive
 from ctlplane.pipeline.rules import EpisodeRules, Kind
@@ -157,7 +157,7 @@ def test_a_sample_qualifies_for_one_kind_at_most(spark: SparkSession) -> None:
 
 def test_every_sample_seen_twice_changes_no_result(spark: SparkSession) -> None:
     # What readers see between a compaction's rename of its merged file and the deletion of its sources
-    # (ctlplane/exporter/history.py `compact`): each row of that day twice. Every job must give the same answer.
+    # (ctlplane/exporter/history/ `compact`): each row of that day twice. Every job must give the same answer.
     rows = _mixed_archive(spark)
     twice = rows.unionByName(rows)
     found, found_twice = transforms.episodes(rows, RULES), transforms.episodes(twice, RULES)

@@ -1,0 +1,111 @@
+"""Every threshold of ctlplane, defined once.
+
+- `Thresholds`: the health model's (ctlplane/exporter/health.py). The config's `health:` section starts from
+  these defaults (ctlplane/exporter/config.py `HealthConfig`), and the Spark pipeline's episode rules too.
+- `AlertThresholds`: the alert rules'. alerts/*.rules.yml are written from alerts/source/*.rules.yml, where
+  each threshold is a `[[name]]` of `rule_values()` (python -m tools.alert_rules; a test fails if the two
+  differ or if a rule compares with a number that is not one of these).
+
+The Grafana dashboards (grafana/build.py) colour their panels with both. The rule files carry the defaults:
+a `health:` section that changes a threshold changes what the exporter computes (its stale, frozen and
+saturated flags), not the rules' own comparisons.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# ControlPlaneRequestQueueSize counts requests in a queue of fixed capacity 20 (KIP-291: `queued.max.requests`
+# does not apply to the control-plane channel; kafka.network.SocketServer makes it `new RequestChannel(20,
+# ControlPlaneAcceptor.MetricPrefix, ...)`). A fact of Kafka's, beside the thresholds that are shares of it.
+CONTROL_PLANE_QUEUE_CAPACITY = 20
+
+
+def _threshold(default: float, means: str) -> Any:
+    """A field with its default and what it decides (docs/alerts.md's table is written from `means`)."""
+    return field(default=default, metadata={"means": means})
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The health model's thresholds: the defaults of the config's `health:` section."""
+
+    metadata_stale_seconds: float = _threshold(
+        15.0, "a broker's metadata is stale from this lag in seconds (`kafka_broker_metadata_stale`)"
+    )
+    metadata_stale_records: float = _threshold(
+        1000.0, "... or from this lag in records (KRaft); KafkaBrokerMetadataLagRecords pages above it for 5m"
+    )
+    metadata_frozen_scrapes: int = _threshold(
+        3, "frozen: the applied offset did not move for this many rounds while the quorum committed"
+    )
+    zk_controller_queue_stale: float = _threshold(
+        10.0,
+        "ZooKeeper mode: this many requests queued for a broker at its controller is stale metadata "
+        "(KafkaZkBrokerMetadataBacklog pages from it for 5m)",
+    )
+    control_plane_queue_saturation_ratio: float = _threshold(
+        0.8,
+        "the control-plane listener is saturated at this share of its fixed-size queue "
+        "(KafkaControlPlaneRequestQueueBacklog)",
+    )
+    control_plane_idle_saturation_ratio: float = _threshold(
+        0.1,
+        "... or below this idle ratio of its threads (KafkaControlPlaneThreadsSaturated, "
+        "KafkaKRaftControllerSaturated)",
+    )
+
+    @property
+    def control_plane_queue_saturation_size(self) -> float:
+        return self.control_plane_queue_saturation_ratio * CONTROL_PLANE_QUEUE_CAPACITY
+
+
+@dataclass(frozen=True)
+class AlertThresholds:
+    """The alert rules' own thresholds."""
+
+    metadata_lag_alert_seconds: float = _threshold(30.0, "KafkaBrokerMetadataStale: metadata lag in seconds")
+    controller_failovers_alert: float = _threshold(
+        4.0, "KafkaControllerChurn: failovers in 30m (`>=`: increase() extrapolates)"
+    )
+    heartbeat_timeouts_alert: float = _threshold(1.0, "KafkaControllerHeartbeatsTimedOut: timed-out heartbeats in 15m")
+    event_queue_wait_alert_seconds: float = _threshold(
+        1.0, "KafkaControllerEventQueueBacklog: the controller's mean event-queue wait over 5m, seconds"
+    )
+    event_queue_size_alert: float = _threshold(
+        100.0, "KafkaControllerEventQueueBacklog: events queued (ZooKeeper-mode controllers)"
+    )
+    event_manager_idle_alert_ratio: float = _threshold(
+        0.05, "KafkaControllerEventQueueBacklog: the KRaft controller's event thread idle below this"
+    )
+    update_metadata_alert_seconds: float = _threshold(
+        0.5, "KafkaZkUpdateMetadataSlow: mean UpdateMetadata time over 10m, seconds"
+    )
+    snapshot_age_alert_seconds: float = _threshold(
+        60.0, "CtlplaneSnapshotStale: age of ctlplane's latest round (~4 default intervals), seconds"
+    )
+    round_duration_alert_seconds: float = _threshold(
+        12.0, "CtlplaneScrapeSlow: one round's duration (0.8 of the default interval), seconds"
+    )
+
+
+HEALTH = Thresholds()
+ALERTS = AlertThresholds()
+
+
+def _number(value: float) -> str:
+    """As a rule writes it: 30, 0.1, 1000 (never 30.0)."""
+    return f"{value:g}"
+
+
+def rule_values(health: Thresholds = HEALTH, alerts: AlertThresholds = ALERTS) -> dict[str, str]:
+    """Every `[[name]]` the rule sources may use, as the rules write the number."""
+    values: dict[str, float] = {**asdict(health), **asdict(alerts)}
+    values["control_plane_queue_capacity"] = CONTROL_PLANE_QUEUE_CAPACITY
+    values["control_plane_queue_saturation_size"] = health.control_plane_queue_saturation_size
+    values["control_plane_queue_saturation_percent"] = health.control_plane_queue_saturation_ratio * 100
+    values["control_plane_idle_saturation_percent"] = health.control_plane_idle_saturation_ratio * 100
+    # the churn rule's words: more than this many failovers in 30 minutes is churn
+    values["controller_failovers_churn"] = alerts.controller_failovers_alert - 1
+    return {name: _number(value) for name, value in values.items()}
