@@ -18,7 +18,8 @@ from importlib.metadata import version as package_version
 from pathlib import Path
 
 from ctlplane.exporter.catalog import Role
-from ctlplane.exporter.config import ClusterConfig, ConfigError, Settings, load_settings, parse_settings
+from ctlplane.exporter.config import ClusterConfig, Settings
+from ctlplane.exporter.config_file import ConfigError, load_settings, parse_settings
 from ctlplane.exporter.discovery import JmxRule, NodeDiscovery
 from ctlplane.exporter.dns import DnsName, DnsResolver, DnsWatch
 from ctlplane.exporter.families import Family, reload_families

@@ -10,7 +10,6 @@ several apps cannot undo.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,14 +17,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from dash import ALL, Dash, Input, NoUpdate, Output, State, callback_context, dcc, html, no_update
-from dash._validate import validate_output_spec
 from dash.backends._fastapi import reset_current_request, set_current_request
 from dash.development.base_component import Component
-from dash.exceptions import CallbackException, PreventUpdate
+from dash.exceptions import PreventUpdate
 from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse
 
 from ctlplane.dashboard import views
+from ctlplane.dashboard.callback_check import CallbackShapeCheck, id_has
 from ctlplane.dashboard.source import (
     NO_ALERTS,
     AlertSource,
@@ -158,29 +157,7 @@ def create_dashboard(
         ]
     )
 
-    def alerts_result() -> AlertsResult:
-        return alerts.result() if alerts is not None else NO_ALERTS
-
-    def render_live(key: str, name: str | None, trail: ClusterTrail = EMPTY_TRAIL) -> Component:
-        """The part of a page that every refresh replaces (`trail`: the cluster page's cluster's)."""
-        now = clock()
-        observation = source.current()
-        if key == "fleet":
-            return views.fleet_view(observation, alerts_result(), now, url_prefix)
-        if key == "cluster" and name is not None:
-            return views.cluster_view(name, observation, trail.events, alerts_result(), now)
-        if key == "alerts":
-            return views.alerts_view(alerts_result(), now)
-        if key == "history":
-            return views.history_view(history.result() if history is not None else HistoryData(None), now)
-        return html.Div([html.H2("Not found"), html.P(f"No page at {name!r}."), dcc.Link("Fleet", href=url_prefix)])
-
-    def relative(pathname: str | None) -> str:
-        return app.strip_relative_path(pathname or url_prefix) or ""
-
-    def page_trail(key: str, name: str | None) -> ClusterTrail:
-        """One copy of the cluster's trail per render, shared by its live part and its graphs."""
-        return source.trail(name) if key == "cluster" and name is not None else EMPTY_TRAIL
+    pages = PageBuilder(source, alerts, history, url_prefix, refresh_ms, clock, app.strip_relative_path)
 
     # The callbacks are async and build their pages in a worker thread: Dash's FastAPI backend calls a
     # sync callback on the event loop, where a large fleet's page would hold up /metrics while it renders.
@@ -190,17 +167,7 @@ def create_dashboard(
     async def show_page(pathname: str | None) -> Component:
         if not isinstance(pathname, str | None):
             raise PreventUpdate  # a crafted request: a browser sends the location's path
-        return await asyncio.to_thread(build_page, pathname)
-
-    def build_page(pathname: str | None) -> Component:
-        """On navigation: the page's live part, keyed by its path, and its graphs."""
-        path = relative(pathname)
-        key, name = route(path)
-        trail = page_trail(key, name)
-        parts: list[Component] = [html.Div(render_live(key, name, trail), id={"type": LIVE_TYPE, "path": path})]
-        if key == "cluster" and name is not None and source.current().health.cluster(name) is not None:
-            parts.append(views.graphs_view(views.cluster_figures(trail)))
-        return html.Div(parts)
+        return await asyncio.to_thread(pages.page, pathname)
 
     @app.callback(
         Output({"type": LIVE_TYPE, "path": ALL}, "children"),
@@ -215,31 +182,11 @@ def create_dashboard(
         live_ids, graph_ids = callback_context.outputs_list
         if not (
             isinstance(pathname, str | None)
-            and all(_id_has(item, "path") for item in live_ids)
-            and all(_id_has(item, "key") for item in graph_ids)
+            and all(id_has(item, "path") for item in live_ids)
+            and all(id_has(item, "key") for item in graph_ids)
         ):
             raise PreventUpdate  # a crafted request: a browser sends the ids of the components on the page
-        return await asyncio.to_thread(refresh_page, pathname, live_ids, graph_ids)
-
-    def refresh_page(
-        pathname: str | None, live_ids: list[dict[str, Any]], graph_ids: list[dict[str, Any]]
-    ) -> tuple[list[Component | NoUpdate], list[views.Figure | NoUpdate]]:
-        """On every tick: new content for the live part and new figures for the graphs, in place.
-
-        Outputs are matched by id, so a reply that arrives after navigation finds no old-page
-        component to overwrite (the live part's id carries its path).
-        """
-        path = relative(pathname)
-        key, name = route(path)
-        trail = page_trail(key, name)
-        live = [render_live(key, name, trail) if item["id"]["path"] == path else no_update for item in live_ids]
-        figures: list[views.Figure | NoUpdate]
-        if graph_ids and key == "cluster" and name is not None:
-            by_key = dict(views.cluster_figures(trail))
-            figures = [by_key.get(item["id"]["key"], no_update) for item in graph_ids]
-        else:
-            figures = [no_update for _ in graph_ids]
-        return live, figures
+        return await asyncio.to_thread(pages.refresh, pathname, live_ids, graph_ids)
 
     @app.callback(
         Output("nav", "children"),
@@ -248,14 +195,7 @@ def create_dashboard(
         Input("tick", "n_intervals"),
     )
     async def frame(_: int | None) -> tuple[list[Component], Component | None, str]:
-        return await asyncio.to_thread(build_frame)
-
-    def build_frame() -> tuple[list[Component], Component | None, str]:
-        observation = source.current()
-        status = views.status_line(
-            observation, clock(), refresh_ms, getattr(source, "last_error", None), getattr(source, "exporters", 1)
-        )
-        return views.nav_links(observation.health, url_prefix), views.simulation_banner(observation.snapshot), status
+        return await asyncio.to_thread(pages.frame)
 
     fastapi_server.add_middleware(
         CallbackShapeCheck, callback_map=app.callback_map, path=f"{url_prefix}_dash-update-component"
@@ -263,88 +203,95 @@ def create_dashboard(
     return app
 
 
-def _id_has(item: object, key: str) -> bool:
-    return isinstance(item, dict) and isinstance(item.get("id"), dict) and isinstance(item["id"].get(key), str)
+class PageBuilder:
+    """What the callbacks show, built from the sources at call time (in a worker thread): a page on
+    navigation, its live part and graphs on every tick, the frame around it."""
 
+    def __init__(
+        self,
+        source: ObservationSource,
+        alerts: AlertsProvider | None,
+        history: HistorySource | None,
+        url_prefix: str,
+        refresh_ms: int,
+        clock: Callable[[], float],
+        strip_relative_path: Callable[[str], str | None],
+    ) -> None:
+        self.source = source
+        self.alerts = alerts
+        self.history = history
+        self.url_prefix = url_prefix
+        self.refresh_ms = refresh_ms
+        self.clock = clock
+        self._strip = strip_relative_path
 
-def _is_reference(item: object) -> bool:
-    """A component property reference as Dash sends it: {"id": str or {...}, "property": str, ...}."""
-    return isinstance(item, dict) and isinstance(item.get("id"), str | dict) and isinstance(item.get("property"), str)
+    def _alerts(self) -> AlertsResult:
+        return self.alerts.result() if self.alerts is not None else NO_ALERTS
 
+    def _relative(self, pathname: str | None) -> str:
+        return self._strip(pathname or self.url_prefix) or ""
 
-def _references(items: object, count: int | None) -> bool:
-    """A list of references, or of lists of them (pattern-matching ALL), `count` long when given."""
-    if not isinstance(items, list) or (count is not None and len(items) != count):
-        return False
-    return all(_is_reference(i) or (isinstance(i, list) and all(_is_reference(j) for j in i)) for i in items)
+    def _trail(self, key: str, name: str | None) -> ClusterTrail:
+        """One copy of the cluster's trail per render, shared by its live part and its graphs."""
+        return self.source.trail(name) if key == "cluster" and name is not None else EMPTY_TRAIL
 
+    def live(self, key: str, name: str | None, trail: ClusterTrail = EMPTY_TRAIL) -> Component:
+        """The part of a page that every refresh replaces (`trail`: the cluster page's cluster's)."""
+        now = self.clock()
+        observation = self.source.current()
+        if key == "fleet":
+            return views.fleet_view(observation, self._alerts(), now, self.url_prefix)
+        if key == "cluster" and name is not None:
+            return views.cluster_view(name, observation, trail.events, self._alerts(), now)
+        if key == "alerts":
+            return views.alerts_view(self._alerts(), now)
+        if key == "history":
+            return views.history_view(self.history.result() if self.history is not None else HistoryData(None), now)
+        return html.Div(
+            [html.H2("Not found"), html.P(f"No page at {name!r}."), dcc.Link("Fleet", href=self.url_prefix)]
+        )
 
-def callback_problem(body: object, callback_map: dict[str, Any]) -> str | None:
-    """Why `body` is not a callback request of this app, or None. Dash dispatches whatever it is given
-    and answers 500 when it breaks on it; a request that is not one of ours is the client's error."""
-    if not isinstance(body, dict):
-        return "not a JSON object"
-    output = body.get("output")
-    spec = callback_map.get(output) if isinstance(output, str) else None
-    if spec is None:
-        return "no such callback output"
-    if not _references(body.get("inputs"), len(spec.get("inputs", []))):
-        return f"inputs: expected {len(spec.get('inputs', []))} component references"
-    if not _references(body.get("state", []), len(spec.get("state", []))):
-        return f"state: expected {len(spec.get('state', []))} component references"
-    outputs, declared = body.get("outputs"), spec["output"]
-    single = not isinstance(declared, list | tuple) and not isinstance(declared.component_id, dict)
-    if not (_is_reference(outputs) or (not single and _references(outputs, None))):
-        return "outputs: not component references"  # a list only for several or pattern-matching outputs
-    try:
-        # Dash's own check of the outputs against the callback's, which it runs only after dispatching
-        # and answers with 500 (dash._validate: "for security and internal debugging")
-        validate_output_spec(declared, outputs, Output)  # type: ignore[no-untyped-call]  # unannotated in Dash
-    except (CallbackException, TypeError, ValueError, KeyError) as exc:
-        return f"outputs: {exc}"
-    changed = body.get("changedPropIds", [])
-    if not isinstance(changed, list) or not all(isinstance(c, str) for c in changed):
-        return "changedPropIds: not a list of strings"
-    return None
+    def page(self, pathname: str | None) -> Component:
+        """On navigation: the page's live part, keyed by its path, and its graphs."""
+        path = self._relative(pathname)
+        key, name = route(path)
+        trail = self._trail(key, name)
+        parts: list[Component] = [html.Div(self.live(key, name, trail), id={"type": LIVE_TYPE, "path": path})]
+        if key == "cluster" and name is not None and self.source.current().health.cluster(name) is not None:
+            parts.append(views.graphs_view(views.cluster_figures(trail)))
+        return html.Div(parts)
 
+    def refresh(
+        self, pathname: str | None, live_ids: list[dict[str, Any]], graph_ids: list[dict[str, Any]]
+    ) -> tuple[list[Component | NoUpdate], list[views.Figure | NoUpdate]]:
+        """On every tick: new content for the live part and new figures for the graphs, in place.
 
-class CallbackShapeCheck:
-    """ASGI middleware before Dash's own: a POST to the callback route whose body is not a callback request
-    of this app is answered 400, not dispatched (Dash would answer 500). The body is read here (the
-    request guard in front has authenticated the request and capped its size) and handed on unchanged."""
+        Outputs are matched by id, so a reply that arrives after navigation finds no old-page
+        component to overwrite (the live part's id carries its path).
+        """
+        path = self._relative(pathname)
+        key, name = route(path)
+        trail = self._trail(key, name)
+        live = [self.live(key, name, trail) if item["id"]["path"] == path else no_update for item in live_ids]
+        figures: list[views.Figure | NoUpdate]
+        if graph_ids and key == "cluster" and name is not None:
+            by_key = dict(views.cluster_figures(trail))
+            figures = [by_key.get(item["id"]["key"], no_update) for item in graph_ids]
+        else:
+            figures = [no_update for _ in graph_ids]
+        return live, figures
 
-    def __init__(self, app: Any, callback_map: dict[str, Any], path: str) -> None:
-        self.app = app
-        self.callback_map = callback_map
-        self.path = path
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope["path"] != self.path or scope["method"] != "POST":
-            await self.app(scope, receive, send)
-            return
-        chunks = []
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return  # the client went away
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        try:
-            problem = callback_problem(json.loads(body), self.callback_map)
-        except ValueError:
-            problem = "not JSON"
-        if problem is not None:
-            await JSONResponse({"error": "BadRequest", "message": problem}, status_code=400)(scope, receive, send)
-            return
-        sent = False
-
-        async def replay() -> dict[str, Any]:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return dict(await receive())
-
-        await self.app(scope, replay, send)
+    def frame(self) -> tuple[list[Component], Component | None, str]:
+        observation = self.source.current()
+        status = views.status_line(
+            observation,
+            self.clock(),
+            self.refresh_ms,
+            getattr(self.source, "last_error", None),
+            getattr(self.source, "exporters", 1),
+        )
+        return (
+            views.nav_links(observation.health, self.url_prefix),
+            views.simulation_banner(observation.snapshot),
+            status,
+        )

@@ -76,7 +76,8 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
     from ctlplane.dashboard.app import create_dashboard
     from ctlplane.exporter.app import http_server, run_until_stopped
-    from ctlplane.exporter.config import ConfigError, HttpConfig, tls_problems, with_web_config
+    from ctlplane.exporter.config import HttpConfig
+    from ctlplane.exporter.config_file import ConfigError, tls_problems, with_web_config
     from ctlplane.exporter.httpguard import GuardedFastAPI
 
     auth = None

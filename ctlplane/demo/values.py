@@ -3,7 +3,7 @@
 
 Steady state: the quorum commits ~4 metadata records a second and every node applies them within a
 second; idle ratios and queue lengths wobble smoothly around plausible levels. Scenarios change the
-few values ctlplane's health model (ctlplane/exporter/health.py) derives its verdicts from.
+few values ctlplane's health model (ctlplane/exporter/health/) derives its verdicts from.
 """
 
 from __future__ import annotations

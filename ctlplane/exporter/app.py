@@ -20,9 +20,10 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 
 from ctlplane.exporter.config import TlsConfig
-from ctlplane.exporter.families import Family, MetricsPage, accepts_gzip
+from ctlplane.exporter.families import Family
 from ctlplane.exporter.httpguard import GuardedFastAPI
 from ctlplane.exporter.jsonapi import health_to_dict, snapshot_to_dict
+from ctlplane.exporter.page import MetricsPage, accepts_gzip
 from ctlplane.exporter.state import Observation
 
 LatestObservation = Callable[[], Observation]

@@ -390,7 +390,7 @@ CATALOG: tuple[MetricSpec, ...] = (
           modes=ALL_MODES, roles=BROKER, since="0.10"),
     # What a clean stop would leave: Kafka flags a KRaft broker's controlled shutdown only while it leads
     # partitions (BrokerHeartbeatManager.calculateNextBrokerState: no leaderships -> SHUTDOWN_NOW, fenced
-    # like a crash), so ctlplane/exporter/health.py reads the last count a vanished broker reported.
+    # like a crash), so ctlplane/exporter/health/ reads the last count a vanished broker reported.
     _spec("kafka_broker_leader_partitions", "kafka.server:type=ReplicaManager,name=LeaderCount", "Value", G,
           GAUGE, "Partitions this broker leads (ReplicaManager LeaderCount)",
           modes=ALL_MODES, roles=BROKER, since="0.10"),
@@ -500,7 +500,7 @@ DERIVED_SERIES: Mapping[str, str] = MappingProxyType(
 )
 
 
-# Series computed by ctlplane/exporter/health.py from a snapshot (and a few earlier ones).
+# Series computed by ctlplane/exporter/health/ from a snapshot (and a few earlier ones).
 HEALTH_SERIES: Mapping[str, str] = MappingProxyType(
     {
         "kafka_cluster_mode_info": "The cluster's mode: zookeeper, kraft or migration (ZkMigrationState)",
@@ -529,6 +529,9 @@ HEALTH_SERIES: Mapping[str, str] = MappingProxyType(
         "broker whose process runs (BrokerState RUNNING) yet is fenced, or one gone while leading partitions on a "
         "Kafka 4.1+ cluster, whose controller would have flagged its controlled shutdown; 0 otherwise (ZooKeeper "
         "mode, Kafka before 4.1, a broker that led nothing: a clean stop reads FENCED there too)",
+        "kafka_broker_fault_cause": "1 for why a broker is not ACTIVE or not read (cause: process_gone, "
+        "hung_or_isolated, cut_off_from_controller, zookeeper_session_lost, controlled_shutdown, starting, "
+        "jmx_unreachable, jmx_auth_failed, unknown); absent for an ACTIVE broker with nothing wrong to name",
         "kafka_broker_metadata_stale": "1 if the broker's metadata lag is over the configured thresholds, or frozen",
         "kafka_broker_metadata_frozen": "1 if the broker's applied metadata offset has not moved for N scrapes "
         "while the quorum committed more",

@@ -46,7 +46,7 @@ def departures(
     unregistered: Mapping[int, str] = MappingProxyType({}),
 ) -> dict[int, tuple[Departure, str]]:
     """The watched nodes this round shows to have left the cluster, with the evidence; `shut_down`: the
-    nodes whose lifecycle is SHUTDOWN (a controlled shutdown seen, ctlplane/exporter/health.py); `unregistered`: the
+    nodes whose lifecycle is SHUTDOWN (a controlled shutdown seen, ctlplane/exporter/health/); `unregistered`: the
     brokers a controller's own metrics saw unregistered (`RegistrationsSeen`).
 
     Absence from an answer is never evidence (ctlplane/exporter/discovery.py's docstring); these are:

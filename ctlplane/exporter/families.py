@@ -1,4 +1,5 @@
-"""Prometheus families as a pure function of a FleetSnapshot, and their exposition.
+"""Prometheus families as a pure function of a FleetSnapshot (their text: encoding.py; the /metrics page
+made once per round and gzipped: page.py).
 
 Example output (one ZooKeeper-mode broker with the control-plane listener):
 
@@ -9,28 +10,16 @@ Example output (one ZooKeeper-mode broker with the control-plane listener):
 
 from __future__ import annotations
 
-import bisect
-import math
-import struct
-import threading
-import time
-import zlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 
-from prometheus_client import exposition
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
     Metric,
     SummaryMetricFamily,
 )
-from prometheus_client.exposition import choose_encoder
-from prometheus_client.openmetrics import exposition as om_exposition
 from prometheus_client.samples import Sample as PromSample
-from prometheus_client.utils import floatToGoString
-from prometheus_client.validation import _is_valid_legacy_labelname, _is_valid_legacy_metric_name
 
 from ctlplane.exporter.catalog import (
     CATALOG,
@@ -166,7 +155,7 @@ class RenderMemo:
     lines again. An entry is used only for the very same Sample object (`is`, held by the entry, so its
     id is not reused) under the same node labels, so a page made with a memo has the bytes of one made
     without; only the last page's entries are kept. The formatted names and label sets of every line are
-    kept too (_Formatting): a node's labels are the same from round to round.
+    kept too (TextFormatting): a node's labels are the same from round to round.
     """
 
     def __init__(self) -> None:
@@ -174,11 +163,11 @@ class RenderMemo:
         self.rows: dict[int, tuple[Sample, tuple[str, ...], list[Row]]] = {}
         # (format, escaping) -> id(sample) -> (sample, its first row, its lines)
         self.text: dict[tuple[bool, str], dict[int, tuple[Sample, Row, str]]] = {}
-        self.formatting: dict[tuple[bool, str], _Formatting] = {}
+        self.formatting: dict[tuple[bool, str], TextFormatting] = {}
 
 
 @dataclass
-class _Formatting:
+class TextFormatting:
     """The exposition text of names and label sets for one (format, escaping), made once per distinct one."""
 
     names: dict[str, str] = field(default_factory=dict)
@@ -282,6 +271,7 @@ def health_families(health: FleetHealth) -> list[Family]:
     saturated = gauge("kafka_control_plane_saturated", NODE_LABELS)
     views = gauge("kafka_broker_views_disagree", NODE_LABELS)
     unplanned = gauge("kafka_broker_fenced_unplanned", NODE_LABELS)
+    cause = gauge("kafka_broker_fault_cause", [*NODE_LABELS, "cause"])
     controller_views = gauge("kafka_cluster_controller_views_disagree", ["cluster"])
     fenced_unnamed = gauge("kafka_cluster_fenced_brokers_unnamed", ["cluster"])
     for cluster in health.clusters:
@@ -309,6 +299,10 @@ def health_families(health: FleetHealth) -> list[Family]:
             for state in Lifecycle:
                 lifecycle.add((*labels, state.value), 1.0 if broker.state is state else 0.0)
             unplanned.add(labels, 1.0 if broker.fenced_unplanned else 0.0)
+            if broker.cause is not None:
+                # an info series beside the lifecycle, never a label on it: a cause that changes while the
+                # broker stays FENCED must not restart the `for:` of its page
+                cause.add((*labels, broker.cause.value), 1.0)
             if broker.metadata_lag_records is not None:
                 lag_records.add(labels, broker.metadata_lag_records)
             if broker.metadata_lag_seconds is not None:
@@ -332,6 +326,7 @@ def health_families(health: FleetHealth) -> list[Family]:
         last_failover,
         lifecycle,
         unplanned,
+        cause,
         lag_records,
         lag_seconds,
         lag_source,
@@ -499,329 +494,3 @@ def snapshot_age_family(age_seconds: float) -> Family:
     family = _gauge("ctlplane_snapshot_age_seconds", ())
     family.add((), age_seconds)
     return family
-
-
-class _NeedsEncoder(Exception):
-    """Something the direct renderer does not reproduce (UTF-8 names): prometheus_client's encoder renders it."""
-
-
-def _direct_format(encoder: Callable[..., bytes]) -> tuple[str, str] | None:
-    """("text" | "openmetrics", escaping) for the encoders choose_encoder returns; None for anything else."""
-    func, args, keywords = encoder, (), {}
-    if isinstance(encoder, partial):
-        func, args, keywords = encoder.func, encoder.args, dict(encoder.keywords)
-    keywords.pop("version", None)  # OpenMetrics 2.0 differs from 1.0 only by native histograms, which we lack
-    escaping = keywords.pop("escaping", om_exposition.UNDERSCORES)
-    if args or keywords:
-        return None
-    if func is exposition.generate_latest:
-        return "text", escaping
-    if func is om_exposition.generate_latest:
-        return "openmetrics", escaping
-    return None
-
-
-def encode(families: Sequence[Family], encoder: Callable[..., bytes], memo: RenderMemo | None = None) -> bytes:
-    """The bytes `encoder` (from choose_encoder) makes of these families, without its per-sample cost.
-
-    The same rules as prometheus_client's text 0.0.4/1.0.0 and OpenMetrics 1.0 encoders, applied with
-    their own helpers (name escaping, floatToGoString, label-value escaping) once per distinct name,
-    label set and value rather than once per sample; tests compare the bytes with theirs. `memo`: the
-    lines of slow-tier blocks the last page made (RenderMemo).
-    """
-    direct = _direct_format(encoder)
-    if direct is not None:
-        try:
-            return _encode(families, direct[0] == "openmetrics", direct[1], memo)
-        except _NeedsEncoder:
-            pass
-    return encoder(_Families([family.to_metric() for family in families]))
-
-
-def _escape_value(value: str) -> str:
-    # what both encoders do to label values (openmetrics._escape with ALLOWUTF8)
-    return om_exposition._escape(value, om_exposition.ALLOWUTF8, om_exposition._is_legacy_labelname_rune)
-
-
-# prometheus_client's Go-style float formatting (untyped there)
-_go_float: Callable[[float], str] = floatToGoString
-_ZERO, _NEGATIVE_ZERO = _go_float(0.0), _go_float(-0.0)
-
-
-def _encode(
-    families: Sequence[Family], openmetrics_format: bool, escaping: str, memo: RenderMemo | None = None
-) -> bytes:
-    # Not reproduced because a Family cannot hold them: exemplars, units, native histograms, and
-    # the text encoder's separate blocks for `_created`/`_gsum`/`_gcount` samples (a Family's sample names
-    # are its name, `_total`, `_count` and `_sum` only).
-    utf8 = escaping == om_exposition.ALLOWUTF8
-    key = (openmetrics_format, escaping)
-    formatting = memo.formatting.get(key) if memo is not None else None
-    if formatting is None:
-        formatting = _Formatting()
-    names, label_names, orders = formatting.names, formatting.label_names, formatting.orders
-    label_sets, escaped = formatting.label_sets, formatting.escaped
-    numbers: dict[float, str] = {}  # per page: values change from round to round
-
-    def sample_name(name: str) -> str:
-        text = names.get(name)
-        if text is None:
-            if utf8 and not _is_valid_legacy_metric_name(name):
-                raise _NeedsEncoder(name)  # the encoders quote such names inside the braces
-            if openmetrics_format:
-                text = om_exposition._escape(name, escaping, om_exposition._is_legacy_labelname_rune)
-            else:
-                text = om_exposition.escape_metric_name(name, escaping)
-            names[name] = text
-        return text
-
-    def label_set(key: tuple[tuple[str, ...], tuple[str, ...]]) -> str:
-        labelnames, values = key
-        order = orders.get(labelnames)
-        if order is None:
-            for name in labelnames:
-                if name not in label_names:
-                    if utf8 and not _is_valid_legacy_labelname(name):
-                        raise _NeedsEncoder(name)
-                    label_names[name] = om_exposition.escape_label_name(name, escaping)
-            # the encoders sort a sample's labels by name
-            order = orders[labelnames] = [(labelnames.index(n), label_names[n]) for n in sorted(labelnames)]
-        parts = []
-        for i, name in order:
-            value = values[i]
-            text = escaped.get(value)
-            if text is None:
-                text = escaped[value] = _escape_value(value)
-            parts.append(f'{name}="{text}"')
-        return "{" + ",".join(parts) + "}"
-
-    def number(value: float) -> str:
-        if not value:  # 0.0 == -0.0 would share a cache entry; NaN is truthy
-            return _NEGATIVE_ZERO if math.copysign(1.0, value) < 0 else _ZERO
-        text = _go_float(value)
-        if value == value:  # every NaN would be a new key
-            numbers[value] = text
-        return text
-
-    def lines(family: Family, start: int, end: int, append: Callable[[str], None]) -> None:
-        current_names: tuple[str, ...] | None = None
-        sets: dict[tuple[str, ...], str] = {}
-        stamps = family.timestamps
-        rows = family.rows
-        for index in range(start, end):
-            name, labelnames, values, value = rows[index]
-            if labelnames is not current_names:  # one or two label-name tuples per family (see Row)
-                current_names = labelnames
-                sets = label_sets.setdefault(labelnames, {})
-            labels = sets.get(values)
-            if labels is None:
-                labels = sets[values] = label_set((labelnames, values)) if labelnames else ""
-            line = f"{names.get(name) or sample_name(name)}{labels} {numbers.get(value) or number(value)}"
-            if stamps and index in stamps:
-                # as prometheus_client's encoders write a sample's timestamp: text in whole milliseconds,
-                # OpenMetrics in seconds
-                stamp = stamps[index]
-                line += f" {stamp}" if openmetrics_format else f" {int(stamp * 1000):d}"
-            append(line + "\n")
-
-    remembered = memo.text.get(key, {}) if memo is not None else {}
-    kept: dict[int, tuple[Sample, Row, str]] = {}
-    out: list[str] = []
-    append = out.append
-    for family in families:
-        out.extend(_header(family, openmetrics_format, escaping))
-        if memo is None or not family.blocks:
-            lines(family, 0, len(family.rows), append)
-            continue
-        # a block's lines as one string, kept for the next page (RenderMemo); rows between blocks as usual
-        index, end, blocks = 0, len(family.rows), family.blocks
-        starts = list(blocks)  # ascending: rows are only appended
-        while index < end:
-            block = blocks.get(index)
-            if block is None:
-                after = bisect.bisect_right(starts, index)
-                following = starts[after] if after < len(starts) else end
-                lines(family, index, following, append)
-                index = following
-                continue
-            block_end, source = block
-            entry = remembered.get(id(source))
-            if entry is None or entry[0] is not source or entry[1] is not family.rows[index]:
-                block_lines: list[str] = []
-                lines(family, index, block_end, block_lines.append)
-                entry = (source, family.rows[index], "".join(block_lines))
-            kept[id(source)] = entry
-            append(entry[2])
-            index = block_end
-    if memo is not None:
-        memo.text[key] = kept
-        # kept while it holds about one page's labels; nodes and label values that went away are dropped
-        # by starting afresh once it holds twice as many as this page's lines
-        rows = sum(len(family.rows) for family in families)
-        memo.formatting[key] = formatting if formatting.size() <= 2 * rows + 1000 else _Formatting()
-    if openmetrics_format:
-        append("# EOF\n")
-    return "".join(out).encode("utf-8")
-
-
-def _header(family: Family, openmetrics_format: bool, escaping: str) -> list[str]:
-    if openmetrics_format:
-        name = om_exposition.escape_metric_name(family.name, escaping)
-        documentation = om_exposition._escape(
-            family.documentation, om_exposition.ALLOWUTF8, om_exposition._is_legacy_labelname_rune
-        )
-        return [f"# HELP {name} {documentation}\n", f"# TYPE {name} {family.type}\n"]
-    name = om_exposition.escape_metric_name(
-        family.name + "_total" if family.type == "counter" else family.name, escaping
-    )
-    documentation = family.documentation.replace("\\", r"\\").replace("\n", r"\n")
-    return [f"# HELP {name} {documentation}\n", f"# TYPE {name} {family.type}\n"]
-
-
-class _Families:
-    """The minimal registry the prometheus_client encoders accept."""
-
-    def __init__(self, families: Iterable[Metric]) -> None:
-        self._families = list(families)
-
-    def collect(self) -> Iterable[Metric]:
-        return self._families
-
-
-def accepts_gzip(accept_encoding: str | None) -> bool:
-    """Whether an Accept-Encoding header takes gzip (RFC 9110 12.5.3: a coding with q=0 is refused).
-    Prometheus asks for gzip on every scrape unless its scrape config turns compression off."""
-    for item in (accept_encoding or "").split(","):
-        coding, *params = (part.strip().lower() for part in item.split(";"))
-        if coding not in ("gzip", "x-gzip"):
-            continue
-        q = next((param[2:] for param in params if param.startswith("q=")), "1")
-        try:
-            return float(q) > 0
-        except ValueError:
-            return False
-    return False
-
-
-# Fast compression: the page is label-heavy text that level 1 already shrinks many times over (22x, 1.66 MB
-# to 73 KB in 4 ms, for the health series of 1,000 synthetic nodes), and it is compressed once per round.
-GZIP_LEVEL = 1
-# RFC 1952 2.3: magic, CM=8 (deflate), no flags, MTIME 0 (none), XFL 0, OS 255 (unknown)
-GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
-
-
-@dataclass(frozen=True)
-class Deflated:
-    """Raw deflate of a page, ended by a sync flush (byte-aligned, not the final block), with the CRC-32 and
-    length of what it holds: the front of a gzip body any tail can follow (`gzip_tail`)."""
-
-    data: bytes
-    crc: int
-    size: int
-
-    @classmethod
-    def of(cls, page: bytes) -> Deflated:
-        compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
-        return cls(compressor.compress(page) + compressor.flush(zlib.Z_SYNC_FLUSH), zlib.crc32(page), len(page))
-
-
-def gzip_tail(front: Deflated, tail: bytes) -> bytes:
-    """The rest of one gzip member whose body is GZIP_HEADER + front.data: the tail, deflated by a fresh
-    compressor as the final blocks (deflate blocks need not share a compressor, RFC 1951 3.2.3), and the
-    trailer: CRC-32 and length of front + tail (RFC 1952 2.3.1). One member, so every gzip reader takes it,
-    and the page itself is compressed once per round, not per scrape."""
-    compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
-    crc = zlib.crc32(tail, front.crc)
-    size = (front.size + len(tail)) & 0xFFFFFFFF
-    return compressor.compress(tail) + compressor.flush(zlib.Z_FINISH) + struct.pack("<II", crc, size)
-
-
-# A form of the page (content type, gzip) is made ahead for each new snapshot while a scraper asked for it
-# this recently: a few of Prometheus' scrape intervals.
-ASKED_SECONDS = 300.0
-
-
-@dataclass
-class _CachedPage:
-    """One snapshot's page in one content type, and its deflate once a scraper has asked for gzip."""
-
-    text: bytes
-    deflated: Deflated | None = None
-
-
-class MetricsPage:
-    """Renders /metrics for the latest snapshot once per content type (and deflates it once, when a
-    scraper asks for gzip), then serves the cached bytes.
-
-    Only the tail - the snapshot age, the history writer's self-metrics and OpenMetrics' `# EOF` - is
-    made per request, so a scrape of /metrics does no JMX I/O and, after the first request for a
-    snapshot, almost no work.
-    """
-
-    def __init__(self, version: str = "dev", clock: Callable[[], float] = time.monotonic) -> None:
-        self.version = version
-        self.clock = clock
-        self._lock = threading.Lock()
-        self._pages: dict[tuple[int, float, str], _CachedPage] = {}
-        self._memo = RenderMemo()
-        # (content type, gzipped) -> an Accept header that chose it, and when it was last asked for
-        self._asked: dict[tuple[str, bool], tuple[str | None, float]] = {}
-
-    def prepare(self, snapshot: FleetSnapshot, health: FleetHealth | None) -> None:
-        """Make this snapshot's page in each form scrapers asked for in the last ASKED_SECONDS, when the
-        snapshot is made (in the scrape thread) rather than at the first scrape after it: a scrape is then
-        served from the cache (a 1,000-node page took ~250 ms to make, docs/demo.md)."""
-        with self._lock:
-            now = self.clock()
-            self._asked = {key: asked for key, asked in self._asked.items() if now - asked[1] <= ASKED_SECONDS}
-            wanted = [(accept, gzipped) for (_, gzipped), (accept, _) in self._asked.items()]
-        for accept, gzipped in wanted:
-            self._page(snapshot, health, accept, gzipped)
-
-    def render(
-        self, snapshot: FleetSnapshot, health: FleetHealth | None, accept: str | None, now: float
-    ) -> tuple[bytes, str]:
-        """The whole page and its content type."""
-        parts, content_type = self.render_parts(snapshot, health, accept, now)
-        return b"".join(parts), content_type
-
-    def render_parts(
-        self,
-        snapshot: FleetSnapshot,
-        health: FleetHealth | None,
-        accept: str | None,
-        now: float,
-        per_request: Sequence[Family] = (),
-        gzipped: bool = False,
-    ) -> tuple[tuple[bytes, ...], str]:
-        """The body's parts, to be sent one after the other without joining them into a copy of the page
-        per request, and the content type: the page cached for the snapshot, then the tail made for this
-        request (`per_request` families go there with the snapshot age). `gzipped`: one gzip member, the
-        page's deflate cached too."""
-        encoder, content_type, cached, front = self._page(snapshot, health, accept, gzipped)
-        with self._lock:
-            self._asked[(content_type, gzipped)] = (accept, self.clock())
-        tail = encode([snapshot_age_family(max(0.0, now - snapshot.taken_at)), *per_request], encoder)
-        if front is None:
-            return (cached.text, tail), content_type
-        return (GZIP_HEADER, front.data, gzip_tail(front, tail)), content_type
-
-    def _page(
-        self, snapshot: FleetSnapshot, health: FleetHealth | None, accept: str | None, gzipped: bool
-    ) -> tuple[Callable[..., bytes], str, _CachedPage, Deflated | None]:
-        """The snapshot's page for this Accept header, made once (under the lock, so two requests or a
-        request and prepare() never make the same page twice)."""
-        encoder, content_type = choose_encoder(accept or "")
-        key = (snapshot.sequence, snapshot.taken_at, content_type)
-        with self._lock:
-            cached = self._pages.get(key)
-            if cached is None:
-                # the page ends before OpenMetrics' `# EOF`: the tail closes it
-                families = collect_families(snapshot, health, self.version, self._memo)
-                text = encode(families, encoder, self._memo).removesuffix(b"# EOF\n")
-                # keep only the newest snapshot's pages (one per content type)
-                self._pages = {k: v for k, v in self._pages.items() if k[:2] == key[:2]}
-                cached = self._pages[key] = _CachedPage(text)
-            if gzipped and cached.deflated is None:
-                cached.deflated = Deflated.of(cached.text)
-            return encoder, content_type, cached, cached.deflated if gzipped else None

@@ -8,7 +8,7 @@ from typing import Any
 
 from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.families import control_plane_listener_enabled
-from ctlplane.exporter.health import BrokerHealth, ClusterHealth, ControllerView, FleetHealth, Lifecycle
+from ctlplane.exporter.health import BrokerHealth, Cause, ClusterHealth, ControllerView, FleetHealth, Lifecycle
 from ctlplane.exporter.model import (
     ClusterSnapshot,
     Failure,
@@ -206,6 +206,7 @@ def health_to_dict(health: FleetHealth, snapshot: FleetSnapshot) -> dict[str, An
                         "views_disagree": b.views_disagree,
                         "metadata_lag_source": b.metadata_lag_source,
                         "fenced_unplanned": b.fenced_unplanned,
+                        "cause": b.cause.value if b.cause is not None else None,
                     }
                     for b in cluster.brokers
                 ],
@@ -253,6 +254,7 @@ def health_from_dict(document: Mapping[str, Any]) -> FleetHealth:
                         views_disagree=b.get("views_disagree", False),
                         metadata_lag_source=b.get("metadata_lag_source"),
                         fenced_unplanned=b.get("fenced_unplanned", False),
+                        cause=Cause(b["cause"]) if b.get("cause") else None,
                     )
                     for b in cluster["brokers"]
                 ),

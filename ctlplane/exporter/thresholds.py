@@ -1,6 +1,6 @@
 """Every threshold of ctlplane, defined once.
 
-- `Thresholds`: the health model's (ctlplane/exporter/health.py). The config's `health:` section starts from
+- `Thresholds`: the health model's (ctlplane/exporter/health/). The config's `health:` section starts from
   these defaults (ctlplane/exporter/config.py `HealthConfig`), and the Spark pipeline's episode rules too.
 - `AlertThresholds`: the alert rules'. alerts/*.rules.yml are written from alerts/source/*.rules.yml, where
   each threshold is a `[[name]]` of `rule_values()` (python -m tools.alert_rules; a test fails if the two

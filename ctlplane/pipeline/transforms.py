@@ -81,7 +81,7 @@ def conditions(rules: EpisodeRules) -> dict[Kind, Condition]:
     # The exporter's own count, what KafkaNoActiveController / KafkaSeveralActiveControllers page on
     # (alerts/controller.rules.yml), not a sum of the nodes' ActiveControllerCount: during a ZooKeeper
     # migration's PRE_MIGRATION the ZooKeeper brokers' controller claims too, and the exporter does not
-    # count it (ctlplane/exporter/health.py `_claimants`). Written every round, 0 when no node could be read.
+    # count it (ctlplane/exporter/health/controller.py `_claimants`). Written every round, 0 when no node could be read.
     controllers = series == ACTIVE_CONTROLLERS_SERIES
     return {
         # metadata lag at or over the records or seconds threshold, or the applied offset frozen

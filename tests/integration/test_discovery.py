@@ -17,7 +17,8 @@ import pytest
 
 from ctlplane.cli import build_discovery, build_dns_watch, build_scraper, format_watch_list
 from ctlplane.exporter.catalog import Role
-from ctlplane.exporter.config import Settings, parse_settings
+from ctlplane.exporter.config import Settings
+from ctlplane.exporter.config_file import parse_settings
 from ctlplane.exporter.discovery import NodeDiscovery
 from ctlplane.exporter.families import quorum_families
 from ctlplane.exporter.health import Lifecycle

@@ -236,7 +236,7 @@ def test_zookeeper_controller_moves_when_the_active_one_stops(zk_cluster: KafkaC
         )
         assert _cluster(moved, ZK_NAME).controller.failovers_total == before.failovers_total + 1
         # SHUTDOWN when a round saw it shutting down; otherwise UNREACHABLE, or FENCED once the new
-        # controller's queues are read and have none for it (it deregistered: health._zookeeper_deregistered)
+        # controller's queues are read and have none for it (it deregistered: health.lifecycle.zookeeper_deregistered)
         assert _state_zk(moved, old.name) in (Lifecycle.SHUTDOWN, Lifecycle.UNREACHABLE, Lifecycle.FENCED)
     finally:
         old.start()

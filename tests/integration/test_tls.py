@@ -15,7 +15,8 @@ import httpx
 import pytest
 
 from ctlplane.exporter.app import create_app, http_server
-from ctlplane.exporter.config import TlsConfig, load_settings
+from ctlplane.exporter.config import TlsConfig
+from ctlplane.exporter.config_file import load_settings
 from ctlplane.exporter.state import ExporterState
 from ctlplane.exporter.thresholds import Thresholds
 from harness.localkafka import free_port, make_local_pki

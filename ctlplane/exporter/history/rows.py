@@ -53,6 +53,8 @@ def _add_broker_health_rows(out: RowBuffer, ts: int, broker: BrokerHealth) -> No
     add(LIFECYCLE_SERIES, 1.0, f"state={state}")
     # what the 15 s KafkaBrokerFenced rule pages on: `pipeline sweep --series kafka_broker_fenced_unplanned`
     add("kafka_broker_fenced_unplanned", 1.0 if broker.fenced_unplanned else 0.0)
+    if broker.cause is not None:
+        add("kafka_broker_fault_cause", 1.0, f"cause={broker.cause.value}")
     if broker.metadata_lag_records is not None:
         add("kafka_broker_metadata_lag_records", broker.metadata_lag_records)
     if broker.metadata_lag_seconds is not None:

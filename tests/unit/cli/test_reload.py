@@ -10,7 +10,7 @@ import yaml
 
 from ctlplane.cli import ConfigReload, build_discovery, build_state, build_targets
 from ctlplane.exporter.app import create_app
-from ctlplane.exporter.config import load_settings
+from ctlplane.exporter.config_file import load_settings
 from ctlplane.exporter.scraper import Scraper
 from tests.unit.exporter.test_scraper import ScriptedClient
 

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from ctlplane.exporter.config import HttpConfig, load_settings
+from ctlplane.exporter.config import HttpConfig
+from ctlplane.exporter.config_file import load_settings
 from ctlplane.exporter.shards import resolve_shard
 from tools import k8s
 

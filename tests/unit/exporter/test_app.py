@@ -9,9 +9,9 @@ import bcrypt
 from fastapi.testclient import TestClient
 
 from ctlplane.exporter.app import PageResponse, create_app
-from ctlplane.exporter.families import MetricsPage
 from ctlplane.exporter.jsonapi import snapshot_from_dict, snapshot_to_dict
 from ctlplane.exporter.model import Sample
+from ctlplane.exporter.page import MetricsPage
 from ctlplane.exporter.state import ExporterState
 from ctlplane.exporter.thresholds import Thresholds
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller
@@ -80,12 +80,12 @@ def test_metrics_are_one_gzip_member_when_asked_the_page_deflated_once_per_round
 def test_each_rounds_page_is_made_when_the_round_ends_in_the_forms_scrapers_asked_for(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """A scrape after a round is served from the cache: the page (and its gzip) was made in the scrape
     thread when the round's observation came, for each form asked for lately, not at the first scrape."""
-    import ctlplane.exporter.families as families
+    import ctlplane.exporter.page as page_module  # where the page makes its families
 
     made: list[int] = []
-    collect = families.collect_families
+    collect = page_module.collect_families
     monkeypatch.setattr(
-        families, "collect_families", lambda snapshot, *a: made.append(snapshot.sequence) or collect(snapshot, *a)
+        page_module, "collect_families", lambda snapshot, *a: made.append(snapshot.sequence) or collect(snapshot, *a)
     )
     state = ExporterState(sample_fleet(), Thresholds())
     http = TestClient(
@@ -108,20 +108,20 @@ def test_each_rounds_page_is_made_when_the_round_ends_in_the_forms_scrapers_aske
 
 
 def test_a_form_no_scraper_asked_for_lately_is_not_made_ahead(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import ctlplane.exporter.families as families
+    import ctlplane.exporter.page as page_module  # where the page makes its families
 
     made: list[int] = []
-    collect = families.collect_families
+    collect = page_module.collect_families
     monkeypatch.setattr(
-        families, "collect_families", lambda snapshot, *a: made.append(snapshot.sequence) or collect(snapshot, *a)
+        page_module, "collect_families", lambda snapshot, *a: made.append(snapshot.sequence) or collect(snapshot, *a)
     )
     now = [0.0]
     page = MetricsPage(clock=lambda: now[0])
     snapshot = sample_fleet()
     page.render_parts(snapshot, None, None, 1005.0)
-    now[0] = families.ASKED_SECONDS
+    now[0] = page_module.ASKED_SECONDS
     page.prepare(replace(snapshot, sequence=snapshot.sequence + 1), None)
-    now[0] = 2 * families.ASKED_SECONDS + 1
+    now[0] = 2 * page_module.ASKED_SECONDS + 1
     page.prepare(replace(snapshot, sequence=snapshot.sequence + 2), None)
     # asked for at 0 s: made ahead at ASKED_SECONDS, no longer after
     assert made == [snapshot.sequence, snapshot.sequence + 1]

@@ -8,7 +8,8 @@ from types import MappingProxyType
 import pytest
 
 from ctlplane.exporter.catalog import Mode, Role
-from ctlplane.exporter.config import ConfigError, Settings, parse_settings
+from ctlplane.exporter.config import Settings
+from ctlplane.exporter.config_file import ConfigError, parse_settings
 from ctlplane.exporter.departures import Departure, departures
 from ctlplane.exporter.discovery import (
     Discovered,

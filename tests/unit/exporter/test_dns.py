@@ -10,7 +10,7 @@ from types import MappingProxyType
 import pytest
 
 from ctlplane.exporter.catalog import Mode, Role
-from ctlplane.exporter.config import ConfigError, parse_settings
+from ctlplane.exporter.config_file import ConfigError, parse_settings
 from ctlplane.exporter.discovery import DnsNode, JmxRule, NodeDiscovery
 from ctlplane.exporter.dns import DnsError, DnsName, DnsResolver, DnsWatch
 from ctlplane.exporter.jmx.base import Endpoint

@@ -11,19 +11,13 @@ import pytest
 from prometheus_client.exposition import choose_encoder, generate_latest
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 
-from ctlplane.exporter import families
+from ctlplane.exporter import encoding
 from ctlplane.exporter.catalog import Mode, Role
-from ctlplane.exporter.families import (
-    Family,
-    MetricsPage,
-    _Families,
-    collect_families,
-    encode,
-    render_families,
-    snapshot_age_family,
-)
+from ctlplane.exporter.encoding import _Families, encode
+from ctlplane.exporter.families import Family, collect_families, render_families, snapshot_age_family
 from ctlplane.exporter.health import HealthMemory, evaluate
 from ctlplane.exporter.model import FleetSnapshot, NodeSnapshot, Sample
+from ctlplane.exporter.page import MetricsPage
 from ctlplane.exporter.thresholds import Thresholds
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller, node
 
@@ -225,8 +219,8 @@ def test_a_page_does_not_format_again_the_slow_tier_lines_it_made_for_the_last_s
     base = node("b1", {"kafka_broker_state": 3.0}, cluster="zk", mode=Mode.ZOOKEEPER, node_id=1)
     page = MetricsPage()
     formatted: list[float] = []
-    go_float = families._go_float
-    monkeypatch.setattr(families, "_go_float", lambda value: formatted.append(value) or go_float(value))
+    go_float = encoding._go_float
+    monkeypatch.setattr(encoding, "_go_float", lambda value: formatted.append(value) or go_float(value))
     summaries: list[tuple[str, ...]] = []
     add_summary = Family.add_summary
     monkeypatch.setattr(

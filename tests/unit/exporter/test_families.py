@@ -8,9 +8,10 @@ import pytest
 from prometheus_client.exposition import generate_latest
 
 from ctlplane.exporter.catalog import Mode, Role
-from ctlplane.exporter.families import MetricsPage, render_families
+from ctlplane.exporter.families import render_families
 from ctlplane.exporter.health import HealthMemory, evaluate
 from ctlplane.exporter.model import FleetSnapshot
+from ctlplane.exporter.page import MetricsPage
 from ctlplane.exporter.thresholds import Thresholds
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller, node
 
@@ -79,11 +80,12 @@ def test_listener_off_broker_has_no_control_plane_series_and_says_so() -> None:
 def test_down_node_is_reported_by_up_only() -> None:
     lines = [line for line in render_text(sample_fleet()).decode().splitlines() if 'node="b3"' in line]
     assert 'ctlplane_up{cluster="zk",node="b3",role="broker"} 0.0' in lines
-    # no reading of it, only ctlplane's judgement of its lifecycle (and whether a fencing is unplanned)
-    judgements = ("kafka_broker_lifecycle_state{", "kafka_broker_fenced_unplanned{")
+    # no reading of it, only ctlplane's judgement of its lifecycle (whether a fencing is unplanned, and why)
+    judgements = ("kafka_broker_lifecycle_state{", "kafka_broker_fenced_unplanned{", "kafka_broker_fault_cause{")
     assert not [line for line in lines if line.startswith("kafka_") and not line.startswith(judgements)]
     assert 'kafka_broker_lifecycle_state{cluster="zk",node="b3",role="broker",state="UNREACHABLE"} 1.0' in lines
     assert 'kafka_broker_fenced_unplanned{cluster="zk",node="b3",role="broker"} 0.0' in lines
+    assert 'kafka_broker_fault_cause{cause="process_gone",cluster="zk",node="b3",role="broker"} 1.0' in lines
 
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is installed by `make test`")

@@ -82,6 +82,7 @@ def test_rows_of_one_round_cover_every_sample_and_the_health_series() -> None:
         ("b1", "broker", "kafka_raft_current_epoch", "", 5.0, "INITIAL"),
         ("b1", "broker", "kafka_broker_lifecycle_state", "state=INITIAL", 1.0, "INITIAL"),
         ("b1", "broker", "kafka_broker_fenced_unplanned", "", 0.0, "INITIAL"),
+        ("b1", "broker", "kafka_broker_fault_cause", "cause=starting", 1.0, "INITIAL"),
         ("b1", "broker", "kafka_broker_metadata_lag_records", "", 4000.0, "INITIAL"),
         ("b1", "broker", "kafka_broker_metadata_lag_seconds", "", 0.2, "INITIAL"),
         ("b1", "broker", "kafka_broker_metadata_stale", "", 1.0, "INITIAL"),

@@ -121,8 +121,9 @@ def test_each_kind_alone_is_its_slice_of_every_kind(spark: SparkSession) -> None
 
 def test_the_controller_episodes_count_what_the_exporter_counts_not_every_claim(spark: SparkSession) -> None:
     # During a ZooKeeper migration's PRE_MIGRATION the ZooKeeper brokers' controller claims beside the
-    # KRaft controller (seen on 3.9.2; ctlplane/exporter/health.py `_claimants`): two ActiveControllerCount=1, one
-    # controller. The rules page on kafka_cluster_active_controllers, so the episodes must too.
+    # KRaft controller (seen on 3.9.2; ctlplane/exporter/health/controller.py `_claimants`): two
+    # ActiveControllerCount=1, one controller. The rules page on kafka_cluster_active_controllers, so the
+    # episodes must too.
     times = range(0, 120, 15)
     rows = [
         *(row(t, "kraft-1", "kafka_controller_active", 1) for t in times),

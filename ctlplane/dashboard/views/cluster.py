@@ -1,0 +1,389 @@
+"""The cluster page: the controller card, the node table, what is not watched, the graphs and the timeline."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from dash import dcc, html
+from dash.development.base_component import Component
+
+from ctlplane.dashboard.source import AlertsResult
+from ctlplane.dashboard.timeline import EVENT_SEVERITY, Event, EventKind
+from ctlplane.dashboard.trail import ClusterTrail, Line
+from ctlplane.dashboard.views.common import (
+    DASH,
+    LEVEL_COLOURS,
+    MODE_NAMES,
+    STATE_LEVELS,
+    Figure,
+    Level,
+    assess_cluster,
+    badge,
+    format_duration,
+    format_number,
+    format_ratio,
+    format_time,
+    iso,
+    lag_cell,
+)
+from ctlplane.exporter.catalog import Role
+from ctlplane.exporter.health import BrokerHealth, ClusterHealth
+from ctlplane.exporter.model import ClusterSnapshot, NodeSnapshot
+from ctlplane.exporter.state import Observation
+
+
+def controller_card(cluster: ClusterHealth, events: Sequence[Event], now: float) -> Component:
+    controller = cluster.controller
+    assessment = Level.CRITICAL if cluster.active_controllers != 1 else Level.OK
+    identity = (
+        f"{controller.node}" + (f" (id {controller.node_id})" if controller.node_id is not None else "")
+        if controller.node
+        else "no active controller"
+    )
+    facts = [
+        ("mode", MODE_NAMES[cluster.mode] if cluster.mode else "unknown"),
+        *((("migration phase", cluster.migration_phase),) if cluster.migration_phase else ()),
+        *(
+            (
+                (
+                    "quorum's leader",
+                    f"id {cluster.quorum_leader_id}"
+                    + (" (the nodes' JMX says otherwise)" if cluster.controller_views_disagree else ""),
+                ),
+            )
+            if cluster.quorum_leader_id is not None
+            else ()
+        ),
+        ("epoch", format_number(controller.epoch) if controller.epoch is not None else "not exposed"),
+        ("claimants", ", ".join(controller.claimants) or "none"),
+        ("reachable controllers", str(controller.reachable_controllers)),
+        ("failovers seen", str(controller.failovers_total)),
+        (
+            "last failover",
+            f"{format_duration(now - controller.last_failover_at)} ago ({iso(controller.last_failover_at)} UTC)"
+            if controller.last_failover_at is not None
+            else "none seen",
+        ),
+    ]
+    history = [e for e in events if e.cluster == cluster.name and e.kind in (
+        EventKind.ELECTION, EventKind.NO_CONTROLLER, EventKind.SPLIT_BRAIN, EventKind.CONTROLLER_RESTORED)]  # fmt: skip
+    return html.Div(
+        [
+            html.H3("Active controller"),
+            html.Div(
+                identity,
+                className=f"controller-identity level-{assessment}",
+                style={"backgroundColor": LEVEL_COLOURS[assessment]},
+                **{"data-controller": controller.node or ""},  # type: ignore[arg-type]
+            ),
+            html.Dl([item for key, value in facts for item in (html.Dt(key), html.Dd(value))]),
+            html.H4("Failover history (this window)"),
+            html.Ul([html.Li(f"{format_time(e.at)} {e.detail}") for e in history[:20]])
+            if history
+            else html.P("no controller changes in the window"),
+        ],
+        className="controller-card",
+    )
+
+
+NODE_COLUMNS = (
+    "node",
+    "role",
+    "state",
+    "evidence",
+    "lag (records)",
+    "lag (s)",
+    "stale / frozen",
+    "cp request queue",
+    "cp response queue",
+    "handler idle",
+    "network idle",
+    "up",
+)
+
+
+# KIP-291 series and their data-plane twins. A KRaft controller-only node serves nothing but control-plane
+# traffic on its own listener, so its data-plane series are its control-plane figures.
+CP_TWINS = (
+    ("kafka_control_plane_request_queue_size", "kafka_request_queue_size"),
+    ("kafka_control_plane_response_queue_size", "kafka_response_queue_size"),
+    ("kafka_control_plane_request_handler_idle_ratio", "kafka_request_handler_idle_ratio"),
+    ("kafka_control_plane_network_processor_idle_ratio", "kafka_network_processor_idle_ratio"),
+)
+
+
+def control_plane_value(node: NodeSnapshot, series: str, twin: str) -> float | None:
+    if not node.up:
+        return None
+    value = node.value(series)
+    if value is None and node.role is Role.CONTROLLER:
+        value = node.value(twin)
+    return value
+
+
+def _node_row(node: NodeSnapshot, broker: BrokerHealth | None, active: str | None) -> Component:
+    if broker is not None:
+        state, level, evidence = str(broker.state), STATE_LEVELS[broker.state], broker.evidence
+    elif not node.up:
+        state, level, evidence = "UNREACHABLE", Level.CRITICAL, f"JMX: {node.error}"
+    else:
+        state, level, evidence = "CONTROLLER", Level.OK, "controller-only node (no broker lifecycle)"
+    role = [html.Span(node.role.value, className="role")]
+    if node.node == active:
+        role.append(badge("active controller", Level.OK, **{"data-active-controller": "true"}))
+    flags = []
+    if broker is not None and broker.stale:
+        flags.append(badge("STALE", Level.WARN))
+    if broker is not None and broker.frozen:
+        flags.append(badge("FROZEN", Level.WARN))
+    if broker is not None and broker.control_plane_saturated:
+        flags.append(badge("SATURATED", Level.WARN))
+    if broker is not None and broker.views_disagree:
+        # the quorum's view decided against the node's own JMX (docs/configuration.md "The quorum's view")
+        flags.append(badge("VIEWS DISAGREE", Level.WARN, **{"data-views-disagree": "true"}))
+    queues = [control_plane_value(node, series, twin) for series, twin in CP_TWINS]
+    source = broker.metadata_lag_source if broker is not None else None
+    cause = broker.cause if broker is not None else None
+    # the cause first, in words (ctlplane/exporter/health/cause.py), then the evidence it rests on
+    why: list[Component | str] | str = (
+        [html.Strong(cause.value.replace("_", " "), className="cause"), ": ", evidence] if cause else evidence
+    )
+    return html.Tr(
+        [
+            html.Td(node.node + (f" (id {node.node_id})" if node.node_id is not None else ""), className="node"),
+            html.Td(role, className="role-cell"),
+            html.Td(badge(state, level), className="state"),
+            html.Td(why, className="evidence"),
+            lag_cell(format_number(broker.metadata_lag_records if broker else None), source),
+            lag_cell(format_number(broker.metadata_lag_seconds if broker else None, digits=1), source),
+            html.Td(flags or DASH),
+            html.Td(format_number(queues[0])),
+            html.Td(format_number(queues[1])),
+            html.Td(format_ratio(queues[2])),
+            html.Td(format_ratio(queues[3])),
+            html.Td("yes" if node.up else "NO"),
+        ],
+        className=f"node-row level-{level}",
+        style={"backgroundColor": LEVEL_COLOURS[level]},
+        **{
+            "data-node": node.node,
+            "data-role": node.role.value,
+            "data-state": state,
+            "data-cause": cause.value if cause else "",
+        },  # type: ignore[arg-type]
+    )
+
+
+def node_table(snapshot: ClusterSnapshot, health: ClusterHealth) -> Component:
+    """Every node of the cluster: brokers with their lifecycle, controllers with their identity."""
+    rows = [_node_row(node, health.broker(node.node), health.controller.node) for node in snapshot.nodes]
+    return html.Table(
+        [html.Thead(html.Tr([html.Th(c) for c in NODE_COLUMNS])), html.Tbody(rows)],
+        className="node-table",
+    )
+
+
+def watch_gaps(snapshot: ClusterSnapshot, health: ClusterHealth) -> Component | None:
+    """What the cluster has that ctlplane does not read, and what it reads that the cluster does not have
+    (docs/configuration.md "No node unwatched"); None when there is neither."""
+    rows = [
+        html.Li(
+            f"node id {member.node_id} ({member.role.value}{f', {member.host}' if member.host else ''}): named by "
+            "the cluster, not read by ctlplane (not listed, or its JMX address rule does not reach it)",
+            **{"data-gap": "unwatched"},  # type: ignore[arg-type]
+        )
+        for member in snapshot.unwatched()
+    ]
+    rows += [
+        html.Li(
+            f"{node.node} (id {node.node_id}, {node.address}): read by ctlplane, but the cluster's answers do not "
+            f"name node id {node.node_id} (another cluster's node?)",
+            **{"data-gap": "unknown"},  # type: ignore[arg-type]
+        )
+        for node in snapshot.unknown()
+    ]
+    if health.fenced_unnamed:
+        rows.append(
+            html.Li(
+                f"the controller counts {health.fenced_unnamed} fenced broker(s) that no node ctlplane reads is",
+                **{"data-gap": "fenced-unnamed"},  # type: ignore[arg-type]
+            )
+        )
+    if not rows:
+        return None
+    return html.Div([html.H3("Not watched"), html.Ul(rows)], className="watch-gaps")
+
+
+def _empty_figure(title: str, message: str) -> Figure:
+    return {
+        "data": [],
+        "layout": {
+            "title": {"text": title},
+            "annotations": [
+                {"text": message, "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5}
+            ],
+            "xaxis": {"visible": False},
+            "yaxis": {"visible": False},
+            "height": 300,
+        },
+    }
+
+
+def _line(name: str, points: Sequence[tuple[float, float | None]], dash: str = "solid", yaxis: str = "y") -> Figure:
+    return {
+        "type": "scatter",
+        "mode": "lines+markers",
+        "name": name,
+        "x": [iso(at) for at, _ in points],
+        "y": [value for _, value in points],
+        "line": {"dash": dash},
+        "yaxis": yaxis,
+    }
+
+
+def _figure(title: str, traces: list[Figure], yaxis: dict[str, Any], extra: dict[str, Any] | None = None) -> Figure:
+    if not traces:
+        return _empty_figure(title, "no samples in the window")
+    layout: dict[str, Any] = {
+        "title": {"text": title},
+        "xaxis": {"type": "date", "title": {"text": "UTC"}},
+        "yaxis": yaxis,
+        "height": 300,
+        "margin": {"l": 50, "r": 20, "t": 40, "b": 40},
+        "legend": {"orientation": "h"},
+        "uirevision": title,  # keep zoom across live refreshes
+    }
+    layout.update(extra or {})
+    return {"data": traces, "layout": layout}
+
+
+def _traces(lines: Mapping[str, Line], label: str = "", dash: str = "solid", yaxis: str = "y") -> list[Figure]:
+    """One trace per node that has a value in the window."""
+    return [
+        _line(f"{node} {label}".strip(), tuple(zip(line.times, line.values, strict=True)), dash, yaxis)
+        for node, line in lines.items()
+        if any(value is not None for value in line.values)
+    ]
+
+
+def _series_traces(trail: ClusterTrail, rows: Sequence[tuple[str, str, str]]) -> list[Figure]:
+    """One line per node and (label, series, dash) row: a control-plane series beside its data-plane twin."""
+    return [trace for label, series, dash in rows for trace in _traces(trail.lines_of(series), label, dash)]
+
+
+def queue_figure(trail: ClusterTrail) -> Figure:
+    traces = _series_traces(trail, (
+        ("control-plane request", "kafka_control_plane_request_queue_size", "solid"),
+        ("control-plane response", "kafka_control_plane_response_queue_size", "solid"),
+        ("data-plane request", "kafka_request_queue_size", "dot"),
+        ("data-plane response", "kafka_response_queue_size", "dot"),
+    ))  # fmt: skip
+    return _figure("Request/response queues: control plane (solid) vs data plane (dotted)", traces,
+                   {"title": {"text": "queued"}, "rangemode": "tozero"})  # fmt: skip
+
+
+def idle_figure(trail: ClusterTrail) -> Figure:
+    traces = _series_traces(trail, (
+        ("cp handler idle", "kafka_control_plane_request_handler_idle_ratio", "solid"),
+        ("cp network idle", "kafka_control_plane_network_processor_idle_ratio", "solid"),
+        ("dp handler idle", "kafka_request_handler_idle_ratio", "dot"),
+        ("dp network idle", "kafka_network_processor_idle_ratio", "dot"),
+    ))  # fmt: skip
+    return _figure("Idle ratios: control plane (solid) vs data plane (dotted)", traces,
+                   {"title": {"text": "idle"}, "range": [0, 1.05], "tickformat": ".0%"})  # fmt: skip
+
+
+def lag_figure(trail: ClusterTrail) -> Figure:
+    traces = _traces(trail.lines_of("metadata_lag_records"), "records")
+    traces += _traces(trail.lines_of("metadata_lag_seconds"), "seconds", "dot", "y2")
+    return _figure(
+        "Metadata lag per broker: records (solid) and seconds (dotted)",
+        traces,
+        {"title": {"text": "records behind"}, "rangemode": "tozero"},
+        {"yaxis2": {"title": {"text": "seconds"}, "overlaying": "y", "side": "right", "rangemode": "tozero"}},
+    )
+
+
+def event_queue_figure(trail: ClusterTrail) -> Figure:
+    traces = _traces(trail.lines_of("event_queue_p99_seconds"))
+    return _figure("Controller event-queue time, p99", traces, {"title": {"text": "seconds"}, "rangemode": "tozero"})
+
+
+def timeline_view(events: Sequence[Event], limit: int = 50) -> Component:
+    if not events:
+        return html.Div([html.H3("Timeline"), html.P("no control-plane events in the window", className="empty")],
+                        className="timeline")  # fmt: skip
+    items = [
+        html.Li(
+            [
+                html.Span(format_time(e.at), className="at"),
+                badge(str(e.kind), Level(EVENT_SEVERITY[e.kind])),
+                html.Span(e.node or "cluster", className="who"),
+                html.Span(e.detail, className="detail"),
+            ],
+            className=f"event event-{e.kind}",
+            **{"data-kind": str(e.kind), "data-node": e.node or ""},  # type: ignore[arg-type]
+        )
+        for e in events[:limit]
+    ]
+    more = [html.P(f"... and {len(events) - limit} earlier events")] if len(events) > limit else []
+    return html.Div([html.H3("Timeline"), html.Ul(items, className="events"), *more], className="timeline")
+
+
+GRAPH_TYPE = "live-graph"  # pattern-matching id type of the cluster page's graphs, refreshed in place
+
+
+def cluster_figures(trail: ClusterTrail) -> tuple[tuple[str, Figure], ...]:
+    return (
+        ("queues", queue_figure(trail)),
+        ("idle", idle_figure(trail)),
+        ("lag", lag_figure(trail)),
+        ("event-queue", event_queue_figure(trail)),
+    )
+
+
+def graphs_view(figures: Sequence[tuple[str, Figure]]) -> Component:
+    return html.Div(
+        [
+            dcc.Graph(
+                id={"type": GRAPH_TYPE, "key": key},
+                figure=figure,
+                config={"displaylogo": False},
+                className=f"graph graph-{key}",
+            )
+            for key, figure in figures
+        ],
+        className="graphs",
+    )
+
+
+def cluster_view(
+    name: str,
+    observation: Observation,
+    events: Sequence[Event],
+    alerts: AlertsResult,
+    now: float,
+) -> Component:
+    """The cluster page's text: verdict, controller card, node table and timeline (graphs come separately)."""
+    health = observation.health.cluster(name)
+    snapshot = observation.snapshot.cluster(name)
+    if health is None or snapshot is None:
+        return html.Div(
+            [html.H2(name), html.P(f"No cluster named {name!r} in the exporter's config.", className="empty")]
+        )
+    firing = alerts.firing(name)
+    assessment = assess_cluster(health, firing, observation.snapshot.sequence > 0)
+    own_events = [e for e in events if e.cluster == name]
+    return html.Div(
+        [
+            html.H2([f"{name} ", badge(assessment.level.upper(), assessment.level)]),
+            html.P("; ".join(assessment.reasons) or "healthy", className="reasons"),
+            controller_card(health, own_events, now),
+            html.H3("Nodes"),
+            node_table(snapshot, health),
+            *([gaps] if (gaps := watch_gaps(snapshot, health)) is not None else []),
+            timeline_view(own_events),
+        ],
+        className="cluster",
+    )

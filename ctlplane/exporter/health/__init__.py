@@ -1,0 +1,208 @@
+"""Cluster health as a pure function of snapshots: the active controller, broker lifecycle, metadata
+freshness and control-plane saturation.
+
+`evaluate(snapshot, memory, thresholds)` returns the health of every cluster and the small memory the
+next evaluation needs (last controller identity, failover count, recent metadata offsets). The memory
+is an immutable value: the caller (HealthTracker) only stores what it is given back.
+
+Its parts: model (the values), controller, lifecycle, metadata and quorum (what decides them); here, the
+round that puts them together."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from types import MappingProxyType
+
+from ctlplane.exporter.catalog import Mode
+from ctlplane.exporter.health.cause import fault_cause
+from ctlplane.exporter.health.control_plane import control_plane_listener
+from ctlplane.exporter.health.controller import (
+    MIGRATION_PHASES,
+    controller_view,
+    controller_views_disagree,
+    find_active_controller,
+    migration_phase,
+)
+from ctlplane.exporter.health.lifecycle import (
+    any_fencing_word,
+    broker_lifecycle,
+    controlled_shutdown_evidence,
+    fenced_unnamed,
+    fenced_unplanned,
+    held_fenced,
+    infer_fenced,
+    is_broker,
+    registration_state,
+    zookeeper_deregistered,
+)
+from ctlplane.exporter.health.metadata import is_frozen, is_stale, metadata_lag
+from ctlplane.exporter.health.model import (
+    BROKER_STATE_NAMES,
+    REGISTRATION_STATES,
+    BrokerHealth,
+    Cause,
+    ClusterHealth,
+    ClusterMemory,
+    ControllerView,
+    FleetHealth,
+    HealthMemory,
+    Lifecycle,
+)
+from ctlplane.exporter.health.quorum import quorum_lag, with_quorum
+from ctlplane.exporter.model import ClusterSnapshot, Failure, FleetSnapshot
+from ctlplane.exporter.thresholds import Thresholds
+
+__all__ = [
+    "BROKER_STATE_NAMES",
+    "MIGRATION_PHASES",
+    "REGISTRATION_STATES",
+    "BrokerHealth",
+    "Cause",
+    "ClusterHealth",
+    "ControllerView",
+    "FleetHealth",
+    "HealthMemory",
+    "Lifecycle",
+    "evaluate",
+    "evaluate_cluster",
+    "find_active_controller",
+]
+
+log = logging.getLogger(__name__)
+
+
+def evaluate_cluster(
+    cluster: ClusterSnapshot, memory: ClusterMemory, thresholds: Thresholds, now: float
+) -> tuple[ClusterHealth, ClusterMemory]:
+    controller, active, memory = controller_view(cluster, memory, now)
+    mode = cluster.mode
+    offsets = dict(memory.offsets)
+    waits = dict(memory.queue_waits)
+    brokers = []
+    registered = set()
+    for node in cluster.nodes:
+        # a migrating cluster has ZooKeeper-mode and KRaft brokers side by side: each is read by its own kind
+        node_mode = node.mode if node.mode is not None else mode
+        lag_records, lag_seconds, applied, committed = metadata_lag(node, active, node_mode, waits, now)
+        lag_source = "jmx" if lag_records is not None or lag_seconds is not None else None
+        if not node.up and node.failure is not Failure.GONE and node_mode is not Mode.ZOOKEEPER:
+            # its JMX cannot say, but the process may be there (hung, or cut off from ctlplane): the quorum
+            # says. Not for a refused connection: a stopped broker serves no metadata, and the leader would
+            # report a cleanly stopped one ever further behind for minutes, a page for no fault.
+            lag_records, lag_seconds = quorum_lag(cluster.quorum, node.node_id)
+            lag_source = "quorum" if lag_records is not None or lag_seconds is not None else None
+        if applied is not None and committed is not None:
+            offsets[node.node] = (
+                *offsets.get(node.node, ())[-thresholds.metadata_frozen_scrapes :],
+                (applied, committed),
+            )
+        frozen = is_frozen(offsets.get(node.node, ()), thresholds.metadata_frozen_scrapes) if node.up else False
+        if not is_broker(node):
+            continue
+        stale = is_stale(node_mode, lag_records, lag_seconds, frozen, thresholds)
+        registration = registration_state(active, cluster, node)
+        if registration is not None:
+            registered.add(node.node)
+        state, evidence = broker_lifecycle(
+            node, registration, memory.states.get(node.node), node.node in memory.broker_state_read
+        )
+        listener, queue_ratio, saturated = control_plane_listener(node, thresholds)
+        brokers.append(
+            BrokerHealth(
+                cluster=cluster.name,
+                node=node.node,
+                role=node.role,
+                node_id=node.node_id,
+                up=node.up,
+                state=state,
+                evidence=evidence,
+                metadata_lag_records=lag_records,
+                metadata_lag_seconds=lag_seconds,
+                metadata_lag_source=lag_source,
+                stale=stale,
+                frozen=frozen,
+                control_plane_listener=listener,
+                control_plane_queue_ratio=queue_ratio,
+                control_plane_saturated=saturated,
+            )
+        )
+    known = {node.node for node in cluster.nodes}
+    # gone (connection refused): fenced by the controller's registration or, where the controller has no
+    # per-broker gauge (a 4.1+ controller restarted since the brokers registered), by FencedBrokerCount
+    vanished = frozenset(n.node for n in cluster.nodes if n.failure is Failure.GONE)
+    fenced = zookeeper_deregistered(cluster, active, infer_fenced(cluster, active, brokers, frozenset(registered)))
+    decided = [
+        with_quorum(cluster, active, broker, broker.node in vanished, thresholds)
+        for broker in controlled_shutdown_evidence(active, fenced, vanished)
+    ]
+    nodes = {node.node: node for node in cluster.nodes}
+    leading = set(memory.leading & known)
+    for node in cluster.nodes:
+        if node.up and (count := node.value("kafka_broker_leader_partitions")) is not None:
+            (leading.add if count > 0 else leading.discard)(node.node)
+    names_shutdown = active is not None and active.has("kafka_controller_controlled_shutdown_brokers")
+    fencing_word = any_fencing_word(cluster)  # once per round: it scans every node
+    planned = (
+        held_fenced(broker, memory, fencing_word)
+        or replace(
+            broker,
+            fenced_unplanned=fenced_unplanned(
+                broker,
+                nodes[broker.node],
+                nodes[broker.node].mode or mode,
+                names_shutdown,
+                broker.node in leading,
+            ),
+        )
+        for broker in decided
+    )
+    final = tuple(
+        replace(broker, cause=fault_cause(broker, nodes[broker.node], nodes[broker.node].mode or mode))
+        for broker in planned
+    )
+    memory = replace(
+        memory,
+        offsets=MappingProxyType({k: v for k, v in offsets.items() if k in known}),
+        queue_waits=MappingProxyType({k: v for k, v in waits.items() if k[1] in known}),
+        states=MappingProxyType({b.node: b.state for b in final}),
+        broker_state_read=frozenset(n.node for n in cluster.nodes if n.up and n.has("kafka_broker_state")),
+        leading=frozenset(leading),
+        unplanned=frozenset(b.node for b in final if b.fenced_unplanned),
+    )
+    phase = migration_phase(cluster, active)
+    quorum = cluster.quorum
+    health = ClusterHealth(
+        cluster.name,
+        mode,
+        controller,
+        final,
+        now,
+        migration_phase=phase,
+        quorum_leader_id=quorum.leader_id if quorum is not None and quorum.up else None,
+        controller_views_disagree=controller_views_disagree(cluster, controller),
+        fenced_unnamed=fenced_unnamed(cluster, active, final),
+    )
+    return health, memory
+
+
+def _unevaluated(cluster: ClusterSnapshot, memory: ClusterMemory, now: float, error: str) -> ClusterHealth:
+    controller = ControllerView((), None, None, None, memory.failovers_total, memory.last_failover_at, 0)
+    return ClusterHealth(cluster.name, None, controller, (), now, error)
+
+
+def evaluate(snapshot: FleetSnapshot, memory: HealthMemory, thresholds: Thresholds) -> tuple[FleetHealth, HealthMemory]:
+    clusters = []
+    memories = {}
+    for cluster in snapshot.clusters:
+        previous = memory.clusters.get(cluster.name, ClusterMemory())
+        try:
+            health, memories[cluster.name] = evaluate_cluster(cluster, previous, thresholds, snapshot.taken_at)
+        except Exception as exc:
+            # One cluster's odd values must not blind the fleet: report this cluster as not evaluated (no
+            # health series, the reason in /api/v1/health), keep its memory, and serve everyone else.
+            log.exception("health of cluster %s could not be evaluated", cluster.name)
+            memories[cluster.name] = previous
+            health = _unevaluated(cluster, previous, snapshot.taken_at, f"{type(exc).__name__}: {str(exc)[:200]}")
+        clusters.append(health)
+    return FleetHealth(tuple(clusters)), HealthMemory(MappingProxyType(memories))

@@ -1,0 +1,312 @@
+"""A broker's lifecycle (KIP-631 INITIAL / FENCED / ACTIVE / SHUTDOWN, plus UNREACHABLE) from its own JMX, the
+controller's registration gauges and ZooKeeper's word, and whether a fencing was planned."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+
+from ctlplane.exporter.catalog import Mode, Role
+from ctlplane.exporter.health.controller import controller_nodes
+from ctlplane.exporter.health.model import (
+    BROKER_STATE_NAMES,
+    REGISTRATION_STATES,
+    BrokerHealth,
+    ClusterMemory,
+    Lifecycle,
+)
+from ctlplane.exporter.model import ClusterSnapshot, Failure, NodeSnapshot
+
+
+def is_broker(node: NodeSnapshot) -> bool:
+    if node.role in (Role.BROKER, Role.COMBINED):
+        return True
+    # Never read: show it as a broker unless configuration or an earlier read said otherwise.
+    return node.role is Role.UNKNOWN
+
+
+# BrokerState values that happen only while a broker starts (BrokerState.java): STARTING while it loads logs
+# and registers, RECOVERY (KRaft: caught up on metadata, waiting for the controller to unfence it; ZooKeeper
+# mode: recovering logs after an unclean shutdown). Neither is a fencing incident, whatever the controller's
+# registration says meanwhile (a registering broker is fenced until it catches up, KIP-631).
+STARTING_BROKER_STATES = frozenset({1.0, 2.0})
+
+
+SHUTTING_DOWN_BROKER_STATES = frozenset({6.0, 7.0})  # PENDING_CONTROLLED_SHUTDOWN, SHUTTING_DOWN
+
+
+def broker_lifecycle(
+    node: NodeSnapshot, registration: float | None, previous: Lifecycle | None, had_broker_state: bool = False
+) -> tuple[Lifecycle, str]:
+    """The broker's state from the controller's registration, its own BrokerState and its last state.
+
+    A page must follow every crash and no restart, so SHUTDOWN needs evidence that the broker went through
+    controlled shutdown: its own BrokerState, the controller's registration state, or BrokerState
+    unregistered while its JMX still answered. A broker that vanished without such evidence crashed.
+    """
+    controller_says = REGISTRATION_STATES.get(registration) if registration is not None else None
+    if not node.up:
+        if previous is Lifecycle.SHUTDOWN:
+            # After a controlled shutdown the controller fences the departed broker; that is the expected
+            # end of a shutdown, not a fencing incident, until the process comes back.
+            return Lifecycle.SHUTDOWN, f"after controlled shutdown; JMX: {node.error}"
+        if controller_says is Lifecycle.SHUTDOWN:
+            return Lifecycle.SHUTDOWN, f"controller BrokerRegistrationState={registration:g}; JMX: {node.error}"
+        if controller_says is Lifecycle.FENCED:
+            # No evidence of a controlled shutdown: a crash (process gone) or a hang / partition (timeout).
+            what = "process gone" if node.failure is Failure.GONE else "hung"
+            return Lifecycle.FENCED, (
+                f"controller registration state FENCED, {what} without a controlled shutdown; JMX: {node.error}"
+            )
+        if controller_says is Lifecycle.INITIAL:
+            return Lifecycle.INITIAL, f"controller registration state INITIAL; JMX: {node.error}"
+        return Lifecycle.UNREACHABLE, f"JMX: {node.error}"
+    broker_state = node.value("kafka_broker_state")
+    name = BROKER_STATE_NAMES.get(broker_state, f"{broker_state:g}") if broker_state is not None else None
+    said = f"; controller BrokerRegistrationState={registration:g}" if registration is not None else ""
+    if broker_state in SHUTTING_DOWN_BROKER_STATES or (
+        broker_state == 0.0 and previous in (Lifecycle.ACTIVE, Lifecycle.SHUTDOWN)
+    ):
+        # The broker knows it is shutting down before the controller's registration says so; NOT_RUNNING
+        # after it has been seen running is the end of a shutdown (at start-up it precedes STARTING, also
+        # when the broker comes back after a crash that ctlplane saw as FENCED or UNREACHABLE).
+        return Lifecycle.SHUTDOWN, f"BrokerState={name}{said}"
+    if broker_state is None and (previous is Lifecycle.SHUTDOWN or (previous is Lifecycle.ACTIVE and had_broker_state)):
+        # A stopping KRaft broker unregisters BrokerState first, then the controller fences it while its
+        # JMX still answers for a moment (seen on Kafka 4.3.1): that is a shutdown, not a fencing. Only
+        # if the last read had BrokerState: a restarted broker can be ACTIVE by the controller's word
+        # before ctlplane has read its BrokerState, and a missing MBean then is no shutdown.
+        return Lifecycle.SHUTDOWN, "BrokerState unregistered: the broker is shutting down"
+    if broker_state in STARTING_BROKER_STATES or broker_state == 0.0:  # NOT_RUNNING here: not yet started
+        return Lifecycle.INITIAL, f"BrokerState={name} (starting up){said}"
+    if controller_says is not None:
+        return controller_says, f"controller BrokerRegistrationState={registration:g}"
+    if broker_state is None:
+        return Lifecycle.INITIAL, "no BrokerState yet"
+    if broker_state == 3.0:
+        return Lifecycle.ACTIVE, f"BrokerState={name}"
+    return Lifecycle.INITIAL, f"BrokerState={name}"
+
+
+def controlled_shutdown_evidence(
+    active: NodeSnapshot | None, brokers: list[BrokerHealth], gone: frozenset[str]
+) -> list[BrokerHealth]:
+    """Brokers gone and fenced with no sign of a shutdown, that the controller's count says shut down.
+
+    The controller sets a registration's inControlledShutdown when a broker that still leads partitions
+    asks to shut down, and fencing the broker afterwards leaves it set until the broker registers again
+    (ClusterControlManager, BrokerRegistration; Kafka 4.1+ counts them in ControlledShutdownBrokerCount, while
+    BrokerRegistrationState shows such a broker as FENCED because fenced wins). Only when the count covers
+    every broker that could hold the flag is each of them known to have shut down on purpose; otherwise a
+    crash could hide among them, and a crash must page.
+    """
+    count = active.value("kafka_controller_controlled_shutdown_brokers") if active is not None else None
+    if count is None or not math.isfinite(count) or count <= 0:
+        return brokers
+    vanished = [b for b in brokers if b.node in gone and b.state is Lifecycle.FENCED]
+    shutting_down = sum(1 for b in brokers if b.state is Lifecycle.SHUTDOWN)
+    if not vanished or int(count) != shutting_down + len(vanished):
+        return brokers
+    return [
+        replace(
+            b,
+            state=Lifecycle.SHUTDOWN,
+            evidence=f"controller ControlledShutdownBrokerCount={count:g} covers it; {b.evidence}",
+        )
+        if b in vanished
+        else b
+        for b in brokers
+    ]
+
+
+def zookeeper_deregistered(
+    cluster: ClusterSnapshot, active: NodeSnapshot | None, brokers: list[BrokerHealth]
+) -> list[BrokerHealth]:
+    """ZooKeeper mode: brokers whose ZooKeeper session is gone and whom the controller dropped.
+
+    A ZooKeeper-mode broker is alive for the cluster only while its ephemeral /brokers/ids/N exists, that is
+    while it holds its ZooKeeper session (KIP-343). When ZooKeeper expires the session, the controller
+    handles the broker's departure (KafkaController.onBrokerFailure): it moves leadership away and
+    ControllerChannelManager.removeBroker drops its request queue, with the QueueSize,broker-id=N gauge.
+    Meanwhile the broker's BrokerState stays RUNNING and its client keeps reconnecting (SessionState
+    CONNECTING). That is fencing in all but name: FENCED. A session only disconnected for less than its
+    timeout is still registered and the controller still has its queue, so both signs are required.
+    """
+    queue = "kafka_controller_channel_queue_size"
+    if cluster.mode not in (Mode.ZOOKEEPER, Mode.MIGRATION) or active is None or not active.has(queue):
+        return brokers
+    nodes = {n.node: n for n in cluster.nodes}
+    result = []
+    for b in brokers:
+        if nodes[b.node].mode is not Mode.ZOOKEEPER:  # a KRaft broker of a migrating cluster
+            result.append(b)
+            continue
+        if (
+            not b.up
+            and b.state is Lifecycle.UNREACHABLE
+            and b.node_id is not None
+            and active.value(queue, broker=str(b.node_id)) is None
+        ):
+            # A crashed or hung broker: its session expired after zookeeper.session.timeout.ms, ZooKeeper
+            # deleted /brokers/ids/N and the controller dropped it, so it is out of the live set, not merely
+            # unreadable by ctlplane (whose own view of a healthy broker never removes the controller's queue).
+            evidence = (
+                f"the controller has no request queue for broker {b.node_id}: its ZooKeeper registration is gone "
+                f"(KIP-343); {b.evidence}"
+            )
+            result.append(replace(b, state=Lifecycle.FENCED, evidence=evidence))
+            continue
+        session = _state_label(nodes[b.node], "kafka_zookeeper_session_state")
+        if (
+            b.up
+            and b.state is Lifecycle.ACTIVE
+            and b.node_id is not None
+            and session not in (None, "CONNECTED")
+            and active.value(queue, broker=str(b.node_id)) is None
+        ):
+            evidence = (
+                f"ZooKeeper session {session} and the controller has no request queue for broker {b.node_id}: "
+                f"not registered (KIP-343); {b.evidence}"
+            )
+            b = replace(b, state=Lifecycle.FENCED, evidence=evidence)
+        result.append(b)
+    return result
+
+
+def _state_label(node: NodeSnapshot, series: str) -> str | None:
+    """The string a STATE series carries (its `state` label where the value is 1), or None."""
+    return next((dict(s.labels).get("state") for s in node.series_samples(series) if s.value == 1), None)
+
+
+def registration_state(active: NodeSnapshot | None, cluster: ClusterSnapshot, node: NodeSnapshot) -> float | None:
+    """The controller's BrokerRegistrationState for `node`: the active controller's, else any controller's.
+
+    Kafka creates the per-broker gauge only when a registration changes in a metadata delta, not when a
+    controller loads a snapshot (ControllerMetadataMetricsPublisher), so after a controller restart the
+    active one may lack it for brokers registered earlier; another controller that saw the change has it.
+    """
+    if node.node_id is None:
+        return None
+    broker = str(node.node_id)
+    series = "kafka_controller_broker_registration_state"
+    if active is not None and (value := active.value(series, broker=broker)) is not None:
+        return value
+    others = [n for n in controller_nodes(cluster) if n is not active and n.value(series, broker=broker) is not None]
+    if not others:
+        return None
+    # the controller furthest along the metadata log knows the latest registration
+    best = max(others, key=lambda n: n.value("kafka_controller_last_applied_record_offset") or -1.0)
+    return best.value(series, broker=broker)
+
+
+CANNOT_NAME_SHUTDOWN = " (this controller cannot name a controlled shutdown: a clean stop reads the same, Kafka < 4.1)"
+
+
+def infer_fenced(
+    cluster: ClusterSnapshot,
+    active: NodeSnapshot | None,
+    brokers: list[BrokerHealth],
+    registered: frozenset[str],
+) -> list[BrokerHealth]:
+    """Where the controller gives no per-broker registration state, it says only how many are fenced.
+
+    `FencedBrokerCount` counts every registration with the fenced flag (ControllerMetadataMetrics): brokers
+    that are starting (fenced until caught up), brokers gone after a controlled shutdown, and those known
+    fenced by registration. The rest of the count is the brokers fenced without ctlplane knowing which: a
+    running broker keeps BrokerState=RUNNING after being fenced, so when the stale or unreachable brokers
+    number exactly that rest, they are the fenced ones.
+    """
+    if active is None or cluster.mode not in (Mode.KRAFT, Mode.MIGRATION):
+        return brokers
+    fenced = active.value("kafka_controller_fenced_brokers")
+    if fenced is None or not math.isfinite(fenced) or fenced <= 0:
+        return brokers
+    unknown = [b for b in brokers if b.node not in registered]
+    known_fenced = sum(1 for b in brokers if b.node in registered and b.state is Lifecycle.FENCED) + sum(
+        1 for b in unknown if b.state is Lifecycle.INITIAL or (b.state is Lifecycle.SHUTDOWN and not b.up)
+    )
+    suspects = [b for b in unknown if b.state is Lifecycle.UNREACHABLE or (b.state is Lifecycle.ACTIVE and b.stale)]
+    if not suspects or len(suspects) != int(fenced) - known_fenced:
+        return brokers
+    said = f"controller FencedBrokerCount={fenced:g}"
+    # Before Kafka 4.1 (KAFKA-18666) no controller MBean names a controlled shutdown: a broker that stopped
+    # cleanly is gone and fenced exactly like one that crashed, and a crash must page.
+    unnamed = "" if active.has("kafka_controller_controlled_shutdown_brokers") else CANNOT_NAME_SHUTDOWN
+    return [
+        replace(b, state=Lifecycle.FENCED, evidence=f"{said}{'' if b.up else unnamed}; {b.evidence}")
+        if b in suspects
+        else b
+        for b in brokers
+    ]
+
+
+def fenced_unnamed(
+    cluster: ClusterSnapshot, active: NodeSnapshot | None, brokers: Sequence[BrokerHealth]
+) -> int | None:
+    """FencedBrokerCount minus the brokers ctlplane already names fenced, so that a broker nobody listed (and
+    nobody discovered) still pages when the controller fences it.
+
+    The count is of registrations with the fenced flag (ControllerMetadataMetrics, KRaft only): a broker
+    FENCED here, one starting (INITIAL: fenced until caught up, KIP-631) and one gone after a controlled
+    shutdown are each one of them. Whatever remains is a fenced broker that no ctlplane series shows FENCED.
+    """
+    if active is None or cluster.mode not in (Mode.KRAFT, Mode.MIGRATION):
+        return None
+    count = active.value("kafka_controller_fenced_brokers")
+    if count is None or not math.isfinite(count):
+        return None
+    named = sum(
+        1
+        for b in brokers
+        if b.state in (Lifecycle.FENCED, Lifecycle.INITIAL) or (b.state is Lifecycle.SHUTDOWN and not b.up)
+    )
+    return max(0, int(count) - named)
+
+
+def fenced_unplanned(
+    broker: BrokerHealth, node: NodeSnapshot, mode: Mode | None, names_shutdown: bool, led: bool
+) -> bool:
+    """FENCED, and no planned stop or restart reads the same, so a page need not wait out a restart.
+
+    - A KRaft broker whose process runs (BrokerState RUNNING) yet is fenced: its heartbeats no longer reach
+      the controller (cut off, or hung past broker.session.timeout.ms). Stopping or starting a broker shows
+      its own BrokerState (PENDING_CONTROLLED_SHUTDOWN, STARTING, RECOVERY), never RUNNING while fenced.
+    - A KRaft broker gone (JMX not answering) that led partitions when last read, on a cluster whose
+      controller names controlled shutdowns (Kafka 4.1+, ControlledShutdownBrokerCount): a clean stop of a
+      leader sets the registration's inControlledShutdown (BrokerHeartbeatManager.calculateNextBrokerState
+      -> CONTROLLED_SHUTDOWN, ReplicationControlManager.handleBrokerInControlledShutdown), which ctlplane
+      reads as SHUTDOWN, so FENCED here is a crash, a hang or a partition.
+    Not: a broker that led nothing (Kafka grants it SHUTDOWN_NOW and fences it like a crash), any gone
+    broker before Kafka 4.1 (KAFKA-18666), ZooKeeper mode (its session alerts name a lost registration).
+    """
+    if broker.state is not Lifecycle.FENCED or mode is Mode.ZOOKEEPER:
+        return False
+    if node.up:
+        return node.value("kafka_broker_state") == 3.0
+    return names_shutdown and led
+
+
+def any_fencing_word(cluster: ClusterSnapshot) -> bool:
+    """Whether this round has a word on who is fenced: a controller read (its registration states or fenced
+    count; in ZooKeeper mode the active controller's queues), or the brokers' describeCluster with fenced
+    brokers listed (the quorum's view, 4.0+)."""
+    return bool(controller_nodes(cluster)) or (cluster.quorum is not None and cluster.quorum.fenced is not None)
+
+
+def held_fenced(broker: BrokerHealth, memory: ClusterMemory, fencing_word: bool) -> BrokerHealth | None:
+    """A broker FENCED last round, gone still, in a round with no word on fencing (`any_fencing_word`): FENCED
+    as the controllers last said, with its unplanned flag; else None (the round decides).
+
+    A round whose controller reads timed out (a loaded controller) says nothing either way, and reading the
+    broker UNREACHABLE for it would restart the `for:` of its page."""
+    if fencing_word or broker.up or broker.state is not Lifecycle.UNREACHABLE:
+        return None
+    if memory.states.get(broker.node) is not Lifecycle.FENCED:
+        return None
+    return replace(
+        broker,
+        state=Lifecycle.FENCED,
+        evidence=f"FENCED at the controllers' last word: no controller was read this round; {broker.evidence}",
+        fenced_unplanned=broker.node in memory.unplanned,
+    )

@@ -1,0 +1,158 @@
+"""What the health model decides, as values: a broker's lifecycle and evidence, the controller's identity, a
+cluster's and the fleet's health, and the memory one round lends the next."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from types import MappingProxyType
+
+from ctlplane.exporter.catalog import Mode, Role
+
+
+class Lifecycle(StrEnum):
+    """KIP-631's broker lifecycle, plus UNREACHABLE when ctlplane cannot read the node."""
+
+    INITIAL = "INITIAL"  # registering / catching up on metadata
+    FENCED = "FENCED"
+    ACTIVE = "ACTIVE"
+    SHUTDOWN = "SHUTDOWN"  # controlled shutdown under way or done
+    UNREACHABLE = "UNREACHABLE"
+
+
+# BrokerRegistrationState values (metadata/.../controller/BrokerRegistrationState.java, Kafka 4.1+).
+REGISTRATION_STATES: Mapping[float, Lifecycle] = MappingProxyType(
+    {-1.0: Lifecycle.INITIAL, 10.0: Lifecycle.FENCED, 20.0: Lifecycle.SHUTDOWN, 30.0: Lifecycle.ACTIVE}
+)
+
+
+# BrokerState's numbers are the same on every release ctlplane claims: org.apache.kafka.metadata.BrokerState
+# (2.8+) and KafkaServer.scala's BrokerStates before it (RunningAsBroker=3, RecoveringFromUncleanShutdown=2,
+# PendingControlledShutdown=6, BrokerShuttingDown=7); ctlplane names them with the 2.8+ names everywhere.
+BROKER_STATE_NAMES: Mapping[float, str] = MappingProxyType(
+    {0.0: "NOT_RUNNING", 1.0: "STARTING", 2.0: "RECOVERY", 3.0: "RUNNING", 6.0: "PENDING_CONTROLLED_SHUTDOWN",
+     7.0: "SHUTTING_DOWN", 127.0: "UNKNOWN"}
+)  # fmt: skip
+
+
+class Cause(StrEnum):
+    """Why a broker is not ACTIVE, or not read, in one word an alert and a runbook section can carry
+    (ctlplane/exporter/health/cause.py decides it from the snapshot's evidence)."""
+
+    PROCESS_GONE = "process_gone"  # its JMX port refuses or resets connections: no process listens
+    # its JMX port times out: a stopped or wedged JVM, or a network that drops ctlplane's packets and the
+    # controller's alike; Kafka's evidence cannot tell the two apart
+    HUNG_OR_ISOLATED = "hung_or_isolated"
+    CUT_OFF_FROM_CONTROLLER = "cut_off_from_controller"  # its own JMX says RUNNING while the controller fences it
+    ZOOKEEPER_SESSION_LOST = "zookeeper_session_lost"  # ZooKeeper mode: its session is not CONNECTED
+    CONTROLLED_SHUTDOWN = "controlled_shutdown"
+    STARTING = "starting"  # loading logs, registering, catching up on metadata
+    JMX_UNREACHABLE = "jmx_unreachable"  # only ctlplane cannot read it: the quorum says it is fine
+    JMX_AUTH_FAILED = "jmx_auth_failed"  # ctlplane's JMX credentials are refused
+    UNKNOWN = "unknown"  # not ACTIVE, and the evidence names none of the above
+
+
+@dataclass(frozen=True)
+class BrokerHealth:
+    cluster: str
+    node: str
+    role: Role
+    node_id: int | None
+    up: bool
+    state: Lifecycle
+    evidence: str  # why this state, in words an operator can check
+    metadata_lag_records: float | None
+    metadata_lag_seconds: float | None
+    stale: bool
+    frozen: bool
+    control_plane_listener: bool | None
+    control_plane_queue_ratio: float | None
+    control_plane_saturated: bool
+    # Which view decided `state`: "jmx" (what the nodes say of themselves) or "quorum" (the quorum's own
+    # view, Admin API, where the cluster has one and it says enough); `views_disagree` when the two differ.
+    decided_by: str = "jmx"
+    views_disagree: bool = False
+    # Where the metadata lag figures came from: "jmx" (the broker's applied offset and record time, the
+    # image it serves), "quorum" (what the quorum's leader last saw the broker fetch: describeMetadataQuorum,
+    # where the broker's JMX did not answer but did not refuse either), or None (no figure).
+    metadata_lag_source: str | None = None
+    # FENCED with evidence that no planned stop reads the same (`fenced_unplanned`): the alert rules page
+    # on it sooner than on a FENCED that a clean stop or a restart could also explain.
+    fenced_unplanned: bool = False
+    # Why it is not ACTIVE (or not read); None for an ACTIVE broker whose JMX answers
+    cause: Cause | None = None
+
+
+@dataclass(frozen=True)
+class ControllerView:
+    claimants: tuple[str, ...]  # nodes whose ActiveControllerCount is 1
+    node: str | None  # the active controller's node label, if one is known
+    node_id: int | None
+    epoch: float | None  # KRaft quorum epoch; ZooKeeper mode does not expose the controller epoch
+    failovers_total: int
+    last_failover_at: float | None
+    reachable_controllers: int
+
+
+@dataclass(frozen=True)
+class ClusterHealth:
+    name: str
+    mode: Mode | None
+    controller: ControllerView
+    brokers: tuple[BrokerHealth, ...]  # every node with the broker role (and unreachable ones)
+    evaluated_at: float
+    error: str | None = None  # set when this cluster's health could not be evaluated this round
+    # ZooKeeper -> KRaft migration (KIP-866) as the KRaft controllers say: PRE_MIGRATION, MIGRATION,
+    # POST_MIGRATION; None for a cluster born KRaft (NONE) or in ZooKeeper mode
+    migration_phase: str | None = None
+    # The quorum's own view (ClusterSnapshot.quorum): its leader, and whether the controllers' JMX claims
+    # someone else (a zombie controller, or a partition between ctlplane and the nodes)
+    quorum_leader_id: int | None = None
+    controller_views_disagree: bool = False
+    # KRaft: the brokers the active controller counts fenced (FencedBrokerCount) for which ctlplane names no
+    # broker fenced: brokers it does not watch, or watches but cannot read. None where no controller says.
+    fenced_unnamed: int | None = None
+
+    @property
+    def active_controllers(self) -> int:
+        return len(self.controller.claimants)
+
+    def broker(self, node: str) -> BrokerHealth | None:
+        return next((b for b in self.brokers if b.node == node), None)
+
+
+@dataclass(frozen=True)
+class FleetHealth:
+    clusters: tuple[ClusterHealth, ...]
+
+    def cluster(self, name: str) -> ClusterHealth | None:
+        return next((c for c in self.clusters if c.name == name), None)
+
+
+@dataclass(frozen=True)
+class ClusterMemory:
+    leader: tuple[str, float | None] | None = None  # (node label, epoch) of the last known controller
+    failovers_total: int = 0
+    last_failover_at: float | None = None
+    # node -> recent (applied offset, committed offset) pairs, newest last
+    offsets: Mapping[str, tuple[tuple[float, float], ...]] = field(default_factory=lambda: MappingProxyType({}))
+    states: Mapping[str, Lifecycle] = field(default_factory=lambda: MappingProxyType({}))  # last lifecycle
+    broker_state_read: frozenset[str] = frozenset()  # nodes whose last read had BrokerState
+    leading: frozenset[str] = frozenset()  # brokers whose last answered read had LeaderCount > 0
+    unplanned: frozenset[str] = frozenset()  # brokers last FENCED with the unplanned flag (held_fenced)
+    # The highest raft epoch seen: a claimant below it has been deposed, even when no node that knows the
+    # newer epoch can be read this round. Forgotten after EPOCH_FLOOR_ROUNDS rounds in which every reachable
+    # node reports less (a cluster rebuilt from scratch starts again at epoch 1).
+    epoch_floor: float | None = None
+    epoch_floor_unseen_rounds: int = 0
+    # ZooKeeper mode: (active controller, broker) -> the controller's queue-time summary for that broker as
+    # last read (count, sum of seconds) and when its queue last made progress (a request left it or it was empty)
+    queue_waits: Mapping[tuple[str, str], tuple[float, float, float]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+
+
+@dataclass(frozen=True)
+class HealthMemory:
+    clusters: Mapping[str, ClusterMemory] = field(default_factory=lambda: MappingProxyType({}))

@@ -1,0 +1,102 @@
+"""Every page says why (#35): each broker state that is not ACTIVE, or not read, carries a cause decided from
+the snapshot's evidence, served as its own info series (never a label on the lifecycle series, whose `for:`
+a changing cause must not restart), in /api/v1/health and in the history archive."""
+
+from __future__ import annotations
+
+from ctlplane.exporter.catalog import Mode, Role
+from ctlplane.exporter.families import health_families
+from ctlplane.exporter.health import Cause, HealthMemory, Lifecycle, evaluate
+from ctlplane.exporter.history.rows import observation_rows
+from ctlplane.exporter.jsonapi import health_from_dict, health_to_dict
+from ctlplane.exporter.model import Failure
+from ctlplane.exporter.state import Observation
+from ctlplane.exporter.thresholds import Thresholds
+from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller, node
+
+FENCED, SHUTDOWN, ACTIVE, INITIAL = 10.0, 20.0, 30.0, -1.0  # BrokerRegistrationState values
+
+
+def _broker(broker, registration: float | None = None):  # type: ignore[no-untyped-def]
+    registrations = {101: registration} if registration is not None else {}
+    controller = kraft_controller("c1", 1, active=True, registrations=registrations)
+    health, _ = evaluate(fleet(controller, broker), HealthMemory(), Thresholds())
+    return health, health.clusters[0].brokers[0]
+
+
+def test_a_fenced_broker_whose_port_refuses_is_a_process_gone() -> None:
+    _, broker = _broker(kraft_broker("b1", 101, up=False, failure=Failure.GONE), FENCED)
+    assert (broker.state, broker.cause) == (Lifecycle.FENCED, Cause.PROCESS_GONE)
+
+
+def test_a_fenced_broker_whose_port_times_out_is_hung_or_isolated_both_named() -> None:
+    # a SIGSTOPped JVM and a host whose network drops ctlplane's and the controller's packets read the same
+    _, broker = _broker(kraft_broker("b1", 101, up=False, failure=Failure.TIMEOUT), FENCED)
+    assert (broker.state, broker.cause) == (Lifecycle.FENCED, Cause.HUNG_OR_ISOLATED)
+
+
+def test_a_running_broker_the_controller_fences_is_cut_off_from_the_controller() -> None:
+    _, broker = _broker(kraft_broker("b1", 101, broker_state=3), FENCED)
+    assert (broker.state, broker.cause) == (Lifecycle.FENCED, Cause.CUT_OFF_FROM_CONTROLLER)
+
+
+def test_a_zookeeper_mode_broker_whose_session_is_not_connected_lost_zookeeper() -> None:
+    # whatever state the controller's word gives it yet: the session is the cause of what follows (KIP-343)
+    def zk_broker(state: str):  # type: ignore[no-untyped-def]
+        values = {
+            ("kafka_zookeeper_session_state", (("state", s),)): float(s == state) for s in ("CONNECTED", "EXPIRED")
+        }
+        return node("b1", {"kafka_broker_state": 3.0, **values}, mode=Mode.ZOOKEEPER, node_id=1)
+
+    zk_controller = node("z0", {"kafka_controller_active": 1.0}, mode=Mode.ZOOKEEPER, node_id=0)
+    lost, _ = evaluate(fleet(zk_controller, zk_broker("EXPIRED")), HealthMemory(), Thresholds())
+    kept, _ = evaluate(fleet(zk_controller, zk_broker("CONNECTED")), HealthMemory(), Thresholds())
+    assert lost.clusters[0].broker("b1").cause is Cause.ZOOKEEPER_SESSION_LOST  # type: ignore[union-attr]
+    assert kept.clusters[0].broker("b1").cause is None  # type: ignore[union-attr]
+
+
+def test_a_controlled_shutdown_and_a_start_up_name_themselves_and_an_active_broker_has_no_cause() -> None:
+    assert _broker(kraft_broker("b1", 101, broker_state=6), SHUTDOWN)[1].cause is Cause.CONTROLLED_SHUTDOWN
+    assert _broker(kraft_broker("b1", 101, broker_state=1), FENCED)[1].cause is Cause.STARTING
+    assert _broker(kraft_broker("b1", 101), ACTIVE)[1].cause is None
+
+
+def test_an_unreachable_broker_names_how_its_jmx_failed() -> None:
+    # the controller still counts it active: a JMX-only problem, or a ZooKeeper-mode crash
+    assert _broker(kraft_broker("b1", 101, up=False, failure=Failure.GONE), ACTIVE)[1].cause is Cause.PROCESS_GONE
+    auth = kraft_broker("b1", 101, up=False, failure=Failure.AUTH)
+    assert _broker(auth, ACTIVE)[1].cause is Cause.JMX_AUTH_FAILED
+
+
+def test_the_cause_is_an_info_series_beside_the_lifecycle_in_the_api_and_in_the_archive() -> None:
+    health, broker = _broker(kraft_broker("b1", 101, up=False, failure=Failure.TIMEOUT), FENCED)
+    families = {f.name: f for f in health_families(health)}
+    rows = [(values, value) for _, _, values, value in families["kafka_broker_fault_cause"].rows]
+    assert rows == [(("c1", "b1", Role.BROKER.value, "hung_or_isolated"), 1.0)]
+    lifecycle = {values[3]: value for _, _, values, value in families["kafka_broker_lifecycle_state"].rows}
+    assert lifecycle["FENCED"] == 1.0  # no cause label there: its series stays the same while the cause moves
+    controller = kraft_controller("c1", 1, active=True, registrations={101: FENCED})
+    snapshot = fleet(controller, kraft_broker("b1", 101, up=False, failure=Failure.TIMEOUT))
+    assert health_from_dict(health_to_dict(health, snapshot)).clusters[0].brokers[0].cause is Cause.HUNG_OR_ISOLATED
+    archived = observation_rows(Observation(snapshot, health))
+    causes = [
+        labels
+        for series, labels in zip(archived.series, archived.labels, strict=True)
+        if series == "kafka_broker_fault_cause"
+    ]
+    assert causes == ["cause=hung_or_isolated"]
+    assert broker.cause is Cause.HUNG_OR_ISOLATED
+
+
+def test_the_cluster_pages_broker_row_names_the_cause_before_its_evidence() -> None:
+    from ctlplane.dashboard import views
+
+    controller = kraft_controller("c1", 1, active=True, registrations={101: FENCED})
+    snapshot = fleet(controller, kraft_broker("b1", 101, up=False, failure=Failure.GONE))
+    health, _ = evaluate(snapshot, HealthMemory(), Thresholds())
+    table = views.node_table(snapshot.clusters[0], health.clusters[0])
+    rows = [r for r in table._traverse() if getattr(r, "data-node", None) == "b1"]  # type: ignore[attr-defined]
+    assert [getattr(r, "data-cause") for r in rows] == ["process_gone"]
+    (evidence,) = [c for c in rows[0].children if getattr(c, "className", None) == "evidence"]
+    strong, separator, text = evidence.children
+    assert (strong.children, separator) == ("process gone", ": ") and text.startswith("controller registration state")
