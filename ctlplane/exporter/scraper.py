@@ -598,10 +598,15 @@ class Scraper:
         """No round starts after this; a round under way finishes (or times out) on its own."""
         self._stop.set()
 
-    def stop(self) -> None:
+    def running(self) -> bool:
+        """Whether the scrape thread is still in a round (after `stop`: one that waits on a hung read)."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def stop(self, join_seconds: float | None = None) -> None:
+        """Stop and wait for the round under way: at most `join_seconds` (default: its whole timeout)."""
         self.request_stop()
         if self._thread is not None:
-            self._thread.join(timeout=self.timeout_seconds + 5)
+            self._thread.join(timeout=self.timeout_seconds + 5 if join_seconds is None else join_seconds)
         for lane in self._lanes.values():
             lane.cancel_waiting()
         self._pool.shutdown(wait=False, cancel_futures=True)
