@@ -1,21 +1,22 @@
-# The only entry points: run, test, lint, bench, test-matrix, generate, screenshots, k8s (CI runs `make test`
-# through .ci/run).
+# The only entry points: run, test, test-image, lint, bench, test-matrix, generate, screenshots, k8s, chart (CI runs
+# `make test` through .ci/run).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 CONFIG ?=
-# make test: WORKERS=<n> runs the tests on n pytest-xdist workers grouped by tests/suite.py. 3 by default: on
-# 2 cores 4 finished in ~20 min but a run in two had timing failures (docs/development.md "Development" has the figures).
+# make test: WORKERS=<n> runs the tests on n pytest-xdist workers grouped by tests/suite.py. 4 by default: on
+# 2 cores 3 took ~25 min and 4 ~22 (docs/benchmarks.md "The test suite"); 4 once had timing failures, from
+# tests that read with tighter timeouts than the product's (since fixed at their cause).
 # GROUP=<group of tests/suite.py> runs one group alone (GROUP=lint: the lint).
-WORKERS ?= 3
+WORKERS ?= 4
 GROUP ?=
 # Python may cache the project's own bytecode (and pytest its rewritten test modules): each pytest-xdist worker
 # and the controller import the whole suite, ~15 s each from source vs ~7 s cached (a machine may set
 # PYTHONDONTWRITEBYTECODE; __pycache__/ is ignored by git)
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: run test test-matrix lint bench jars system-deps-run system-deps-test unit generate screenshots k8s clean
+.PHONY: run test test-image test-matrix lint bench jars system-deps-run system-deps-test unit generate screenshots k8s chart clean
 
 # uv installs the ~90 packages in about half pip's time (fresh clone, 2 cores: 53 s vs 65 s, the bytecode
 # compiled in parallel rather than one file at a time)
@@ -45,12 +46,14 @@ lint: $(INSTALLED) system-deps-test
 	$(BIN)/python -m tools.suite lint
 
 # Every generated file, in the order they feed each other: the rule files and docs/alerts.md's threshold table
-# (from alerts/source/ and ctlplane/exporter/thresholds.py), the Grafana dashboards, deploy/kubernetes/, and
-# the docs' tables of releases and of the recorded faults' page sweep (a unit test fails on any drift)
+# (from alerts/source/ and ctlplane/exporter/thresholds.py), the Grafana dashboards, deploy/kubernetes/ and
+# the Helm chart from the same objects, and the docs' tables of releases and of the recorded faults' page
+# sweep (a unit test fails on any drift)
 generate: $(INSTALLED)
 	$(BIN)/python -m tools.alert_rules
 	$(BIN)/python -m grafana.build
 	$(BIN)/python -m tools.k8s
+	$(BIN)/python -m tools.helm
 	$(BIN)/python -m tools.support_table --write
 	$(BIN)/python -m tools.page_sweep --write
 	$(BIN)/python -m tools.docs
@@ -60,9 +63,18 @@ generate: $(INSTALLED)
 screenshots: $(INSTALLED) system-deps-test jars
 	CTLPLANE_UPDATE_DOCS_SCREENSHOTS=1 $(BIN)/pytest -q -p no:randomly tests/integration/test_dashboard_kraft.py
 
-# deploy/kubernetes/ from alerts/, grafana/dashboards/, pyproject.toml and the Dockerfile (tools/k8s.py)
+# deploy/kubernetes/ from alerts/, grafana/dashboards/, pyproject.toml and the Dockerfile (tools/k8s.py), and
+# the Helm chart deploy/helm/ctlplane/ from the same objects (tools/helm.py)
 k8s: $(INSTALLED)
 	$(BIN)/python -m tools.k8s
+	$(BIN)/python -m tools.helm
+
+# The Helm chart as dist/ctlplane-<version>.tgz (helm package; helm from PATH or built into .cache/bin by
+# system-deps-test). Refuses a chart that differs from its sources: run make k8s first.
+HELM = $(or $(shell command -v helm),.cache/bin/helm)
+chart: $(INSTALLED) system-deps-test
+	$(BIN)/python -m tools.helm --check
+	$(HELM) package deploy/helm/ctlplane --destination dist
 
 unit: $(INSTALLED)
 	$(BIN)/pytest -q tests/unit
@@ -70,9 +82,16 @@ unit: $(INSTALLED)
 # The installs side by side, then the lint beside every test but the matrix's, on $(WORKERS) xdist workers
 # grouped by tests/suite.py; prints the time per group at the end.
 test:
-	$(MAKE) --no-print-directory -j3 --output-sync=target $(INSTALLED) system-deps-test jars
-	$(BIN)/python -m tools.suite test $(if $(GROUP),--group $(GROUP),) -- -q --durations=20 -m "not matrix" \
+	CTLPLANE_HELM_BUILD=background $(MAKE) --no-print-directory -j3 --output-sync=target $(INSTALLED) system-deps-test jars
+	CTLPLANE_TEST_IMAGE=build $(BIN)/python -m tools.suite test $(if $(GROUP),--group $(GROUP),) -- -q --durations=20 -m "not matrix" \
 		-n $(WORKERS) --dist loadscope --no-loadscope-reorder tests/unit tests/integration tests/e2e
+
+# The image built from the Dockerfile (tools/image.py: buildah, its bases made from Debian's packages where
+# Docker Hub is out of reach) and run against a real cluster (tests/integration/test_image.py), alone. make test
+# runs the same test (CTLPLANE_TEST_IMAGE=build: from an empty container storage 3-6.5 min of its ZooKeeper lane,
+# at nice 10; seconds once the machine's storage has the layers).
+test-image: $(INSTALLED) system-deps-test jars
+	CTLPLANE_TEST_IMAGE=build $(BIN)/pytest -q -p no:randomly tests/integration/test_image.py
 
 # The real-cluster tests once per Kafka release of ctlplane/exporter/releases.py (not run by CI: docs/kafka-versions.md).
 # MATRIX="kraft-3.6 zk-2.8" runs some entries only.
@@ -91,6 +110,7 @@ bench: $(INSTALLED) system-deps-test jars
 	$(BIN)/python -m bench.hostile_inputs
 	$(BIN)/python -m bench.pipeline
 	$(BIN)/python -m bench.paging
+	$(BIN)/python -m bench.image
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -22,7 +22,7 @@ from ctlplane.exporter.config import ClusterConfig, Settings
 from ctlplane.exporter.config_file import ConfigError, load_settings, parse_settings
 from ctlplane.exporter.discovery import JmxRule, NodeDiscovery
 from ctlplane.exporter.dns import DnsName, DnsResolver, DnsWatch
-from ctlplane.exporter.families import Family, reload_families
+from ctlplane.exporter.families import Family, dashboard_family, reload_families
 from ctlplane.exporter.jmx.base import Endpoint, JmxClient
 from ctlplane.exporter.memory import collect_garbage_per_round, release_free_memory
 from ctlplane.exporter.model import NodeSnapshot, QuorumView
@@ -139,17 +139,16 @@ def build_client(settings: Settings, kind: str | None = None) -> JmxClient:
             )
 
         return JmxQueryClient(timeout_seconds=scrape.timeout_seconds)
-    from ctlplane.exporter.jmx.jpype_client import JPypeJmxClient
+    from ctlplane.exporter.jmx.jpype_client import JPypeJmxClient, rmi_timeout_seconds
 
     truststore_password = None
     if settings.jmx.truststore_password_file is not None:
         truststore_password = settings.jmx.truststore_password_file.read_text().strip()
-    # RMI timeouts chain (connect, handshake, response): a third of the budget each keeps a stalled
-    # node's read near the scrape timeout. A node that answers every call just in time is abandoned after
-    # two scrape timeouts (its worker is then free again after about three).
+    # A node that answers every call just in time is abandoned after two scrape timeouts (its worker is then
+    # free again after about three).
     return JPypeJmxClient(
-        timeout_seconds=max(0.5, scrape.timeout_seconds / 3),
-        read_deadline_seconds=2 * scrape.timeout_seconds,
+        timeout_seconds=rmi_timeout_seconds(scrape.timeout_seconds),
+        read_deadline_seconds=scrape.read_deadline_seconds,
         max_heap=scrape.jvm_max_heap,
         truststore=str(settings.jmx.truststore) if settings.jmx.truststore else None,
         truststore_password=truststore_password,
@@ -393,12 +392,15 @@ def serve(settings: Settings, config_path: Path | None = None, shard: str | None
     scraper.start()
     try:
         http = settings.http
+        public_url = settings.dashboard.public_url if settings.dashboard.enabled else None
+        dashboard = [dashboard_family(public_url)] if public_url is not None else []
         app = create_app(
             state.current,
             interval_seconds=settings.scrape.interval_seconds,
             version=_version(),
             basic_auth_users=http.basic_auth_users,
             per_request=lambda: [
+                *dashboard,
                 *(writer.families() if writer is not None else ()),
                 *(reload.families() if reload is not None else ()),
                 *(discovery.families() if discovery.rules else ()),
@@ -587,12 +589,16 @@ def cmd_probe(args: argparse.Namespace) -> int:
     discovery = build_discovery(settings, scraper, state)
     try:
         build_dns_watch(settings, discovery).refresh()  # the DNS names once, before the first round
-        scraper.scrape_once()
+        # no next round serves a late answer here, so each round waits as long as a read may run (the read
+        # deadline): a cold Admin client's first quorum read can take longer than a round
+        deadline = settings.scrape.read_deadline_seconds
+        scraper.scrape_once(wait_seconds=deadline)
         if args.discover:
             sys.stdout.write(format_watch_list(scraper.targets, state.current(), discovery))
             return 0
         if discovery.rules:
-            scraper.scrape_once()  # the nodes the first round's answers named are read from the second
+            # the nodes the first round's answers named are read from the second
+            scraper.scrape_once(wait_seconds=deadline)
         sys.stdout.write(format_probe(state.current()))
     finally:
         scraper.stop()

@@ -57,6 +57,7 @@ Steps = tuple[tuple[str, float | None], ...]
 OK = (("green", None),)
 NONE_IS_BAD = (("red", None), ("green", 1.0), ("red", 2.0))  # exactly one active controller
 ANY_IS_BAD = (("green", None), ("red", 1.0))
+SPARE_STEPS = (("red", None), ("orange", 0.0), ("green", 1.0))  # KafkaQuorumNoSpareVoter at 0 or less
 
 
 def above(value: float) -> Steps:
@@ -166,6 +167,20 @@ CLUSTER_ROWS = (
            "election) and current-leader (the quorum's active controller id) per node.",
            q(f"max(kafka_raft_current_epoch{{{CN}}})", "epoch"),
            q(f"max(kafka_raft_current_leader{{{CN}}})", "leader id"), unit="none", mode=KRAFT, decimals=0),
+        stat("Spare voters", "Voters caught up beyond the majority the metadata quorum needs: how many more "
+             "can fail before it cannot commit (KafkaQuorumNoSpareVoter warns at 0).",
+             q(f"kafka_quorum_spare_voters{{{C}}}", "spare"), steps=SPARE_STEPS, decimals=0, mode=KRAFT),
+        ts("Quorum voters", "The metadata quorum's voters, those the leader saw caught up, and the spare "
+           "(describeMetadataQuorum; without it, the controllers' raft state).",
+           q(f"kafka_quorum_voters{{{C}}}", "voters"),
+           q(f"kafka_quorum_voters_caught_up{{{C}}}", "caught up"),
+           q(f"kafka_quorum_spare_voters{{{C}}}", "spare"), unit="none", mode=KRAFT, decimals=0),
+        ts("Controllers out of step and outside the voter set", "Per controller: how long it has been out of "
+           "step with the quorum (KafkaControllerStuckInElection), and how long it has "
+           "run outside the voter set, an observer controller (KafkaControllerNotVoter).",
+           q(f"kafka_controller_raft_out_of_step_seconds{{{CN}}}", "{{node}} out of step"),
+           q(f"kafka_controller_observer_seconds{{{CN}}}", "{{node}} outside the voter set"),
+           unit="s", mode=KRAFT, min=0),
         ts("New active controllers (KIP-938)", "NewActiveControllersCount per "
            "controller, per rate interval.",
            q(f"increase(kafka_controller_new_active_controllers_total{{{CN}}}{RI})", "{{node}}"),

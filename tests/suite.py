@@ -99,6 +99,8 @@ RULES: tuple[Rule, ...] = (
             "tests/integration/test_localkafka.py",
             "tests/integration/test_unreachable_nodes.py",
             "tests/integration/test_wheel.py",
+            # the image run against zk_cluster (its build: seconds from buildah's cache, minutes cold)
+            "tests/integration/test_image.py",
             "tests/integration/test_reload.py",
             # it reads both session clusters: here, the KRaft cluster's lane is the longest (~15 min)
             "tests/integration/test_grafana_queries.py",
@@ -112,6 +114,10 @@ RULES: tuple[Rule, ...] = (
     Rule(("tests/integration/test_history_pipeline.py",), "spark", "spark"),
     Rule(("tests/unit/pipeline/",), "unit", "spark"),
     Rule(("tests/integration/test_spark_cluster.py",), "spark", "spark"),
+    # the dynamic quorum's own cluster (4 controllers, a broker): its voter changes at the 15 s round, ~2.5 min
+    Rule(("tests/integration/test_dynamic_quorum.py",), "fault_table", "dynamic-quorum"),
+    # a controller partitioned from the other voters, on a cluster of its own wired through links, ~4 min
+    Rule(("tests/integration/test_partitioned_controller.py",), "fault_table", "partitioned-controller"),
     # discovery's own clusters (a KRaft and a ZooKeeper-mode one, module fixtures): one copy of each, ~3 min
     Rule(("tests/integration/test_discovery.py",), "integration", "discovery"),
     # one Chromium, ~1.5 min

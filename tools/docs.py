@@ -28,6 +28,8 @@ from pydantic_core import PydanticUndefined
 
 from ctlplane.exporter.catalog import CATALOG, DERIVED_SERIES, HEALTH_SERIES, QUORUM_SERIES
 from ctlplane.exporter.config import Settings
+from tools.alert_rules import rendered
+from tools.markers import between
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -140,8 +142,8 @@ def alerts_reference() -> str:
         "Every alert rule ctlplane ships, as Prometheus loads it, with its runbook. How they page and how to "
         "tune them: [Alerts](../alerts.md).\n",
     ]
-    for path in sorted((ROOT / "alerts").glob("*.rules.yml")):
-        for group in yaml.safe_load(path.read_text())["groups"]:
+    for path, text in sorted(rendered(readable=True).items()):
+        for group in yaml.safe_load(text)["groups"]:
             for rule in group["rules"]:
                 if "alert" not in rule:
                     continue
@@ -171,15 +173,6 @@ def series_table() -> str:
     for name, text in {**HEALTH_SERIES, **QUORUM_SERIES, **DERIVED_SERIES}.items():
         out.append(f"| `{name}` | {text} |")
     return "\n".join(out) + "\n"
-
-
-def between(text: str, begin: str, end: str, body: str, page: str) -> str:
-    """`text` with what stands between the markers replaced by `body`."""
-    head, found, rest = text.partition(begin + "\n")
-    _, closed, tail = rest.partition(end)
-    if not found or not closed:
-        raise ValueError(f"{page}: the markers {begin!r} and {end!r} are missing")
-    return head + begin + "\n" + body + end + tail
 
 
 def pages() -> dict[Path, str]:

@@ -9,6 +9,7 @@ byte, the image tag is pyproject.toml's version, and the port, probe path and se
 Dockerfile's. tests/unit/deploy checks that the committed files equal this output, so a rule or a
 dashboard edited on one side only fails the suite; tests/integration/test_kubernetes_objects.py renders
 the kustomizations and validates every object against the Kubernetes and Prometheus Operator schemas.
+tools/helm.py writes the Helm chart deploy/helm/ctlplane/ from these same objects.
 
 Layout (kustomize; `kubectl apply -k deploy/kubernetes/single` or an overlay of your own):
 - `common/`: ServiceAccount, the headless Service, ServiceMonitor, PrometheusRule, Grafana dashboard
@@ -24,7 +25,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -72,10 +73,14 @@ def strimzi_jmx_srv() -> str:
     return f"_jmx._tcp.{STRIMZI_CLUSTER}-kafka-brokers.{STRIMZI_NAMESPACE}.svc.cluster.local"
 
 
-def example_config() -> str:
+# How the example config says to replace it, in the kustomize base (the chart's values say their own)
+REPLACE_IN_OVERLAY = """replace it in an overlay:
+#   configMapGenerator: [{name: ctlplane-config, behavior: replace, files: [ctlplane.yaml]}]"""
+
+
+def example_config(replace: str = REPLACE_IN_OVERLAY) -> str:
     return f"""\
-# ctlplane's config (docs/configuration.md "Watching your own clusters"); replace it in an overlay:
-#   configMapGenerator: [{{name: ctlplane-config, behavior: replace, files: [ctlplane.yaml]}}]
+# ctlplane's config (docs/configuration.md "Watching your own clusters"); {replace}
 # This example reads the Strimzi Kafka of deploy/kubernetes/strimzi/kafka.yaml (`{STRIMZI_CLUSTER}` in
 # namespace `{STRIMZI_NAMESPACE}`, spec.kafka.jmxOptions {{authentication: {{type: password}}}}): JMX on port
 # {STRIMZI_JMX_PORT} of every node, user and password from the Secret {JMX_SECRET} (passed in as JMX_USERNAME /
@@ -344,9 +349,9 @@ def files() -> dict[str, str]:
     return out
 
 
-def stale(root: Path = OUT) -> list[str]:
-    """Files under `root` that differ from what `files()` writes, or are missing or extra."""
-    wanted = files()
+def stale(root: Path = OUT, wanted: Mapping[str, str] | None = None) -> list[str]:
+    """Files under `root` that differ from `wanted` (what `files()` writes), or are missing or extra."""
+    wanted = files() if wanted is None else wanted
     present = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()} if root.is_dir() else set()
     return sorted(
         name
@@ -355,25 +360,37 @@ def stale(root: Path = OUT) -> list[str]:
     )
 
 
-def write(root: Path = OUT) -> None:
-    for name, text in files().items():
+def write(root: Path = OUT, wanted: Mapping[str, str] | None = None) -> None:
+    for name, text in (files() if wanted is None else wanted).items():
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true", help="exit 1 if deploy/kubernetes/ is not up to date")
+def generator_cli(
+    argv: list[str] | None,
+    doc: str | None,
+    module: str,
+    target: str,
+    stale: Callable[[], list[str]],
+    write: Callable[[], None],
+) -> int:
+    """`python -m <module> [--check]`: write `target`, or exit 1 naming the files that differ from what it writes."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help=f"exit 1 if {target} is not up to date")
     args = parser.parse_args(argv)
     if args.check:
         differing = stale()
         if differing:
-            sys.stderr.write("stale: " + ", ".join(differing) + " (run python -m tools.k8s)\n")
+            sys.stderr.write("stale: " + ", ".join(differing) + f" (run python -m {module})\n")
             return 1
         return 0
     write()
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return generator_cli(argv, __doc__, "tools.k8s", "deploy/kubernetes/", stale, write)
 
 
 if __name__ == "__main__":

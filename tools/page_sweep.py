@@ -27,6 +27,8 @@ from pathlib import Path
 
 import yaml
 
+from tools.markers import between
+
 ROOT = Path(__file__).resolve().parent.parent
 RECORDED = ROOT / "alerts" / "tests" / "recorded"
 DOCS = ROOT / "docs" / "alerts.md"
@@ -202,20 +204,13 @@ def all_brokers(directory: Path = RECORDED) -> list[Broker]:
     return [broker for path in sorted(directory.glob("*.test.yml")) for broker in read_recording(path)]
 
 
-def replace_between(text: str, body: str, begin: str = BEGIN, end: str = END) -> str:
-    head, found, rest = text.partition(begin)
-    if not found or end not in rest:
-        raise SystemExit(f"{DOCS} lacks the {begin!r} ... {end!r} markers")
-    return f"{head}{begin}\n{body}{end}{rest.partition(end)[2]}"
-
-
 def main(argv: Sequence[str] | None = None, docs: Path = DOCS) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.page_sweep", description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true", help=f"replace the table in {docs.relative_to(ROOT)}")
     args = parser.parse_args(argv)
     body = table(all_brokers())
     if args.write:
-        docs.write_text(replace_between(docs.read_text(), body))
+        docs.write_text(between(docs.read_text(), BEGIN, END, body, str(docs.relative_to(ROOT))))
     else:
         sys.stdout.write(body)
     return 0

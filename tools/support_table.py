@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ctlplane.exporter.catalog import Mode
 from ctlplane.exporter.releases import MATRIX, RELEASES, Release, catalogue_series, release_key
+from tools.markers import between
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDED = ROOT / "alerts" / "tests" / "recorded"
@@ -88,9 +89,8 @@ def table() -> str:
 
 
 def write_page(readme: Path = ROOT / "docs" / "kafka-versions.md") -> None:
-    text = readme.read_text()
-    start, end = text.index(BEGIN), text.index(END) + len(END) + 1
-    readme.write_text(text[:start] + table() + text[end:])
+    body = table().removeprefix(BEGIN + "\n").removesuffix(END + "\n")
+    readme.write_text(between(readme.read_text(), BEGIN, END, body, str(readme.relative_to(ROOT))))
 
 
 if __name__ == "__main__":

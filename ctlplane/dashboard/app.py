@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from dash import ALL, Dash, Input, NoUpdate, Output, State, callback_context, dcc, html, no_update
 from dash.backends._fastapi import reset_current_request, set_current_request
@@ -91,16 +91,27 @@ INDEX = f"""<!DOCTYPE html>
 </html>"""
 
 
-def route(relative: str) -> tuple[str, str | None]:
-    """(page key, cluster name) for a path relative to the prefix; unknown paths are ("missing", path)."""
+class Route(NamedTuple):
+    """A page: its key, the cluster (or the missing path) it is of, and the broker of a broker page."""
+
+    key: str
+    name: str | None
+    node: str | None = None
+
+
+def route(relative: str) -> Route:
+    """The page at a path relative to the prefix; unknown paths are ("missing", path)."""
     path = relative.strip("/")
     if path == "":
-        return "fleet", None
+        return Route("fleet", None)
     if path.startswith("cluster/") and len(path) > len("cluster/"):
-        return "cluster", path[len("cluster/") :]
+        cluster, _, node = path[len("cluster/") :].partition("/broker/")
+        if node and "/" not in node:
+            return Route("broker", cluster, node)
+        return Route("cluster", path[len("cluster/") :])
     if path in ("alerts", "history"):
-        return path, None
-    return "missing", path
+        return Route(path, None)
+    return Route("missing", path)
 
 
 def create_dashboard(
@@ -231,18 +242,22 @@ class PageBuilder:
     def _relative(self, pathname: str | None) -> str:
         return self._strip(pathname or self.url_prefix) or ""
 
-    def _trail(self, key: str, name: str | None) -> ClusterTrail:
+    def _trail(self, page: Route) -> ClusterTrail:
         """One copy of the cluster's trail per render, shared by its live part and its graphs."""
-        return self.source.trail(name) if key == "cluster" and name is not None else EMPTY_TRAIL
+        return self.source.trail(page.name) if page.key in ("cluster", "broker") and page.name else EMPTY_TRAIL
 
-    def live(self, key: str, name: str | None, trail: ClusterTrail = EMPTY_TRAIL) -> Component:
+    def live(self, page: Route, trail: ClusterTrail = EMPTY_TRAIL) -> Component:
         """The part of a page that every refresh replaces (`trail`: the cluster page's cluster's)."""
         now = self.clock()
         observation = self.source.current()
+        key, name = page.key, page.name
         if key == "fleet":
             return views.fleet_view(observation, self._alerts(), now, self.url_prefix)
         if key == "cluster" and name is not None:
-            return views.cluster_view(name, observation, trail.events, self._alerts(), now)
+            return views.cluster_view(name, observation, trail.events, self._alerts(), now, self.url_prefix)
+        if key == "broker" and name is not None and page.node is not None:
+            runs = trail.runs.get(page.node, ())
+            return views.broker_view(name, page.node, observation, runs, trail.events, now, self.url_prefix)
         if key == "alerts":
             return views.alerts_view(self._alerts(), now)
         if key == "history":
@@ -254,9 +269,10 @@ class PageBuilder:
     def page(self, pathname: str | None) -> Component:
         """On navigation: the page's live part, keyed by its path, and its graphs."""
         path = self._relative(pathname)
-        key, name = route(path)
-        trail = self._trail(key, name)
-        parts: list[Component] = [html.Div(self.live(key, name, trail), id={"type": LIVE_TYPE, "path": path})]
+        page = route(path)
+        key, name = page.key, page.name
+        trail = self._trail(page)
+        parts: list[Component] = [html.Div(self.live(page, trail), id={"type": LIVE_TYPE, "path": path})]
         if key == "cluster" and name is not None and self.source.current().health.cluster(name) is not None:
             parts.append(views.graphs_view(views.cluster_figures(trail)))
         return html.Div(parts)
@@ -270,9 +286,10 @@ class PageBuilder:
         component to overwrite (the live part's id carries its path).
         """
         path = self._relative(pathname)
-        key, name = route(path)
-        trail = self._trail(key, name)
-        live = [self.live(key, name, trail) if item["id"]["path"] == path else no_update for item in live_ids]
+        page = route(path)
+        key, name = page.key, page.name
+        trail = self._trail(page)
+        live = [self.live(page, trail) if item["id"]["path"] == path else no_update for item in live_ids]
         figures: list[views.Figure | NoUpdate]
         if graph_ids and key == "cluster" and name is not None:
             by_key = dict(views.cluster_figures(trail))

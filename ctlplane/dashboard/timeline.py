@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from ctlplane.exporter.health import BrokerHealth, ClusterHealth, Lifecycle
+from ctlplane.exporter.health.model import QuorumMember, VoterSet
 from ctlplane.exporter.state import Observation
 
 
@@ -22,6 +23,8 @@ class EventKind(StrEnum):
     REACHABLE = "reachable"
     LAG_STARTED = "lag-started"  # metadata turned stale
     LAG_ENDED = "lag-ended"
+    VOTER_ADDED = "voter-added"  # the quorum's voter set gained a voter (KIP-853 add-controller)
+    VOTER_REMOVED = "voter-removed"  # and lost one (remove-controller)
 
 
 # How bad an event is, for its colour: the start of trouble is bad, its end is good.
@@ -37,6 +40,8 @@ EVENT_SEVERITY = {
     EventKind.REACHABLE: "ok",
     EventKind.LAG_STARTED: "warn",
     EventKind.LAG_ENDED: "ok",
+    EventKind.VOTER_ADDED: "ok",
+    EventKind.VOTER_REMOVED: "warn",
 }
 
 
@@ -72,6 +77,37 @@ def _controller_events(at: float, before: ClusterHealth, after: ClusterHealth) -
             )
         )
     return events
+
+
+def _voter_events(at: float, before: ClusterHealth, after: ClusterHealth) -> list[Event]:
+    """The voters that joined or left the voter set between two rounds that read it the same way (a round
+    read from the controllers' JMX, between two read from the quorum, names no directories: no event)."""
+    old, new = before.voter_set, after.voter_set
+    if old is None or new is None or old.source != new.source:
+        return []
+
+    def keyed(members: tuple[QuorumMember, ...]) -> dict[tuple[object, ...], QuorumMember]:
+        # a voter is its (id, directory id) pair (KIP-853): a label that changes (found by discovery) is none
+        return {(m.node_id, m.directory_id) if m.node_id is not None else (m.node,): m for m in members}
+
+    was, now = keyed(old.voters), keyed(new.voters)
+    events = []
+    for key in sorted(now.keys() - was.keys(), key=str):
+        member = now[key]
+        events.append(
+            Event(at, after.name, member.node, EventKind.VOTER_ADDED, _voter_detail("voter added", member, new))
+        )
+    for key in sorted(was.keys() - now.keys(), key=str):
+        member = was[key]
+        events.append(
+            Event(at, after.name, member.node, EventKind.VOTER_REMOVED, _voter_detail("voter removed", member, new))
+        )
+    return events
+
+
+def _voter_detail(what: str, member: QuorumMember, voters: VoterSet) -> str:
+    directory = f", directory {member.directory_id}" if member.directory_id else ""
+    return f"{what}: id {member.node_id}{directory}; {len(voters.voters)} voters now"
 
 
 def _broker_events(at: float, cluster: str, old: BrokerHealth, new: BrokerHealth, since: float) -> list[Event]:
@@ -151,6 +187,7 @@ class TimelineFold:
                 events.extend(_controller_events(at, before, after))
             elif after.controller.node is not None:
                 self._seen_controller.add(after.name)
+            events.extend(_voter_events(at, before, after))
             for new in after.brokers:
                 old = before.broker(new.node)
                 key = (after.name, new.node)

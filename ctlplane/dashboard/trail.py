@@ -1,4 +1,5 @@
-"""What the dashboard keeps of past rounds: the plotted series, downsampled, and the timeline's events.
+"""What the dashboard keeps of past rounds: the plotted series, downsampled, the timeline's events, and each
+broker's evidence as runs of rounds that read alike (a broker's page shows them: the evidence behind a page).
 
 Whole snapshots are not kept: one 1,000-node snapshot with its health is ~18 MB, so an hour of them at a
 15 s interval would be ~4 GB. A `Trail` folds each observation into the few numbers per node the cluster
@@ -18,11 +19,11 @@ import threading
 from array import array
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from ctlplane.dashboard.timeline import Event, TimelineFold
-from ctlplane.exporter.health import BrokerHealth
-from ctlplane.exporter.model import NodeSnapshot
+from ctlplane.exporter.health import BrokerHealth, Cause, Lifecycle
+from ctlplane.exporter.model import Failure, NodeSnapshot
 from ctlplane.exporter.state import Observation
 
 NAN = math.nan
@@ -98,11 +99,38 @@ class Line:
 
 
 @dataclass(frozen=True)
+class EvidenceRun:
+    """Consecutive rounds in which a broker read alike: its state and cause, what its JMX did (None: it
+    answered; else how it failed), and which view decided the state. `evidence` is the last round's words."""
+
+    first: float  # taken_at of the run's first round
+    last: float  # and of its last
+    rounds: int
+    state: Lifecycle
+    cause: Cause | None
+    jmx_failure: Failure | None
+    decided_by: str  # "jmx" (the nodes' own word) or "quorum" (the quorum's view, Admin API)
+    views_disagree: bool
+    evidence: str
+
+    def same_reading(self, other: EvidenceRun) -> bool:
+        return (self.state, self.cause, self.jmx_failure, self.decided_by, self.views_disagree) == (
+            other.state,
+            other.cause,
+            other.jmx_failure,
+            other.decided_by,
+            other.views_disagree,
+        )
+
+
+@dataclass(frozen=True)
 class ClusterTrail:
-    """One cluster's plotted lines (key -> node -> line) and its events in the window, newest first."""
+    """One cluster's plotted lines (key -> node -> line), its events in the window, newest first, and each
+    broker's evidence runs in the window, oldest first."""
 
     lines: Mapping[str, Mapping[str, Line]]
     events: tuple[Event, ...]
+    runs: Mapping[str, tuple[EvidenceRun, ...]] = field(default_factory=dict)
 
     def lines_of(self, key: str) -> Mapping[str, Line]:
         return self.lines.get(key, {})
@@ -114,14 +142,19 @@ EMPTY_TRAIL = ClusterTrail({}, ())
 class Trail:
     """The bounded past of every cluster, fed one observation per round; safe to read while it is fed."""
 
-    def __init__(self, window_seconds: float = 3600.0, max_points: int = 360, max_events: int = 1000) -> None:
-        if window_seconds <= 0 or max_points < 1 or max_events < 1:
-            raise ValueError("window_seconds, max_points and max_events must be positive")
+    def __init__(
+        self, window_seconds: float = 3600.0, max_points: int = 360, max_events: int = 1000, max_runs: int = 120
+    ) -> None:
+        if window_seconds <= 0 or max_points < 1 or max_events < 1 or max_runs < 1:
+            raise ValueError("window_seconds, max_points, max_events and max_runs must be positive")
         self.window_seconds = window_seconds
         self.bucket_seconds = window_seconds / max_points
         self.max_events = max_events
+        self.max_runs = max_runs  # per broker: a broker that flaps every round keeps its latest runs
         self._lines: dict[str, dict[tuple[str, str], _Line]] = {}  # cluster -> (key, node) -> line
         self._events: dict[str, deque[Event]] = {}
+        # cluster -> broker -> its runs, oldest first; a steady broker costs one run whatever the window
+        self._runs: dict[str, dict[str, deque[EvidenceRun]]] = {}
         self._fold = TimelineFold()
         self._lock = threading.Lock()
 
@@ -140,10 +173,27 @@ class Trail:
                         self._append(lines, (key, node.node), at, of_node(node), worse)
             for health in observation.health.clusters:
                 lines = self._lines.setdefault(health.name, {})
+                snapshot = observation.snapshot.cluster(health.name)
+                runs = self._runs.setdefault(health.name, {})
                 for broker in health.brokers:
                     for key, of_broker, worse in BROKER_PLOTTED:
                         self._append(lines, (key, broker.node), at, of_broker(broker), worse)
+                    read = snapshot.node(broker.node) if snapshot is not None else None
+                    failure = None if read is None or read.up else (read.failure or Failure.OTHER)
+                    self._add_run(runs, broker, failure, at)
             self._trim(at - self.window_seconds)
+
+    def _add_run(
+        self, runs: dict[str, deque[EvidenceRun]], broker: BrokerHealth, failure: Failure | None, at: float
+    ) -> None:
+        run = EvidenceRun(
+            at, at, 1, broker.state, broker.cause, failure, broker.decided_by, broker.views_disagree, broker.evidence
+        )
+        kept = runs.setdefault(broker.node, deque(maxlen=self.max_runs))
+        if kept and kept[-1].same_reading(run):
+            kept[-1] = replace(kept[-1], last=at, rounds=kept[-1].rounds + 1, evidence=broker.evidence)
+        else:
+            kept.append(run)
 
     def _append(
         self,
@@ -182,6 +232,14 @@ class Trail:
                 events.popleft()
             if not events:
                 del self._events[cluster]
+        for cluster, brokers in list(self._runs.items()):
+            for node, runs in list(brokers.items()):
+                while runs and runs[0].last < cutoff:
+                    runs.popleft()
+                if not runs:
+                    del brokers[node]
+            if not brokers:
+                del self._runs[cluster]
 
     def cluster(self, name: str) -> ClusterTrail:
         """A copy of one cluster's lines and events, for one page render."""
@@ -191,7 +249,8 @@ class Trail:
                 values = tuple(None if math.isnan(v) else v for v in line.values)
                 lines.setdefault(key, {})[node] = Line(tuple(line.times), values)
             events = tuple(reversed(self._events.get(name, ())))
-        return ClusterTrail(lines, events)
+            runs = {node: tuple(kept) for node, kept in self._runs.get(name, {}).items()}
+        return ClusterTrail(lines, events, runs)
 
 
 def _empty(line: _Line) -> bool:

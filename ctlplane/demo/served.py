@@ -42,6 +42,9 @@ RPC_VERSIONS = {
     "BrokerHeartbeat": 1,
     "BrokerRegistration": 4,
 }
+# The finalized feature levels a simulated KRaft node's image has (MetadataLoader FinalizedLevel,featureName=X, 4.2+),
+# as a Kafka 4.3.1 cluster formatted at its latest release reads them (seen on 4.3.1: metadataVersion 30)
+SIMULATED_FEATURE_LEVELS = {"metadataVersion": 30, "groupVersion": 1, "transactionVersion": 2}
 ZK_BROKER_RPCS = ("LeaderAndIsr", "UpdateMetadata", "StopReplica", "ControlledShutdown", "AlterPartition")
 KRAFT_CONTROLLER_RPCS = ("AlterPartition", "BrokerHeartbeat", "BrokerRegistration")
 
@@ -84,6 +87,8 @@ def _expansions(key: str, node: NodeSpec, cluster: ClusterSpec, spec: MetricSpec
     if key == "request":
         allowed = spec.only.get("request")
         return [rpc for rpc in node_rpcs(node) if allowed is None or rpc in allowed]
+    if key == "featureName":
+        return list(SIMULATED_FEATURE_LEVELS)
     raise ValueError(f"no rule to expand {key}=* in {spec.mbean}")
 
 

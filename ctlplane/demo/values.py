@@ -15,7 +15,13 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from ctlplane.demo.scenarios import Scenario, ScenarioChange, Segment, segments, time_in
-from ctlplane.demo.served import HISTOGRAM_ATTRIBUTES, METER_ATTRIBUTES, ServedMBean, served_mbeans
+from ctlplane.demo.served import (
+    HISTOGRAM_ATTRIBUTES,
+    METER_ATTRIBUTES,
+    SIMULATED_FEATURE_LEVELS,
+    ServedMBean,
+    served_mbeans,
+)
 from ctlplane.demo.shapes import ClusterSpec, NodeSpec
 from ctlplane.exporter.catalog import Kind, MetricSpec, Mode
 
@@ -301,6 +307,32 @@ def _series_value(
             if node not in m.cluster.controllers:
                 return math.nan  # observers never commit
             return _around(s, m.key(node, "commit"), t, 4.0, 2.0, 0.5, math.inf)
+        case "kafka_metadata_snapshot_age_seconds":
+            # a snapshot per metadata.log.max.snapshot.interval.ms (1 h) on each node, offset per node
+            return round(((t - m.origin + 97 * (node.node_id or 0)) % 3600.0) * 1000)
+        case "kafka_metadata_snapshot_bytes":
+            return 48_000 + 300 * topics
+        case "kafka_metadata_version_level":
+            return SIMULATED_FEATURE_LEVELS["metadataVersion"]
+        case "kafka_metadata_snapshot_loads_total":
+            return 0
+        case "kafka_metadata_loader_idle_ratio":
+            return _idle(m, node, "mli", 0.97, 0.01)
+        case "kafka_metadata_feature_level":
+            return SIMULATED_FEATURE_LEVELS[keys["featureName"]]
+        case "kafka_controller_elr_elections_total":
+            return Meter(0, 0.0)
+        case "kafka_broker_offline_log_directories":
+            return 0
+        case "kafka_raft_voters":
+            return float(len(m.cluster.controllers))  # a static quorum: its controllers are its voters
+        case "kafka_raft_observers":
+            # Kafka registers it on the leader only; the simulator serves every controller, 0 off the leader
+            return float(len(m.cluster.brokers)) if _is_leader(m, node) else 0.0
+        case "kafka_raft_uncommitted_voter_change":
+            return 0.0
+        case "kafka_controller_ignored_static_voters" | "kafka_broker_ignored_static_voters":
+            return 0  # controller.quorum.voters set and used
         case "kafka_zookeeper_expires_total" | "kafka_zookeeper_disconnects_total":
             return Meter(0, 0.0)
         case "kafka_request_queue_time_seconds":

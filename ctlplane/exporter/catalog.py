@@ -310,6 +310,10 @@ CATALOG: tuple[MetricSpec, ...] = (
           "kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec", "Count", M, COUNTER,
           "Leaders elected from out-of-sync replicas (data loss); KRaft controllers from 3.9",
           modes=ALL_MODES, roles=CONTROLLER | BROKER, since="0.10", kraft_since="3.9"),
+    _spec("kafka_controller_elr_elections_total",
+          "kafka.controller:type=ControllerStats,name=ElectionFromEligibleLeaderReplicasPerSec", "Count", M,
+          COUNTER, "Leaders elected from the eligible leader replicas after the ISR emptied (KIP-966)",
+          modes=KRAFT, roles=CONTROLLER, since="4.1"),
     _spec("kafka_controller_event_manager_idle_ratio",
           "kafka.controller:type=ControllerEventManager,name=AvgIdleRatio", "Value", G, GAUGE,
           "Fraction of time the KRaft controller's event-queue thread is idle (KAFKA-19467)",
@@ -383,7 +387,39 @@ CATALOG: tuple[MetricSpec, ...] = (
           "kafka.server:type=MetadataLoader,name=CurrentControllerId", "Value", G, GAUGE,
           "Node id of the active controller as this node knows it, -1 if unknown (KIP-1001)",
           modes=ALL_MODES, roles=ANY_ROLE, since="3.7"),
+    # the metadata image each KRaft node loads and snapshots (KIP-938, KAFKA-15183: MetadataLoaderMetrics and
+    # SnapshotEmitterMetrics, 3.6.0); every node writes its own snapshots, at least every
+    # metadata.log.max.snapshot.interval.ms (1 h) while records arrive, and the controller appends a NoOpRecord
+    # every metadata.max.idle.interval.ms (500 ms, KIP-835), so records always arrive
+    _spec("kafka_metadata_snapshot_age_seconds",
+          "kafka.server:type=SnapshotEmitter,name=LatestSnapshotGeneratedAgeMs", "Value", G, GAUGE,
+          "Time since this node last wrote a metadata snapshot (since it started, before its first)",
+          modes=KRAFT, roles=ANY_ROLE, since="3.6", scale=MS),
+    _spec("kafka_metadata_snapshot_bytes",
+          "kafka.server:type=SnapshotEmitter,name=LatestSnapshotGeneratedBytes", "Value", G, GAUGE,
+          "Size of the last metadata snapshot this node wrote, 0 before its first",
+          modes=KRAFT, roles=ANY_ROLE, since="3.6"),
+    _spec("kafka_metadata_version_level",
+          "kafka.server:type=MetadataLoader,name=CurrentMetadataVersion", "Value", G, GAUGE,
+          "Feature level of the metadata.version this node's image has (MetadataVersion.featureLevel)",
+          modes=KRAFT, roles=ANY_ROLE, since="3.6"),
+    _spec("kafka_metadata_snapshot_loads_total",
+          "kafka.server:type=MetadataLoader,name=HandleLoadSnapshotCount", "Value", G, COUNTER,
+          "Metadata snapshots this node loaded whole (at start, or when it fell behind the log's start)",
+          modes=KRAFT, roles=ANY_ROLE, since="3.6"),
+    _spec("kafka_metadata_loader_idle_ratio", "kafka.server:type=MetadataLoader,name=AvgIdleRatio", "Value", G,
+          GAUGE, "Fraction of time the node's metadata loader thread is idle (low: it cannot keep up with the log)",
+          modes=KRAFT, roles=ANY_ROLE, since="4.2"),
+    _spec("kafka_metadata_feature_level",
+          "kafka.server:type=MetadataLoader,name=FinalizedLevel,featureName=*", "Value", G, GAUGE,
+          "Finalized level of each feature (metadata.version, kraft.version, group.version, ...) in this "
+          "node's image (KIP-1180)",
+          modes=KRAFT, roles=ANY_ROLE, since="4.2", labels={"featureName": "feature"}),
     # --- broker lifecycle and KRaft metadata -----------------------------------------------------
+    _spec("kafka_broker_offline_log_directories", "kafka.log:type=LogManager,name=OfflineLogDirectoryCount",
+          "Value", G, GAUGE, "Log directories of the broker that failed (KIP-112); a KRaft node whose metadata "
+          "log directory fails stops instead",
+          modes=ALL_MODES, roles=BROKER, since="1.0"),
     _spec("kafka_broker_state", "kafka.server:type=KafkaServer,name=BrokerState", "Value", G, GAUGE,
           "BrokerState: 0 not running, 1 starting, 2 recovery, 3 running, 6 pending controlled "
           "shutdown, 7 shutting down (stays 3 after the controller fences a running KRaft broker)",
@@ -429,6 +465,28 @@ CATALOG: tuple[MetricSpec, ...] = (
     _spec("kafka_raft_commit_latency_seconds", "kafka.server:type=raft-metrics", "commit-latency-avg", K,
           GAUGE, "Average time to commit a metadata batch, over the metrics window",
           modes=KRAFT, roles=ANY_ROLE, since="2.8", scale=MS),
+    # the voter set of a dynamic quorum (KIP-853; in the jars from 4.0.1 on, not in 3.9.2's): every node
+    # counts the voters it knows; the leader alone counts the observers it heard from in the last 5 minutes
+    # (LeaderState) and says whether a voter change (add-controller, remove-controller) is not committed yet
+    _spec("kafka_raft_voters", "kafka.server:type=raft-metrics", "number-of-voters", K, GAUGE,
+          "Voters of the metadata quorum as this node knows the voter set",
+          modes=KRAFT, roles=ANY_ROLE, since="4.0"),
+    _spec("kafka_raft_observers", "kafka.server:type=raft-metrics", "number-of-observers", K, GAUGE,
+          "Observers (brokers, and controllers outside the voter set) the quorum leader heard from in the last "
+          "5 minutes; on the leader only",
+          modes=KRAFT, roles=CONTROLLER, since="4.0"),
+    _spec("kafka_raft_uncommitted_voter_change", "kafka.server:type=raft-metrics", "uncommitted-voter-change",
+          K, GAUGE, "1 while a change of the voter set is appended but not committed; on the leader only",
+          modes=KRAFT, roles=CONTROLLER, since="4.0"),
+    _spec("kafka_controller_ignored_static_voters",
+          "kafka.controller:type=KafkaController,name=IgnoredStaticVoters", "Value", G, GAUGE,
+          "1 if controller.quorum.voters is set but the controller ignores it (its quorum is dynamic, "
+          "kraft.version 1: the voter set is in the metadata log)",
+          modes=KRAFT, roles=CONTROLLER, since="4.0"),
+    _spec("kafka_broker_ignored_static_voters", "kafka.server:type=broker-metadata-metrics",
+          "ignored-static-voters", K, GAUGE,
+          "1 if controller.quorum.voters is set but the broker ignores it (its quorum is dynamic)",
+          modes=KRAFT, roles=BROKER, since="4.0"),
     # --- ZooKeeper session of ZK-mode brokers -----------------------------------------------------
     _spec("kafka_zookeeper_expires_total",
           "kafka.server:type=SessionExpireListener,name=ZooKeeperExpiresPerSec", "Count", M, COUNTER,
@@ -438,8 +496,8 @@ CATALOG: tuple[MetricSpec, ...] = (
           "ZooKeeper disconnects of the broker", modes=ZK, roles=BROKER, since="0.10", until="3.9"),
     _spec("kafka_zookeeper_session_state",
           "kafka.server:type=SessionExpireListener,name=SessionState", "Value", G, STATE,
-          "State of the broker's ZooKeeper session (CONNECTED when healthy; KIP-343: a broker is alive only "
-          "while it holds its session)",
+          "State of the broker's ZooKeeper session (CONNECTED when healthy; a broker is alive only while it "
+          "holds its session: KafkaZkClient.registerBroker writes an ephemeral znode)",
           modes=ZK, roles=BROKER, since="1.0", until="3.9"),
     # --- request metrics of the control-plane RPCs -----------------------------------------------
     _spec("kafka_request_queue_time_seconds",
@@ -478,6 +536,8 @@ DERIVED_SERIES: Mapping[str, str] = MappingProxyType(
         "ctlplane_snapshot_timestamp_seconds": "Unix time at which the served snapshot was taken",
         "ctlplane_snapshot_age_seconds": "Age of the served snapshot when this page was rendered",
         "ctlplane_build_info": "ctlplane's version",
+        "ctlplane_dashboard_info": "1, with the address people open the dashboard at (dashboard.public_url): "
+        "the alert rules link a page to the broker's page there",
         "ctlplane_history_write_errors_total": "History flushes that failed to write (a full or read-only disk); "
         "their rows are kept for the next flush",
         "ctlplane_history_rows_dropped_total": "History rows dropped because the buffer kept across failed "
@@ -530,8 +590,9 @@ HEALTH_SERIES: Mapping[str, str] = MappingProxyType(
         "Kafka 4.1+ cluster, whose controller would have flagged its controlled shutdown; 0 otherwise (ZooKeeper "
         "mode, Kafka before 4.1, a broker that led nothing: a clean stop reads FENCED there too)",
         "kafka_broker_fault_cause": "1 for why a broker is not ACTIVE or not read (cause: process_gone, "
-        "hung_or_isolated, cut_off_from_controller, zookeeper_session_lost, controlled_shutdown, starting, "
-        "jmx_unreachable, jmx_auth_failed, unknown); absent for an ACTIVE broker with nothing wrong to name",
+        "hung_or_isolated, cut_off_from_controller, controller_overloaded, zookeeper_session_lost, "
+        "controlled_shutdown, starting, jmx_unreachable, jmx_auth_failed, unknown); absent for an ACTIVE broker "
+        "with nothing wrong to name",
         "kafka_broker_metadata_stale": "1 if the broker's metadata lag is over the configured thresholds, or frozen",
         "kafka_broker_metadata_frozen": "1 if the broker's applied metadata offset has not moved for N scrapes "
         "while the quorum committed more",
@@ -541,6 +602,25 @@ HEALTH_SERIES: Mapping[str, str] = MappingProxyType(
         "kafka_cluster_controller_views_disagree": "1 if the nodes whose JMX claims the active controller are not "
         "exactly the quorum's leader (a zombie controller, or its JMX unreachable); clusters with the quorum's view "
         "only",
+        "kafka_controller_raft_out_of_step_seconds": "KRaft: how long the controller has been out of step with the "
+        "quorum: its raft state (kafka_raft_state) outside leader and follower, or, where the quorum's view "
+        "answers, a follower the leader has not seen caught up (4.0+: a voter cut off from the others cycles "
+        "between follower and prospective, KIP-996); 0 in step. An election takes seconds: minutes is a "
+        "controller that cannot reach the quorum's leader or win a vote",
+        "kafka_quorum_voters": "KRaft: voters of the metadata quorum (describeMetadataQuorum; without it, the "
+        "voters' own count, number-of-voters, or the KRaft controllers ctlplane reads whose raft state is not "
+        "observer)",
+        "kafka_quorum_voter_info": "KRaft: 1 for each voter of the metadata quorum, by node id and metadata "
+        "directory id (describeMetadataQuorum, 3.9+ for the directory; KIP-853); node is the watched node with "
+        "that id, else controller-<id>. Without the quorum's view: the controllers whose raft state is not observer",
+        "kafka_controller_observer_seconds": "KRaft: how long the controller process has run outside the voter "
+        "set (an observer controller: formatted with --no-initial-controllers and not yet added with "
+        "kafka-metadata-quorum add-controller, or removed); 0 for a voter",
+        "kafka_quorum_voters_caught_up": "KRaft: voters the quorum leader saw reach its log end within "
+        "health.quorum_caught_up_seconds (the leader counted; without describeMetadataQuorum, controllers whose "
+        "JMX answers with raft state leader or follower)",
+        "kafka_quorum_spare_voters": "KRaft: voters caught up beyond the majority the quorum needs: how many more "
+        "can fail before it cannot commit; 0 is no spare, below 0 no majority caught up",
         "kafka_cluster_fenced_brokers_unnamed": "KRaft: brokers the active controller counts fenced "
         "(FencedBrokerCount) that no kafka_broker_lifecycle_state of ctlplane shows FENCED, INITIAL or SHUTDOWN: "
         "a broker ctlplane does not watch (not listed, not discovered), or watches but cannot read",

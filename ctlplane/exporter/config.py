@@ -397,6 +397,11 @@ class ScrapeConfig(_Strict):
         description="how often the per-RPC request histograms are read (null: every round)",
     )
 
+    @property
+    def read_deadline_seconds(self) -> float:
+        """When a node's read still running is abandoned, and how long a one-shot round may wait for one."""
+        return 2 * self.timeout_seconds
+
     @model_validator(mode="after")
     def _timeout_within_interval(self) -> ScrapeConfig:
         if self.timeout_seconds > self.interval_seconds:
@@ -519,6 +524,10 @@ class HealthConfig(_Strict):
         description=_means("control_plane_idle_saturation_ratio"),
     )
 
+    quorum_caught_up_seconds: float = Field(
+        default=HEALTH.quorum_caught_up_seconds, gt=0, description=_means("quorum_caught_up_seconds")
+    )
+
     def thresholds(self) -> Thresholds:
         return Thresholds(**self.model_dump())
 
@@ -557,6 +566,13 @@ class DashboardConfig(_Strict):
     enabled: bool = Field(default=True, description="serve the dashboard")
     refresh_seconds: float = Field(default=5.0, ge=1, le=DAY_SECONDS, description="how often the pages refresh")
     alerts_url: str | None = Field(default=None, description="Alertmanager or Prometheus base URL")
+    public_url: str | None = Field(
+        default=None,
+        pattern=r"^https?://[^\s\"]+/$",
+        description="the address people open the dashboard at, ending in `/` (e.g. "
+        "`https://ctlplane.example.com/dashboard/`): served as `ctlplane_dashboard_info`, so a page links to the "
+        "broker's page; unset, the link is `http://<instance>/dashboard/`, the address Prometheus scrapes",
+    )
     history_dir: Path | None = Field(default=None, description="the Spark pipeline's --out directory")
     window_seconds: float = Field(
         default=3600.0, gt=0, le=7 * 86400, description="how far back the graphs and the timeline reach"

@@ -274,9 +274,29 @@ def health_families(health: FleetHealth) -> list[Family]:
     cause = gauge("kafka_broker_fault_cause", [*NODE_LABELS, "cause"])
     controller_views = gauge("kafka_cluster_controller_views_disagree", ["cluster"])
     fenced_unnamed = gauge("kafka_cluster_fenced_brokers_unnamed", ["cluster"])
+    voters = gauge("kafka_quorum_voters", ["cluster"])
+    caught_up = gauge("kafka_quorum_voters_caught_up", ["cluster"])
+    spare = gauge("kafka_quorum_spare_voters", ["cluster"])
+    # no state label: an election that moves between candidate and prospective is one series, one alert
+    out_of_step = gauge("kafka_controller_raft_out_of_step_seconds", NODE_LABELS)
+    # the voter set as the quorum says it, one series per voter (id, directory id); and per controller process
+    # how long it has run outside that set (an observer controller, KIP-853), 0 for a voter
+    voter_info = gauge("kafka_quorum_voter_info", ["cluster", "node", "node_id", "directory_id"])
+    observer_seconds = gauge("kafka_controller_observer_seconds", NODE_LABELS)
     for cluster in health.clusters:
+        for election in cluster.elections:
+            out_of_step.add((cluster.name, election.node, election.role.value), election.out_of_step_seconds)
+        for member in cluster.voter_set.members if cluster.voter_set is not None else ():
+            if member.voter:
+                node_id = "" if member.node_id is None else str(member.node_id)
+                voter_info.add((cluster.name, member.node, node_id, member.directory_id or ""), 1.0)
+            observer_seconds.add((cluster.name, member.node, member.role.value), member.observer_seconds)
         if cluster.fenced_unnamed is not None:
             fenced_unnamed.add((cluster.name,), float(cluster.fenced_unnamed))
+        if (redundancy := cluster.redundancy) is not None:
+            voters.add((cluster.name,), float(redundancy.voters))
+            caught_up.add((cluster.name,), float(redundancy.caught_up))
+            spare.add((cluster.name,), float(redundancy.spare))
         with_quorum = cluster.quorum_leader_id is not None  # the quorum answered this round
         if with_quorum:
             controller_views.add((cluster.name,), 1.0 if cluster.controller_views_disagree else 0.0)
@@ -336,6 +356,12 @@ def health_families(health: FleetHealth) -> list[Family]:
         views,
         controller_views,
         fenced_unnamed,
+        voters,
+        caught_up,
+        spare,
+        out_of_step,
+        voter_info,
+        observer_seconds,
     ]
     return [family for family in families if family.rows]
 
@@ -438,6 +464,13 @@ def _node_names(cluster: ClusterSnapshot) -> dict[int, str]:
 def _replica_role(voter: bool) -> str:
     """Voters are the controllers; observers are the brokers (KIP-595)."""
     return "controller" if voter else "broker"
+
+
+def dashboard_family(public_url: str) -> Family:
+    """ctlplane_dashboard_info: where the alert rules' `dashboard_url` annotation points a page."""
+    family = _gauge("ctlplane_dashboard_info", ["url"])
+    family.add((public_url,), 1.0)
+    return family
 
 
 def history_families(

@@ -9,6 +9,7 @@ from typing import Any
 from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.families import control_plane_listener_enabled
 from ctlplane.exporter.health import BrokerHealth, Cause, ClusterHealth, ControllerView, FleetHealth, Lifecycle
+from ctlplane.exporter.health.model import QuorumMember, Redundancy, VoterSet
 from ctlplane.exporter.model import (
     ClusterSnapshot,
     Failure,
@@ -177,6 +178,31 @@ def health_to_dict(health: FleetHealth, snapshot: FleetSnapshot) -> dict[str, An
                 "quorum_leader_id": cluster.quorum_leader_id,
                 "controller_views_disagree": cluster.controller_views_disagree,
                 "fenced_unnamed": cluster.fenced_unnamed,
+                "redundancy": None
+                if cluster.redundancy is None
+                else {
+                    "voters": cluster.redundancy.voters,
+                    "caught_up": cluster.redundancy.caught_up,
+                    "spare": cluster.redundancy.spare,
+                    "source": cluster.redundancy.source,
+                },
+                "voter_set": None
+                if cluster.voter_set is None
+                else {
+                    "source": cluster.voter_set.source,
+                    "members": [
+                        {
+                            "node": m.node,
+                            "node_id": m.node_id,
+                            "role": m.role.value,
+                            "directory_id": m.directory_id,
+                            "voter": m.voter,
+                            "observer_seconds": m.observer_seconds,
+                            "caught_up": m.caught_up,
+                        }
+                        for m in cluster.voter_set.members
+                    ],
+                },
                 "active_controllers": cluster.active_controllers,
                 "controller": {
                     "claimants": list(cluster.controller.claimants),
@@ -214,6 +240,30 @@ def health_to_dict(health: FleetHealth, snapshot: FleetSnapshot) -> dict[str, An
             for cluster in health.clusters
         ],
     }
+
+
+def _redundancy(document: Any) -> Redundancy | None:
+    if not isinstance(document, dict):
+        return None
+    return Redundancy(int(document["voters"]), int(document["caught_up"]), str(document["source"]))
+
+
+def _voter_set(document: Any) -> VoterSet | None:
+    if not isinstance(document, dict):
+        return None
+    members = tuple(
+        QuorumMember(
+            str(m["node"]),
+            m.get("node_id"),
+            Role(m["role"]),
+            m.get("directory_id"),
+            bool(m["voter"]),
+            float(m.get("observer_seconds", 0.0)),
+            m.get("caught_up"),
+        )
+        for m in document.get("members", ())
+    )
+    return VoterSet(members, str(document["source"]))
 
 
 def health_from_dict(document: Mapping[str, Any]) -> FleetHealth:
@@ -264,6 +314,8 @@ def health_from_dict(document: Mapping[str, Any]) -> FleetHealth:
                 quorum_leader_id=cluster.get("quorum_leader_id"),
                 controller_views_disagree=cluster.get("controller_views_disagree", False),
                 fenced_unnamed=cluster.get("fenced_unnamed"),
+                redundancy=_redundancy(cluster.get("redundancy")),
+                voter_set=_voter_set(cluster.get("voter_set")),
             )
         )
     return FleetHealth(tuple(clusters))

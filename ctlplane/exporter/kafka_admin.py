@@ -29,7 +29,7 @@ from typing import Any
 
 from ctlplane.exporter.catalog import Role
 from ctlplane.exporter.javac import cache_root
-from ctlplane.exporter.model import Member, QuorumReplica, QuorumView
+from ctlplane.exporter.model import OBSERVER_HEARD_WITHIN_SECONDS, Member, QuorumReplica, QuorumView
 
 log = logging.getLogger(__name__)
 
@@ -137,15 +137,12 @@ def _optional_seconds(value: Any) -> float | None:
     return int(value.getAsLong()) / 1000.0 if value.isPresent() else None
 
 
-# An observer that has not fetched for this long is only remembered by the leader (Member.current): a
-# running observer fetches back to back, the leader parking each fetch for at most 500 ms
-# (KafkaRaftClient.MAX_FETCH_WAIT_MS)
-OBSERVER_HEARD_WITHIN_SECONDS = 30.0
-
-
-def _quorum_members(info: Any, now: float) -> list[Member]:
+def _quorum_members(info: Any, now: float, controller_ids: frozenset[int] = frozenset()) -> list[Member]:
     """The voters (controllers, with the host of their first endpoint where the leader gives endpoints:
-    DescribeQuorum v2, Kafka 3.9+, KIP-853) and the observers (brokers; no host) of a QuorumInfo."""
+    DescribeQuorum v2, Kafka 3.9+, KIP-853) and the observers (no host) of a QuorumInfo. An observer is a
+    broker unless `controller_ids` (the controllers that describeCluster through bootstrap.controllers names,
+    KIP-919) has it: a controller of a dynamic quorum fetches as an observer until it is added as a voter
+    (KIP-853), and it is a controller all the same."""
     hosts: dict[int, str] = {}
     for node_id, node in dict(info.nodes()).items():
         endpoints = list(node.endpoints())
@@ -156,8 +153,22 @@ def _quorum_members(info: Any, now: float) -> list[Member]:
     for state in info.observers():
         fetched_at = _optional_seconds(state.lastFetchTimestamp())
         heard = fetched_at is not None and now - fetched_at <= OBSERVER_HEARD_WITHIN_SECONDS
-        observers.append(Member(int(state.replicaId()), Role.BROKER, current=heard))
+        node_id = int(state.replicaId())
+        role = Role.CONTROLLER if node_id in controller_ids else Role.BROKER
+        observers.append(Member(node_id, role, current=heard))
     return voters + observers
+
+
+ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO_UUID.toString(): what a replica without a directory id reports
+
+
+def _directory_id(state: Any) -> str | None:
+    """ReplicaState.replicaDirectoryId() (3.9+) as Kafka prints it; None before 3.9 or where it is unset."""
+    getter = getattr(state, "replicaDirectoryId", None)
+    if getter is None:
+        return None
+    text = str(getter())
+    return None if text == ZERO_UUID else text
 
 
 def quorum_view(info: Any, read_at: float) -> QuorumView:
@@ -169,6 +180,7 @@ def quorum_view(info: Any, read_at: float) -> QuorumView:
             log_end_offset=int(state.logEndOffset()),
             last_fetch_at=_optional_seconds(state.lastFetchTimestamp()),
             last_caught_up_at=_optional_seconds(state.lastCaughtUpTimestamp()),
+            directory_id=_directory_id(state),
         )
         for voter, states in ((True, info.voters()), (False, info.observers()))
         for state in states
@@ -362,7 +374,8 @@ class QuorumReader:
                     self._close_admin()  # nothing answered: the next round starts a new client
             else:
                 view = quorum_view(info, now)
-                members += _quorum_members(info, now)
+                controller_ids = frozenset(m.node_id for m in members if self.controllers)
+                members += _quorum_members(info, now, controller_ids)
             fenced: Mapping[int, bool] | None = None
             registrations_error = None
             if not self.controllers:

@@ -106,11 +106,21 @@ class NodeSnapshot:
         sample = self.sample(series, **labels)
         return None if sample is None else sample.value
 
+    def state(self, series: str) -> str | None:
+        """The string a STATE series carries (its `state` label where the value is 1), or None."""
+        return next((dict(s.labels).get("state") for s in self.series_samples(series) if s.value == 1), None)
+
     def has(self, series: str) -> bool:
         return series in self._by_series
 
     def series_samples(self, series: str) -> Iterator[Sample]:
         return iter(self._by_series.get(series, ()))
+
+
+# An observer that has not fetched for this long is only remembered by the leader (Member.current): a
+# running observer fetches back to back, the leader parking each fetch for at most 500 ms
+# (KafkaRaftClient.MAX_FETCH_WAIT_MS)
+OBSERVER_HEARD_WITHIN_SECONDS = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +132,9 @@ class QuorumReplica:
     log_end_offset: int
     last_fetch_at: float | None  # unix seconds; None where the leader has not heard from it
     last_caught_up_at: float | None
+    # its metadata log directory's id (ReplicaState.replicaDirectoryId, DescribeQuorum v2, Kafka 3.9+, KIP-853):
+    # a voter is the pair (id, directory); None where the answer has none (Uuid.ZERO_UUID)
+    directory_id: str | None = None
 
 
 @dataclass(frozen=True)

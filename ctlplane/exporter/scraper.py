@@ -413,7 +413,10 @@ class Scraper:
             return True
         return now - memory.slow_read_at >= self.slow_interval_seconds - self.interval_seconds / 2
 
-    def scrape_once(self) -> FleetSnapshot:
+    def scrape_once(self, wait_seconds: float | None = None) -> FleetSnapshot:
+        """One round. It waits `timeout_seconds` for the reads it started, or `wait_seconds` (a one-shot
+        caller's: with no next round to serve a late answer, it may wait as long as a read may run)."""
+        waited = self.timeout_seconds if wait_seconds is None else wait_seconds
         self._apply_pending()
         taken_at = self.clock()
         started = time.perf_counter()
@@ -446,13 +449,13 @@ class Scraper:
                 fresh.append(memory.read)
         quorum_reads = self._submit_quorum_reads(sequence)
         pending: list[Future[Any]] = [*fresh, *(read for read, _ in quorum_reads.values())]
-        wait(pending, timeout=self.timeout_seconds)
+        wait(pending, timeout=waited)
         for allowance, read in sorted(suspects, key=lambda suspect: suspect[0]):
             wait([read], timeout=max(0.0, allowance - (time.perf_counter() - started)))
         nodes = [self._node_snapshot(target, late.get(target), taken_at, sequence) for target in self.targets]
         now = self.clock()
         quorums = {
-            cluster: _quorum_answer(read, read_round, sequence, self.timeout_seconds, now)
+            cluster: _quorum_answer(read, read_round, sequence, waited, now)
             for cluster, (read, read_round) in quorum_reads.items()
         }
         snapshot = _assemble(

@@ -55,6 +55,11 @@ class Thresholds:
         "... or below this idle ratio of its threads (KafkaControlPlaneThreadsSaturated, "
         "KafkaKRaftControllerSaturated)",
     )
+    quorum_caught_up_seconds: float = _threshold(
+        10.0,
+        "a KRaft voter counts as caught up while the quorum leader saw it reach the leader's log end within "
+        "this many seconds (`kafka_quorum_spare_voters`, KafkaQuorumNoSpareVoter)",
+    )
 
     @property
     def control_plane_queue_saturation_size(self) -> float:
@@ -70,6 +75,21 @@ class AlertThresholds:
         4.0, "KafkaControllerChurn: failovers in 30m (`>=`: increase() extrapolates)"
     )
     heartbeat_timeouts_alert: float = _threshold(1.0, "KafkaControllerHeartbeatsTimedOut: timed-out heartbeats in 15m")
+    raft_out_of_step_alert_seconds: float = _threshold(
+        30.0,
+        "KafkaControllerStuckInElection: a controller's raft state outside leader/follower this long (an "
+        "election takes about controller.quorum.election.timeout.ms, 1 s, plus its backoff)",
+    )
+    observer_controller_alert_seconds: float = _threshold(
+        600.0,
+        "KafkaControllerNotVoter: a controller process running outside the voter set this long (adding one by "
+        "hand takes minutes: format, start, catch up, `kafka-metadata-quorum add-controller`)",
+    )
+    metadata_snapshot_age_alert_seconds: float = _threshold(
+        10800.0,
+        "KafkaMetadataSnapshotOverdue: seconds since a KRaft node last wrote a metadata snapshot (3 x "
+        "metadata.log.max.snapshot.interval.ms's default of 1 h: raise it with that setting)",
+    )
     event_queue_wait_alert_seconds: float = _threshold(
         1.0, "KafkaControllerEventQueueBacklog: the controller's mean event-queue wait over 5m, seconds"
     )

@@ -20,14 +20,22 @@ CLI: ``python -m harness.localkafka up [--workdir DIR]``.
 Where things are: ``versions`` (the pinned releases, how a version reads), ``jars`` (Maven into the
 cache), ``process`` (a JVM: command line, logging, signals, ports), ``nodes`` (ZooKeeper and Kafka
 nodes), ``clusters`` (ZooKeeper-mode and KRaft clusters, the test fleets), ``tls`` (a throw-away CA for
-TLS listeners), ``admin`` (topics), and
+TLS listeners), ``admin`` (Kafka's tools: topics, the quorum's voters), and
 ``__main__`` (the CLI). This module re-exports what callers use.
 """
 
-from harness.localkafka.admin import create_topic, delete_topic, describe_quorum_replication, unregister_broker
+from harness.localkafka.admin import (
+    add_controller,
+    create_topic,
+    delete_topic,
+    describe_quorum_replication,
+    remove_controller,
+    unregister_broker,
+)
 from harness.localkafka.clusters import (
     KafkaCluster,
     clusters_config,
+    directory_id,
     kraft_cluster_id,
     quorum_bootstrap,
     start_default_fleet,
@@ -54,12 +62,14 @@ __all__ = [
     "LocalKafkaError",
     "LocalPki",
     "ZooKeeperServer",
+    "add_controller",
     "cache_dir",
     "cluster_label",
     "clusters_config",
     "create_topic",
     "delete_topic",
     "describe_quorum_replication",
+    "directory_id",
     "ensure_jars",
     "free_port",
     "java_executable",
@@ -69,6 +79,7 @@ __all__ = [
     "make_local_pki",
     "port_open",
     "quorum_bootstrap",
+    "remove_controller",
     "repo_root",
     "start_default_fleet",
     "start_kraft_cluster",

@@ -1,13 +1,15 @@
-"""Topics with an explicit replica assignment, through Kafka's own Admin client."""
+"""Kafka's own tools on a local cluster: topics with an explicit replica assignment (its Admin client), the
+quorum's description and its voter changes (MetadataQuorumCommand), unregistering a broker (ClusterTool)."""
 
 from __future__ import annotations
 
 import subprocess
 from collections.abc import Sequence
 
-from harness.localkafka.clusters import KafkaCluster
+from harness.localkafka.clusters import KafkaCluster, directory_id
 from harness.localkafka.errors import LocalKafkaError
 from harness.localkafka.jars import cache_dir, ensure_jars, ensure_tools_jar, read_text_or_none, tail_text
+from harness.localkafka.nodes import KafkaNode
 from harness.localkafka.process import java_executable
 
 # every release's jars; kafka-tools is not). Run with Java's single-file source launcher: nothing prebuilt.
@@ -77,15 +79,63 @@ def _kafka_tool(cluster: KafkaCluster, command: Sequence[str], timeout: float) -
     )
 
 
+def _controller_bootstrap(cluster: KafkaCluster) -> str:
+    """Every running controller's CONTROLLER listener: `--bootstrap-controller` (KIP-919, 3.7+)."""
+    controllers = [node for node in cluster.controllers() if node.is_running]
+    if not controllers:
+        raise LocalKafkaError(f"{cluster.name} has no running KRaft controllers to ask")
+    return ",".join(f"127.0.0.1:{node.listeners['CONTROLLER']}" for node in controllers)
+
+
+def add_controller(cluster: KafkaCluster, node: KafkaNode, timeout: float = 60) -> str:
+    """`kafka-metadata-quorum.sh --command-config <its config> add-controller` (KIP-853, 3.9+): the running
+    observer controller `node` becomes a voter (MetadataQuorumCommand.handleAddController reads its id, its
+    metadata directory's id and its controller endpoints from that file). Returns the tool's line."""
+    assert node.config_path is not None
+    command = [
+        "MetadataQuorumCommand",
+        "--bootstrap-controller",
+        _controller_bootstrap(cluster),
+        "--command-config",
+        str(node.config_path),
+        "add-controller",
+    ]
+    result = _kafka_tool(cluster, command, timeout)
+    if result.returncode != 0:
+        raise LocalKafkaError(f"add-controller {node.name} to {cluster.name} failed: {tail_text(result.stderr, 20)}")
+    return result.stdout.strip()
+
+
+def remove_controller(cluster: KafkaCluster, node: KafkaNode, timeout: float = 60) -> str:
+    """`kafka-metadata-quorum.sh remove-controller --controller-id N --controller-directory-id D` (KIP-853):
+    the voter (`node`'s id, its metadata directory's id) leaves the voter set."""
+    command = [
+        "MetadataQuorumCommand",
+        "--bootstrap-controller",
+        _controller_bootstrap(cluster),
+        "remove-controller",
+        f"--controller-id={node.node_id}",
+        f"--controller-directory-id={directory_id(node)}",
+    ]
+    result = _kafka_tool(cluster, command, timeout)
+    if result.returncode != 0:
+        raise LocalKafkaError(
+            f"remove-controller {node.name} from {cluster.name} failed: {tail_text(result.stderr, 20)}"
+        )
+    return result.stdout.strip()
+
+
 def describe_quorum_replication(cluster: KafkaCluster, timeout: float = 60) -> list[dict[str, str]]:
     """What `kafka-metadata-quorum.sh --bootstrap-controller … describe --replication` prints (Kafka's own
     MetadataQuorumCommand, 3.7+ for --bootstrap-controller, KIP-919), one dict per row keyed by its header:
     NodeId, DirectoryId, LogEndOffset, Lag, LastFetchTimestamp, LastCaughtUpTimestamp, Status."""
-    controllers = cluster.controllers()
-    if not controllers:
-        raise LocalKafkaError(f"{cluster.name} has no KRaft controllers to ask")
-    bootstrap = ",".join(f"127.0.0.1:{node.listeners['CONTROLLER']}" for node in controllers)
-    command = ["MetadataQuorumCommand", "--bootstrap-controller", bootstrap, "describe", "--replication"]
+    command = [
+        "MetadataQuorumCommand",
+        "--bootstrap-controller",
+        _controller_bootstrap(cluster),
+        "describe",
+        "--replication",
+    ]
     result = _kafka_tool(cluster, command, timeout)
     if result.returncode != 0:
         raise LocalKafkaError(f"describe --replication of {cluster.name} failed: {tail_text(result.stderr, 20)}")

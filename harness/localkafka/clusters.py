@@ -21,6 +21,7 @@ from harness.localkafka.process import (
     POLL_INTERVAL_SECONDS,
     free_port,
     jvm_command,
+    read_properties,
     stop_processes,
     write_log_config,
 )
@@ -314,6 +315,7 @@ def start_kraft_cluster(
     timeout: float = 180,
     jmx_port_base: int | None = None,
     held: Collection[str] = (),
+    dynamic_voters: int | None = None,
 ) -> KafkaCluster:
     """Start a KRaft cluster in ``<workdir>/<name>``: controller-only nodes
     ``controller-1..`` (node ids 101..) with static ``controller.quorum.voters``
@@ -334,6 +336,10 @@ def start_kraft_cluster(
     ``jmx_port_base``: each node's JMX port is the base plus its node id (free_port_base), as one host with a
     JMX port per node would have it; otherwise each gets a free port. ``held``: nodes (by name) created and
     formatted but not started, for a caller to start later (a broker added to a running cluster).
+    ``dynamic_voters``: a dynamic quorum (KIP-853, Kafka 3.9+) instead of static voters: every node finds the
+    quorum through ``controller.quorum.bootstrap.servers``, the first ``dynamic_voters`` controllers are
+    formatted as its initial voters (``--initial-controllers``, each with its directory id) and the others with
+    ``--no-initial-controllers``: those run as observers until ``admin.add_controller`` makes them voters.
     """
     major, minor = major_minor(version)
     if sasl_users and (major, minor) < (3, 5):
@@ -344,6 +350,8 @@ def start_kraft_cluster(
         raise ValueError("need controllers >= 1 and brokers >= 0")
     if broker_session_timeout_ms < 300:
         raise ValueError("broker_session_timeout_ms must be >= 300")
+    if dynamic_voters is not None and ((major, minor) < (3, 9) or not 1 <= dynamic_voters <= controllers):
+        raise ValueError(f"dynamic_voters needs Kafka >= 3.9 and 1..{controllers} initial voters, got {dynamic_voters}")
     heartbeat_ms = max(100, min(1000, broker_session_timeout_ms // 3))
     base = _cluster_dir(workdir, name)
     cluster_id = kraft_cluster_id(name)
@@ -352,8 +360,13 @@ def start_kraft_cluster(
     fixed = controller_ports or {}
     voter_ports = {nid: fixed.get(nid) or free_port() for nid in range(101, 101 + controllers)}
     voters = ",".join(f"{nid}@{LOOPBACK}:{p}" for nid, p in voter_ports.items())
+    quorum = (
+        {"controller.quorum.voters": voters}
+        if dynamic_voters is None
+        else {"controller.quorum.bootstrap.servers": ",".join(f"{LOOPBACK}:{p}" for p in voter_ports.values())}
+    )
     shared = {
-        "controller.quorum.voters": voters,
+        **quorum,
         "controller.listener.names": "CONTROLLER",
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
         "broker.session.timeout.ms": str(broker_session_timeout_ms),
@@ -450,7 +463,12 @@ def start_kraft_cluster(
             for user, password in (sasl_users or {}).items()
             for mechanism in SCRAM_MECHANISMS
         ]
-        format_storage(cluster, log_config, extra_args=[arg for entry in scram for arg in ("--add-scram", entry)])
+        format_storage(
+            cluster,
+            log_config,
+            extra_args=[arg for entry in scram for arg in ("--add-scram", entry)],
+            node_args=_dynamic_quorum_format_args(cluster, voter_ports, dynamic_voters),
+        )
         for node in cluster.controllers():
             node.start()
         if (major, minor) >= (4, 1):
@@ -560,17 +578,52 @@ def _secured_listener_props(
     return extra
 
 
+def _initial_directory_id(cluster: str, node: str) -> str:
+    """A fixed, valid directory id (a Uuid, base64url) for an initial voter's metadata log directory."""
+    return kraft_cluster_id(f"{cluster}/{node}/metadata")
+
+
+def directory_id(node: KafkaNode) -> str:
+    """The node's metadata log directory id as its format wrote it (meta.properties `directory.id`, 3.7+): for
+    an initial voter the one `--initial-controllers` named, for any other node a random one."""
+    assert node.data_dir is not None
+    meta = read_properties(node.data_dir / "meta.properties")
+    if "directory.id" not in meta:
+        raise ClusterStartError(f"{node.name}: no directory.id in {node.data_dir / 'meta.properties'}")
+    return meta["directory.id"]
+
+
+def _dynamic_quorum_format_args(
+    cluster: KafkaCluster, voter_ports: Mapping[int, int], initial: int | None
+) -> dict[str, list[str]]:
+    """Each node's format arguments for a dynamic quorum (StorageTool's reconfigurable-quorum options): the
+    initial voters name every initial voter with its endpoint and directory id; the others join later."""
+    if initial is None:
+        return {}
+    controllers = cluster.controllers()
+    voters = ",".join(
+        f"{n.node_id}@{LOOPBACK}:{voter_ports[n.node_id]}:{_initial_directory_id(cluster.name, n.name)}"
+        for n in controllers[:initial]
+    )
+    first = {n.name for n in controllers[:initial]}
+    return {
+        n.name: [f"--initial-controllers={voters}"] if n.name in first else ["--no-initial-controllers"]
+        for n in cluster.nodes
+    }
+
+
 def format_storage(
     cluster: KafkaCluster,
     log_config: Path,
     nodes: Sequence[KafkaNode] | None = None,
     extra_args: Sequence[str] = (),
+    node_args: Mapping[str, Sequence[str]] | None = None,
 ) -> None:
     """Run ``kafka.tools.StorageTool format`` for every node of ``nodes`` (default: all; concurrently),
-    with ``extra_args`` (``--add-scram ...``) after the usual ones.
+    with ``extra_args`` (``--add-scram ...``) and the node's ``node_args`` after the usual ones.
 
-    Static ``controller.quorum.voters`` + a fixed cluster id: no ``--standalone``
-    or ``--initial-controllers`` needed (those are for dynamic quorums).
+    Static ``controller.quorum.voters`` + a fixed cluster id need no ``--standalone`` or
+    ``--initial-controllers``; a dynamic quorum's nodes get theirs in ``node_args``.
     """
     assert cluster.cluster_id is not None
     procs: list[tuple[KafkaNode, subprocess.Popen[str]]] = []
@@ -583,10 +636,12 @@ def format_storage(
                 "format",
                 "--config",
                 str(n.config_path),
-                "--cluster-id",
-                cluster.cluster_id,
+                # One argument, "=" joined: a random id (ZooKeeper's, which a migration keeps) starts with
+                # "-" one time in 64, and argparse4j would take a separate one for an option.
+                f"--cluster-id={cluster.cluster_id}",
                 "--ignore-formatted",
                 *extra_args,
+                *(node_args or {}).get(n.name, ()),
             ],
             heap_mb=128,
             jmx_port=None,

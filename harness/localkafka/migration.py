@@ -23,22 +23,13 @@ from pathlib import Path
 from harness.localkafka.clusters import KafkaCluster, format_storage, start_zk_cluster
 from harness.localkafka.errors import ClusterStartError
 from harness.localkafka.nodes import KafkaNode, ZooKeeperServer, kafka_node
-from harness.localkafka.process import LOOPBACK, free_port, write_log_config, write_properties
+from harness.localkafka.process import LOOPBACK, free_port, read_properties, write_log_config, write_properties
 from harness.localkafka.versions import major_minor
 
 MIGRATION_VERSION = "3.9.2"
 CONTROLLER_IDS_FROM = 3001  # never a broker id
 PROTOCOLS = "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
 KRAFT_READY = r"Kafka Server started"
-
-
-def read_properties(path: Path) -> dict[str, str]:
-    props = {}
-    for line in path.read_text().splitlines():
-        if line.strip() and not line.lstrip().startswith("#") and "=" in line:
-            key, value = line.split("=", 1)
-            props[key.strip()] = value.strip()
-    return props
 
 
 def reconfigure(

@@ -444,6 +444,16 @@ def write_log_config(directory: Path, version: str) -> Path:
     return path
 
 
+def read_properties(path: Path) -> dict[str, str]:
+    """A Java properties file's `key=value` lines (no escapes or continuations: the files Kafka writes)."""
+    props = {}
+    for line in path.read_text().splitlines():
+        if line.strip() and not line.lstrip().startswith("#") and "=" in line:
+            key, value = line.split("=", 1)
+            props[key.strip()] = value.strip()
+    return props
+
+
 def write_properties(path: Path, props: dict[str, str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = [f"{k}={v}" for k, v in props.items()]

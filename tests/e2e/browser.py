@@ -22,10 +22,10 @@ from playwright.sync_api import Browser, ConsoleMessage, Page, Playwright, sync_
 from ctlplane.dashboard.app import create_dashboard
 from ctlplane.dashboard.source import InProcessSource
 from ctlplane.exporter.app import QuietServer, create_app, server_options
-from ctlplane.exporter.jmx.jpype_client import JPypeJmxClient
 from ctlplane.exporter.scraper import Scraper, Target
 from ctlplane.exporter.state import ExporterState
 from ctlplane.exporter.thresholds import Thresholds
+from tests.integration.watch import shared_client
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -130,10 +130,17 @@ def shoot(page: Page, artifacts: Path, name: str, docs: bool = False) -> None:
 
 
 @contextmanager
-def scraped(targets: list[Target], refresh_ms: int, interval: float) -> Iterator[tuple[ExporterState, str]]:
-    """The exporter's real path (JPype client, Scraper thread, ExporterState) with the dashboard mounted."""
+def scraped(
+    targets: list[Target], refresh_ms: int, interval: float, timeout: float | None = None
+) -> Iterator[tuple[ExporterState, str]]:
+    """The exporter's real path (the test process's JPype client, Scraper thread, ExporterState) with the
+    dashboard mounted; a node's read gets `timeout` (0.8 of the interval unless given) each round."""
     scraper = Scraper(
-        targets, JPypeJmxClient(timeout_seconds=2), interval_seconds=interval, timeout_seconds=0.8 * interval, workers=5
+        targets,
+        shared_client(),
+        interval_seconds=interval,
+        timeout_seconds=0.8 * interval if timeout is None else timeout,
+        workers=5,
     )
     state = ExporterState(scraper.latest(), Thresholds())
     scraper.subscribe(state.observe)

@@ -239,6 +239,7 @@ class PagingStack:
                         "timeout_seconds": min(10.0, self.interval_seconds),
                     },
                     "http": {"host": "127.0.0.1", "port": self.ctlplane_port},
+                    "dashboard": {"public_url": self.dashboard_url},
                 }
             )
         )
@@ -281,6 +282,11 @@ class PagingStack:
             timeout,
             ctlplane,
         )
+
+    @property
+    def dashboard_url(self) -> str:
+        """Where a page links (dashboard.public_url, served as ctlplane_dashboard_info)."""
+        return f"http://localhost:{self.ctlplane_port}/dashboard/"
 
     @property
     def prometheus_url(self) -> str:

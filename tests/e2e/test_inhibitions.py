@@ -46,6 +46,11 @@ CASES = [
         ("KafkaBrokerMetadataStale", "critical", NODE),
     ),
     (
+        "no-controller-mutes-no-spare-voter",
+        ("KafkaNoActiveController", "critical", {}),
+        ("KafkaQuorumNoSpareVoter", "warning", {}),
+    ),
+    (
         "cluster-unreachable-mutes-node",
         ("KafkaClusterUnreachable", "critical", {}),
         ("KafkaBrokerUnreachable", "critical", NODE),

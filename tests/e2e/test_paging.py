@@ -18,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from ctlplane.exporter.health.cause import CAUSE_TEXT
+from ctlplane.exporter.health.model import Cause
 from harness.localkafka import KafkaCluster, KafkaNode, create_topic, delete_topic
-from tests.e2e.paging_stack import ROUTING_KEYS, Event, PagingStack, ScrapeTarget
+from tests.e2e.paging_stack import ROUTING_KEYS, Event, PagingStack, ScrapeTarget, http_get
 
 # kraft_cluster: the session fixture of tests/conftest.py (shared with tests/integration).
 
@@ -99,13 +101,22 @@ def _pause_and_page(
     body, payload = trigger.body, trigger.payload
     assert body["routing_key"] == ROUTING_KEYS["pagerduty-critical"]
     assert payload["severity"] == "critical"
-    assert payload["summary"] == f"Kafka broker {broker.name} in cluster {cluster} is fenced"
+    # why, and since when: a SIGSTOPped JVM's port takes connections and never answers
+    summary = f"Kafka broker {broker.name} in cluster {cluster} is fenced: hung or isolated"
+    assert re.fullmatch(re.escape(summary) + r" \(since \d\d:\d\d:\d\d UTC\)", payload["summary"]), payload
     assert payload["source"] == f"kafka cluster {cluster}"
     assert payload["component"] == broker.name
     assert payload["group"] == cluster
     assert re.fullmatch(r"[0-9a-f]{64}", trigger.dedup_key), trigger.dedup_key
     assert body["links"][0]["href"].endswith("alerts/runbooks/KafkaBrokerFenced.md")
     assert f"fenced broker {broker.name}" in payload["custom_details"]["firing"]
+    details = payload["custom_details"]
+    assert details["cause"] == "hung_or_isolated", details
+    assert details["evidence"] == CAUSE_TEXT[Cause.HUNG_OR_ISOLATED].evidence, details
+    assert details["evidence"] in details["firing"]
+    assert details["dashboard"] == f"{paging.dashboard_url}cluster/{cluster}/broker/{broker.name}", details
+    assert http_get(details["dashboard"])[0] == 200  # the link opens the broker's page
+    assert details["runbook_section"].endswith("alerts/runbooks/KafkaBrokerFenced.md#cause-hung_or_isolated")
     # One fault, one page: nothing else (unreachable, stale metadata, exporter) triggered with it.
     triggers = [e for e in paging.receiver.snapshot()[baseline:] if e.action == "trigger"]
     assert [e.payload.get("class") for e in triggers] == ["KafkaBrokerFenced"]

@@ -8,6 +8,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from ctlplane.pipeline.session import build_session
+from tests.background import below_the_other_tests
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +20,8 @@ def spark() -> Iterator[SparkSession]:
         "spark.sql.shuffle.partitions": "2",
         "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
     }
-    session = build_session("local[2]", "ctlplane-it", settings, progress=False)
+    with below_the_other_tests():  # its JVM (tests/background.py)
+        session = build_session("local[2]", "ctlplane-it", settings, progress=False)
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

@@ -10,6 +10,7 @@ the rules, and the recorded file (alerts/tests/recorded/) replays in the fast su
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -21,7 +22,7 @@ from pathlib import Path
 import yaml
 
 from ctlplane.exporter.families import render_families
-from ctlplane.exporter.health import BrokerHealth, ClusterHealth, Lifecycle
+from ctlplane.exporter.health import BrokerHealth, Cause, ClusterHealth, Lifecycle
 from ctlplane.exporter.state import Observation
 from harness.localkafka import KafkaCluster, cluster_label
 from tests.integration.watch import Watch
@@ -32,7 +33,9 @@ ALERTS_DIR = Path(__file__).resolve().parents[2] / "alerts"
 RECORDED_DIR = ALERTS_DIR / "tests" / "recorded"
 # Prometheus adds these to every series it scrapes from ctlplane.
 TARGET_LABELS = {"job": "ctlplane", "instance": "ctlplane:18309"}
-RULE_SERIES = frozenset(name for rule in ALL_ALERTS for name in metric_names(str(rule["expr"])))
+RULE_SERIES = frozenset(name for rule in ALL_ALERTS for name in metric_names(str(rule["expr"]))) | {
+    "kafka_broker_fault_cause"  # read by the rules' annotation templates (tools/alert_rules.py): the page's why
+}
 
 
 def cluster_health(o: Observation, name: str) -> ClusterHealth:
@@ -70,6 +73,8 @@ class Timeline:
     kafka_cluster: KafkaCluster
     observations: list[Observation] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
+    # series recorded beside those the rules read, for a row's SeriesAt expectations
+    also: frozenset[str] = frozenset()
 
     @property
     def cluster(self) -> str:
@@ -126,8 +131,38 @@ class Timeline:
         return [broker.state for broker in self.broker_rounds(node) if broker is not None]
 
     def evidence(self, node: str) -> list[str]:
-        """State and evidence of `node` per round, for assertion messages."""
-        return [f"{b.state}: {b.evidence}" if b is not None else "-" for b in self.broker_rounds(node)]
+        """State, cause and evidence of `node` per round, for assertion messages."""
+        return [
+            f"{b.state} ({b.cause or 'no cause'}): {b.evidence}" if b is not None else "-"
+            for b in self.broker_rounds(node)
+        ]
+
+    def expect_causes(
+        self, node: str, expected: set[Cause], *states: Lifecycle, until: int | None = None, exact: bool = True
+    ) -> None:
+        """#35, every row names its cause: in each round up to `until` (all by default) in which `node` was in
+        one of `states`, its cause is one of `expected` (`exact`: and every one of them was seen). Each check
+        is also written to $CTLPLANE_CAUSE_REPORT (JSON lines) for the matrix's cause accuracy per row."""
+        rounds = [b for b in self.broker_rounds(node)[: None if until is None else until + 1] if b is not None]
+        causes = [b.cause for b in rounds if b.state in states]
+        right = sum(1 for cause in causes if cause in expected)
+        ok = right == len(causes) and (not exact or {c for c in causes if c is not None} == expected)
+        report = os.environ.get("CTLPLANE_CAUSE_REPORT")
+        if report:
+            test = os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
+            record = {
+                "test": test,
+                "node": node,
+                "states": sorted(str(s) for s in states),
+                "expected": sorted(c.value for c in expected),
+                "seen": sorted({str(c) for c in causes}),
+                "rounds": len(causes),
+                "right": right,
+                "ok": ok,
+            }
+            with open(report, "a") as out:
+                out.write(json.dumps(record) + "\n")
+        assert ok, f"{node}: causes {causes} in {states}, expected {sorted(expected)}: {self.evidence(node)}"
 
     def series(self) -> dict[str, list[float | None]]:
         """promtool series text -> value per round (None where the series was absent)."""
@@ -135,7 +170,7 @@ class Timeline:
         for step, observation in enumerate(self.observations):
             for metric in render_families(observation.snapshot, observation.health):
                 for sample in metric.samples:
-                    if sample.name not in RULE_SERIES:
+                    if sample.name not in RULE_SERIES and sample.name not in self.also:
                         continue
                     if sample.labels.get("cluster", self.cluster) != self.cluster:
                         continue
@@ -145,7 +180,9 @@ class Timeline:
         table['up{instance="ctlplane:18309",job="ctlplane"}'] = [1.0] * len(self.observations)
         return table
 
-    def promtool_test(self, name: str, expectations: Sequence[Expectation], description: str) -> dict[str, object]:
+    def promtool_test(
+        self, name: str, expectations: Sequence[Expectation | CauseAt | SeriesAt], description: str
+    ) -> dict[str, object]:
         input_series = [{"series": text, "values": _values(values)} for text, values in sorted(self.series().items())]
         rule_files = [f"../../{path.name}" for path in sorted(ALERTS_DIR.glob("*.rules.yml"))]
         return {
@@ -205,6 +242,38 @@ class Expectation:
         }
 
 
+@dataclass(frozen=True)
+class CauseAt:
+    """The cause `node` carries at one round (the series the page's annotations read: #35)."""
+
+    node: str
+    at_round: int
+    cause: Cause
+
+    def promql_test(self) -> dict[str, object]:
+        return {
+            "expr": f'count by (node, cause) (kafka_broker_fault_cause{{node="{self.node}"}})',
+            "eval_time": f"{int(self.at_round * ROUND_SECONDS)}s",
+            "exp_samples": [{"labels": f'{{cause="{self.cause.value}",node="{self.node}"}}', "value": 1}],
+        }
+
+
+@dataclass(frozen=True)
+class SeriesAt:
+    """What a PromQL expression without labels gives at one round: a series the row says follows the cluster."""
+
+    expr: str
+    at_round: int
+    value: float
+
+    def promql_test(self) -> dict[str, object]:
+        return {
+            "expr": self.expr,
+            "eval_time": f"{int(self.at_round * ROUND_SECONDS)}s",
+            "exp_samples": [{"labels": "{}", "value": self.value}],
+        }
+
+
 def pages_then_resolves(
     paging_at: int, last: int, pages: frozenset[tuple[str, str]], node: str | None = None
 ) -> list[Expectation]:
@@ -225,7 +294,13 @@ def pages_nothing(last: int) -> list[Expectation]:
     ]
 
 
-def replay(timeline: Timeline, fault: str, expectations: Sequence[Expectation], description: str, tmp: Path) -> Path:
+def replay(
+    timeline: Timeline,
+    fault: str,
+    expectations: Sequence[Expectation | CauseAt | SeriesAt],
+    description: str,
+    tmp: Path,
+) -> Path:
     """Write the recorded timeline as a promtool test named `<label>-<fault>` and run it against the
     shipped rules; `description` says what was done, the timeline adds the Kafka version and mode.
 

@@ -20,6 +20,7 @@ import httpx
 import pyspark
 
 from harness.localkafka import free_port
+from tests.background import NICE
 
 SPARK_HOME = Path(pyspark.__file__).parent
 START_DEADLINE_SECONDS = 120.0
@@ -96,7 +97,9 @@ def standalone_cluster(
             logs.append(log)
             with log.open("wb") as output:
                 processes.append(
-                    subprocess.Popen(command, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+                    subprocess.Popen(
+                        [*NICE, *command], env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+                    )
                 )
         yield StandaloneCluster(master_url, f"http://127.0.0.1:{ui_port}", tuple(logs), tuple(processes), workers)
     finally:

@@ -18,6 +18,7 @@ from ctlplane.exporter.jmx.base import Endpoint
 from ctlplane.exporter.scraper import Target
 from harness.localkafka import KafkaCluster
 from tests.e2e.browser import artifacts_dir, launch_browser, scraped, shoot, watch_errors
+from tests.integration.watch import DEFAULT_SCRAPE_TIMEOUT
 
 pytestmark = pytest.mark.kafka
 
@@ -62,8 +63,12 @@ def test_real_kraft_cluster_nodes_roles_and_active_controller(
 ) -> None:
     # no role hints: the roles shown must come from what each node's JMX says
     targets = [Target(kraft_cluster.name, n.name, Endpoint("127.0.0.1", n.jmx_port)) for n in kraft_cluster.nodes]
-    # a longer interval than the demo test's: first JMX reads of real Kafka JVMs are slow on a busy machine
-    with scraped(targets, refresh_ms=1000, interval=4.0) as (_, base):
+    # the product's default read budget, not the demo test's 2 s rounds: a live broker's read took longer than
+    # 3.2 s on a loaded CI machine and its row said "NO" for a round (stop 42)
+    with scraped(targets, refresh_ms=1000, interval=DEFAULT_SCRAPE_TIMEOUT, timeout=DEFAULT_SCRAPE_TIMEOUT) as (
+        _,
+        base,
+    ):
         page = browser.new_page(viewport={"width": 1500, "height": 1000})
         errors = watch_errors(page)
         page.goto(f"{base}/dashboard/cluster/{kraft_cluster.name}")
@@ -89,6 +94,14 @@ def test_real_kraft_cluster_nodes_roles_and_active_controller(
         expect(page.locator(f'tr[data-node="{active.name}"] [data-active-controller]')).to_have_count(1)
         expect(page.locator(".graph-queues .js-plotly-plot .scatterlayer .trace").first).to_be_attached(timeout=20_000)
         shoot(page, artifacts, "cluster", docs=True)
+
+        # a broker's name leads to its page (where a page's dashboard link goes): its evidence round by round
+        broker = kraft_cluster.brokers()[0]
+        page.locator(f'tr[data-node="{broker.name}"] td.node a').click()
+        expect(page.locator(f'div.broker[data-node="{broker.name}"]')).to_be_visible()
+        expect(page.locator("tr.evidence-run").first).to_have_attribute("data-state", "ACTIVE")
+        expect(page.locator(f'tr.node-row[data-node="{broker.name}"]')).to_have_count(1)
+        shoot(page, artifacts, "broker")
 
         page.locator('header a[href="/dashboard/"]').click()
         fleet_row = page.locator(f'tr[data-cluster="{kraft_cluster.name}"]')

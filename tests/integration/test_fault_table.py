@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ctlplane.exporter.catalog import Mode
-from ctlplane.exporter.health import Lifecycle
+from ctlplane.exporter.health import Cause, Lifecycle
 from ctlplane.exporter.model import NodeSnapshot
 from ctlplane.exporter.releases import catalogue_series
 from ctlplane.exporter.state import Observation
@@ -34,6 +34,7 @@ from harness.localkafka import (
 from harness.netcut import CuttableLink
 from tests.integration.faults import (
     ROUND_SECONDS,
+    CauseAt,
     Expectation,
     Timeline,
     cluster_health,
@@ -99,7 +100,7 @@ def _topic_around_fault(
 
 @pytest.fixture(scope="module")
 def kraft(kraft_cluster: KafkaCluster) -> Iterator[Watch]:
-    watch = Watch(kraft_cluster, timeout=2.0)
+    watch = Watch(kraft_cluster)
     watch.until(healthy(KRAFT), 120, "healthy KRaft cluster")
     yield watch
     watch.close()
@@ -107,7 +108,7 @@ def kraft(kraft_cluster: KafkaCluster) -> Iterator[Watch]:
 
 @pytest.fixture(scope="module")
 def zk(zk_cluster: KafkaCluster) -> Iterator[Watch]:
-    watch = Watch(zk_cluster, timeout=2.0)
+    watch = Watch(zk_cluster)
     watch.until(healthy(ZK), 120, "healthy ZooKeeper-mode cluster")
     yield watch
     watch.close()
@@ -132,6 +133,8 @@ def test_kill_just_after_a_round_is_fenced_and_pages_never_shutdown_then_restart
         assert Lifecycle.SHUTDOWN not in crashed, crashed
         assert crashed[0] in (Lifecycle.FENCED, Lifecycle.UNREACHABLE), crashed
         assert set(crashed[1:]) == {Lifecycle.FENCED}, crashed
+        # its JMX port refuses: the process is gone (#35), every round it was down
+        timeline.expect_causes(victim.name, {Cause.PROCESS_GONE}, Lifecycle.FENCED, Lifecycle.UNREACHABLE)
         victim.start()
         for _ in range(12):
             health = timeline.round()
@@ -148,6 +151,7 @@ def test_kill_just_after_a_round_is_fenced_and_pages_never_shutdown_then_restart
         assert Lifecycle.SHUTDOWN not in restarted, restarted
         started = next(i for i, s in enumerate(restarted) if s in (Lifecycle.INITIAL, Lifecycle.ACTIVE))
         assert Lifecycle.FENCED not in restarted[started:], f"fenced again once it ran: {restarted}"
+        timeline.expect_causes(victim.name, {Cause.STARTING}, Lifecycle.INITIAL, exact=False)
         last = len(timeline.observations) - 1
         crash_pages = frozenset({("KafkaBrokerFenced", victim.name), ("KafkaOfflinePartitions", "")})
         replay(
@@ -155,6 +159,7 @@ def test_kill_just_after_a_round_is_fenced_and_pages_never_shutdown_then_restart
             "kill-broker-after-round",
             [
                 *pages_then_resolves(killed_until, last, crash_pages),
+                CauseAt(victim.name, killed_until, Cause.PROCESS_GONE),
                 # 4.1+ (UNCLEAN_WARNING) counts the crashed last replica's return as an unclean election
                 # (PartitionChangeBuilder sets RECOVERING; TopicDelta counts it): unflushed records may be
                 # lost, so the warning is right.
@@ -181,6 +186,7 @@ def test_kill_at_other_phases_of_the_round_is_never_shutdown(
         states = timeline.states(victim.name)[1:]
         assert states[0] in (Lifecycle.FENCED, Lifecycle.UNREACHABLE), timeline.evidence(victim.name)
         assert states[1] is Lifecycle.FENCED, timeline.evidence(victim.name)
+        timeline.expect_causes(victim.name, {Cause.PROCESS_GONE}, Lifecycle.FENCED, Lifecycle.UNREACHABLE)
     finally:
         victim.start()
     kraft.until(healthy(KRAFT), 120, "restarted broker ACTIVE")
@@ -197,6 +203,8 @@ def _controlled_shutdown_of_a_leader(
     Kafka marks a registration inControlledShutdown only for a broker that still leads partitions when it
     asks to shut down; every production broker does. Preferred leader first: the victim leads all 4."""
     victim, other = cluster.brokers()[1], cluster.brokers()[0]
+    # before 4.1 a clean stop and a crash read alike: the process is gone either way
+    cause = Cause.CONTROLLED_SHUTDOWN if NAMES_CONTROLLED_SHUTDOWN else Cause.PROCESS_GONE
     with _topic_around_fault(watch, cluster, topic, [[victim.node_id, other.node_id]] * 4, victim):
         timeline = Timeline(watch, cluster)
         timeline.round()
@@ -208,10 +216,13 @@ def _controlled_shutdown_of_a_leader(
         last = len(timeline.observations) - 1
         if NAMES_CONTROLLED_SHUTDOWN:
             assert set(stopped) == {Lifecycle.SHUTDOWN}, timeline.evidence(victim.name)
+            timeline.expect_causes(victim.name, {Cause.CONTROLLED_SHUTDOWN}, Lifecycle.SHUTDOWN)
             pages: frozenset[tuple[str, str]] = frozenset()
         else:
             assert set(stopped) == {Lifecycle.FENCED}, timeline.evidence(victim.name)
             assert "cannot name a controlled shutdown" in timeline.evidence(victim.name)[-1]
+            # Kafka before 4.1 cannot tell a clean stop from a crash; what ctlplane can say is true of both
+            timeline.expect_causes(victim.name, {Cause.PROCESS_GONE}, Lifecycle.FENCED)
             pages = frozenset({("KafkaBrokerFenced", victim.name)})
         replay(
             timeline,
@@ -219,6 +230,7 @@ def _controlled_shutdown_of_a_leader(
             [
                 Expectation("critical", last, pages, ever=True),
                 Expectation("warning", last, frozenset(), ever=True),
+                CauseAt(victim.name, last, cause),
             ],
             f"SIGTERM of {victim.name} (leading 4 partitions) 0.5 s after a round, not restarted{setting}",
             tmp_path,
@@ -259,6 +271,19 @@ def _heartbeat_timeouts(timeline: Timeline) -> dict[str, float]:
         for node, values in seen.items()
     }
     return {node: increase for node, increase in increases.items() if increase > 0}
+
+
+def _leaderships(timeline: Timeline, victim: KafkaNode, brokers: tuple[KafkaNode, ...]) -> str:
+    """`victim`'s rounds with every broker's own LeaderCount and the unplanned flag: what an unplanned
+    reading of a restart was decided from."""
+    lines = [f"{victim.name}, round by round:"]
+    for index, observation in enumerate(timeline.observations):
+        health = observation.health.cluster(timeline.cluster)
+        broker = health.broker(victim.name) if health is not None else None
+        counts = ", ".join(f"{b.name} leads {_leader_partitions(observation, KRAFT, b.name)}" for b in brokers)
+        state = f"{broker.state} unplanned={broker.fenced_unplanned} {broker.evidence}" if broker else "-"
+        lines.append(f"  {index}: {state} [{counts}]")
+    return "\n".join(lines)
 
 
 def _restart(timeline: Timeline, victim: KafkaNode) -> None:
@@ -315,7 +340,14 @@ def test_a_rolling_restart_never_reads_as_an_unplanned_fencing_and_pages_nothing
         assert not timed_out, f"the controller fenced a broker for missed heartbeats, not a restart: {timed_out}"
         for victim in (quiet, leader):
             rounds = [b for b in timeline.broker_rounds(victim.name) if b is not None]
-            assert not any(b.fenced_unplanned for b in rounds), timeline.evidence(victim.name)
+            assert not any(b.fenced_unplanned for b in rounds), _leaderships(timeline, victim, (quiet, leader))
+            # each reading of the restart says what it was: gone, a controlled shutdown, a start-up
+            for states, causes in (
+                ((Lifecycle.FENCED, Lifecycle.UNREACHABLE), {Cause.PROCESS_GONE}),
+                ((Lifecycle.SHUTDOWN,), {Cause.CONTROLLED_SHUTDOWN}),
+                ((Lifecycle.INITIAL,), {Cause.STARTING}),
+            ):
+                timeline.expect_causes(victim.name, causes, *states, exact=False)
         if NAMES_CONTROLLED_SHUTDOWN:
             restarted = timeline.states(leader.name)[quiet_until:]
             assert Lifecycle.FENCED not in restarted, timeline.evidence(leader.name)
@@ -407,7 +439,7 @@ def restarted_kraft(kafka_workdir: Path, quorum_links: dict[int, CuttableLink]) 
         node_overrides=overrides,
         controller_ports=controller_ports,
     )
-    watch = Watch(cluster, timeout=2.0)
+    watch = Watch(cluster)
     try:
         watch.until(healthy(RESTARTED), 120, "healthy KRaft cluster")
         yield cluster, watch
@@ -447,6 +479,8 @@ def test_a_broker_cut_off_from_the_controllers_while_its_jmx_answers_is_fenced_a
     states = [b.state for b in during]
     assert states[0] in (Lifecycle.ACTIVE, Lifecycle.FENCED), timeline.evidence(victim.name)
     assert set(states[1:]) == {Lifecycle.FENCED}, timeline.evidence(victim.name)
+    # its own JMX says RUNNING while the controller fences it (#35)
+    timeline.expect_causes(victim.name, {Cause.CUT_OFF_FROM_CONTROLLER}, Lifecycle.FENCED, until=cut_until)
     assert during[-1].stale, timeline.evidence(victim.name)  # and its metadata stopped with the partition
     for _ in range(8):
         broker = timeline.round().broker(victim.name)
@@ -459,20 +493,24 @@ def test_a_broker_cut_off_from_the_controllers_while_its_jmx_answers_is_fenced_a
     replay(
         timeline,
         "broker-cut-off-from-controllers",
-        pages_then_resolves(cut_until, last, pages, node=victim.name),
+        [
+            *pages_then_resolves(cut_until, last, pages, node=victim.name),
+            CauseAt(victim.name, cut_until, Cause.CUT_OFF_FROM_CONTROLLER),
+        ],
         f"{victim.name}'s links to every controller cut 0.5 s after a round for 45 s (JMX answering), then healed",
         tmp_path,
     )
 
 
 @pytest.mark.kraft
-def test_killed_active_controller_fails_over_exactly_once_and_pages_nothing(
+def test_killed_active_controller_fails_over_exactly_once_pages_nothing_and_warns_of_no_spare_voter(
     restarted_kraft: tuple[KafkaCluster, Watch], tmp_path: Path
 ) -> None:
     """kill -9 of the active controller 0.5 s after a round: the remaining voters elect a new leader within
     the election timeout (KafkaRaftClient), so every round has at most one active controller, the identity
     moves exactly once and stays when the old one comes back as a follower; a single failover is not churn
-    and a quorum that kept its majority is not a page."""
+    and a quorum that kept its majority is not a page. It has no spare voter while the old one is down
+    (90 s): KafkaQuorumNoSpareVoter warns (#36), and resolves once it is back."""
     cluster_, kraft = restarted_kraft
     start = kraft.until(healthy(RESTARTED), 120, "healthy")
     before = cluster_health(start, RESTARTED).controller
@@ -498,11 +536,18 @@ def test_killed_active_controller_fails_over_exactly_once_and_pages_nothing(
     changes = sum(1 for a, b in itertools.pairwise(identities) if a != b)
     assert changes == 1 and identities[-1] != old.name, identities
     assert controllers[-1].failovers_total == before.failovers_total + 1, controllers
+    spares = [r.spare if (r := cluster_health(o, RESTARTED).redundancy) else None for o in timeline.observations]
+    assert spares[0] == 1 and set(spares[1:7]) <= {0, -1} and spares[-1] == 1, spares  # 3 voters, 1 killed
     last = len(timeline.observations) - 1
+    no_spare = frozenset({("KafkaQuorumNoSpareVoter", "")})
     replay(
         timeline,
         "kill-active-controller",
-        pages_nothing(last),
+        [
+            Expectation("critical", last, frozenset(), ever=True),
+            Expectation("warning", last, no_spare, ever=True),  # a warning, never a page
+            Expectation("warning", last, frozenset()),  # resolved once the old controller is back in step
+        ],
         f"kill -9 of the active controller {old.name} 0.5 s after a round, restarted after 90 s",
         tmp_path,
     )
@@ -557,6 +602,8 @@ def test_a_hung_broker_is_fenced_and_pages_after_every_controller_restarted(
     hung = timeline.states(victim.name)[1:]
     assert hung[0] in (Lifecycle.FENCED, Lifecycle.UNREACHABLE), timeline.evidence(victim.name)
     assert set(hung[1:]) == {Lifecycle.FENCED}, timeline.evidence(victim.name)
+    # its JMX port takes connections and never answers: hung, or cut off from ctlplane and the controller alike
+    timeline.expect_causes(victim.name, {Cause.HUNG_OR_ISOLATED}, Lifecycle.FENCED, Lifecycle.UNREACHABLE)
     assert "FencedBrokerCount" in timeline.evidence(victim.name)[-1], timeline.evidence(victim.name)
     for _ in range(8):
         if timeline.round().broker(victim.name).state is Lifecycle.ACTIVE:  # type: ignore[union-attr]
@@ -569,6 +616,7 @@ def test_a_hung_broker_is_fenced_and_pages_after_every_controller_restarted(
         "broker-hung-after-controllers-restarted",
         [
             Expectation("critical", hung_until, frozenset({("KafkaBrokerFenced", victim.name)}), node=victim.name),
+            CauseAt(victim.name, hung_until, Cause.HUNG_OR_ISOLATED),
             Expectation("critical", last, frozenset(), node=victim.name),
         ],
         f"SIGSTOP of {victim.name} 0.5 s after a round for 90 s, then SIGCONT, after a rolling restart of the "
@@ -600,6 +648,7 @@ def test_a_crash_without_registration_gauges_is_fenced_never_shutdown(
     assert crashed[0] in (Lifecycle.FENCED, Lifecycle.UNREACHABLE), timeline.evidence(victim.name)
     assert crashed[1] is Lifecycle.FENCED, timeline.evidence(victim.name)
     assert "FencedBrokerCount" in timeline.evidence(victim.name)[-1], timeline.evidence(victim.name)
+    timeline.expect_causes(victim.name, {Cause.PROCESS_GONE}, Lifecycle.FENCED, Lifecycle.UNREACHABLE)
     kraft.until(healthy(RESTARTED), 120, "restarted broker ACTIVE")
 
 
@@ -653,6 +702,7 @@ def test_a_restart_held_in_start_up_is_initial_and_never_pages_as_fenced(
     held = timeline.states(victim.name)[1:]
     answered = [state for state in held if state is not Lifecycle.UNREACHABLE]  # the JVM's first seconds
     assert len(answered) >= 4 and set(answered) == {Lifecycle.INITIAL}, timeline.evidence(victim.name)
+    timeline.expect_causes(victim.name, {Cause.STARTING}, Lifecycle.INITIAL)
     # the last round that read its BrokerState (a loaded run saw the last held round's read time out)
     last_read = [e for e in timeline.evidence(victim.name) if "BrokerState=" in e][-1]
     assert "BrokerState=STARTING" in last_read, timeline.evidence(victim.name)
@@ -705,6 +755,8 @@ def test_discovered_brokers_killed_and_hung_are_fenced_and_page_as_listed_ones(
             assert Lifecycle.SHUTDOWN not in states, timeline.evidence(victim.name)
             assert states[0] in (Lifecycle.FENCED, Lifecycle.UNREACHABLE), timeline.evidence(victim.name)
             assert set(states[1:]) == {Lifecycle.FENCED}, timeline.evidence(victim.name)
+        for victim, cause in ((killed, Cause.PROCESS_GONE), (hung, Cause.HUNG_OR_ISOLATED)):
+            timeline.expect_causes(victim.name, {cause}, Lifecycle.FENCED, Lifecycle.UNREACHABLE)
         killed.start()
         for _ in range(12):
             health = timeline.round()
@@ -718,7 +770,11 @@ def test_discovered_brokers_killed_and_hung_are_fenced_and_page_as_listed_ones(
         replay(
             timeline,
             "discovered-brokers-killed-and-hung",
-            pages_then_resolves(faulted_until, last, pages),
+            [
+                *pages_then_resolves(faulted_until, last, pages),
+                CauseAt(killed.name, faulted_until, Cause.PROCESS_GONE),
+                CauseAt(hung.name, faulted_until, Cause.HUNG_OR_ISOLATED),
+            ],
             f"no node listed, every node discovered through bootstrap_controllers: kill -9 of {killed.name} and "
             f"SIGSTOP of {hung.name} 0.5 s after a round for 105 s, then restart and SIGCONT",
             tmp_path,
@@ -752,6 +808,7 @@ def test_zookeeper_mode_kill_just_after_a_round_is_fenced_pages_and_restarts_qui
         assert crashed[0] in (Lifecycle.UNREACHABLE, Lifecycle.FENCED), timeline.evidence(victim.name)
         assert set(crashed[1:]) == {Lifecycle.FENCED}, timeline.evidence(victim.name)
         assert "no request queue for broker" in timeline.evidence(victim.name)[-1]
+        timeline.expect_causes(victim.name, {Cause.PROCESS_GONE}, Lifecycle.FENCED, Lifecycle.UNREACHABLE)
         victim.start()
         for _ in range(12):
             broker = timeline.round().broker(victim.name)
@@ -771,6 +828,7 @@ def test_zookeeper_mode_kill_just_after_a_round_is_fenced_pages_and_restarts_qui
             "kill-broker-after-round",
             [
                 *pages_then_resolves(killed_until, last, crash_pages),
+                CauseAt(victim.name, killed_until, Cause.PROCESS_GONE),
             ],
             f"kill -9 of {victim.name} (only replica of a partition, not the controller) 0.5 s after a round, "
             "restart after 105 s",
@@ -799,7 +857,7 @@ def zk_linked(
                 name: {"zookeeper.connect": f"{LOOPBACK}:{link.port}/{ZK_LINKED}"} for name, link in links.items()
             },
         )
-        watch = Watch(cluster, timeout=2.0)
+        watch = Watch(cluster)
         try:
             watch.until(healthy(ZK_LINKED), 120, "healthy ZooKeeper-mode cluster")
             yield cluster, watch, links
@@ -815,7 +873,8 @@ def zk_linked(
 def test_a_zookeeper_mode_broker_cut_off_from_zookeeper_pages_and_its_expired_session_warns(
     zk_linked: tuple[KafkaCluster, Watch, dict[str, CuttableLink]], tmp_path: Path
 ) -> None:
-    """A ZooKeeper-mode broker is alive for the cluster only while it holds its ZooKeeper session (KIP-343):
+    """A ZooKeeper-mode broker is alive for the cluster only while it holds its ZooKeeper session (its
+    /brokers/ids/N is ephemeral, KafkaZkClient.registerBroker):
     cut off from ZooKeeper for longer than zookeeper.session.timeout.ms (6 s here), its client stops being
     CONNECTED, ZooKeeper expires the session and deletes /brokers/ids/N, and the controller moves its
     leadership away, while its JMX answers and BrokerState stays RUNNING: ctlplane says FENCED (the
@@ -844,6 +903,7 @@ def test_a_zookeeper_mode_broker_cut_off_from_zookeeper_pages_and_its_expired_se
     states = [b.state for b in during]
     assert states[0] in (Lifecycle.ACTIVE, Lifecycle.FENCED), timeline.evidence(victim.name)
     assert set(states[1:]) == {Lifecycle.FENCED}, timeline.evidence(victim.name)
+    timeline.expect_causes(victim.name, {Cause.ZOOKEEPER_SESSION_LOST}, Lifecycle.FENCED, until=cut_until)
     for _ in range(8):
         timeline.round()
         if _session_state(timeline.observations[-1], victim.name) == "CONNECTED":
@@ -860,6 +920,7 @@ def test_a_zookeeper_mode_broker_cut_off_from_zookeeper_pages_and_its_expired_se
         "broker-cut-off-from-zookeeper",
         [
             Expectation("critical", cut_until, lost, node=victim.name),
+            CauseAt(victim.name, cut_until, Cause.ZOOKEEPER_SESSION_LOST),
             Expectation("critical", last, frozenset(), node=victim.name),
             Expectation("warning", last, expired, node=victim.name),
         ],

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 import pytest
@@ -225,3 +227,41 @@ def test_kraft_stop_start_broker(kraft_cluster: KafkaCluster) -> None:
     assert state == 3
     assert eventually(lambda: jmx_value(controller, FENCED_BROKERS), lambda v: v == 0) == 0
     kraft_cluster.wait_ready(60)
+
+
+def test_storage_is_formatted_with_a_cluster_id_that_starts_with_a_dash(tmp_path: Path) -> None:
+    """A ZooKeeper-made cluster id (the migration takes the brokers' own) is base64url of a random UUID, so one in
+    64 starts with "-": StorageTool's argparse4j then read it as an option ("--cluster-id: expected one argument")."""
+    from harness.localkafka.clusters import format_storage
+    from harness.localkafka.nodes import kafka_node
+    from harness.localkafka.process import write_log_config
+
+    version = localkafka.KRAFT_VERSION
+    dashed = base64.urlsafe_b64encode(b"\xf8" + bytes(15)).decode().rstrip("=")
+    assert dashed.startswith("-") and len(dashed) == 22
+    port = localkafka.free_port()
+    node = kafka_node(
+        "dashed",
+        "controller-1",
+        101,
+        ("controller",),
+        tmp_path / "controller-1",
+        {
+            "process.roles": "controller",
+            "node.id": "101",
+            "listeners": f"CONTROLLER://127.0.0.1:{port}",
+            "controller.listener.names": "CONTROLLER",
+            "controller.quorum.voters": f"101@127.0.0.1:{port}",
+            "log.dirs": str(tmp_path / "controller-1" / "data"),
+        },
+        port=port,
+        jmx_port=localkafka.free_port(),
+        listeners={"CONTROLLER": port},
+        version=version,
+        log_config=write_log_config(tmp_path, version),
+        ready_pattern="Kafka Server started",
+    )
+    cluster = KafkaCluster(name="dashed", mode="kraft", version=version, nodes=[node], bootstrap="", cluster_id=dashed)
+    format_storage(cluster, write_log_config(tmp_path, version))
+    meta = (tmp_path / "controller-1" / "data" / "meta.properties").read_text()
+    assert f"cluster.id={dashed}" in meta

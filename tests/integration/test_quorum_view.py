@@ -19,6 +19,7 @@ import yaml
 
 from ctlplane.exporter.families import health_families, quorum_families
 from ctlplane.exporter.health import BrokerHealth, Lifecycle
+from ctlplane.exporter.health.model import Redundancy
 from ctlplane.exporter.jmx.base import Endpoint
 from ctlplane.exporter.kafka_admin import QuorumReader
 from ctlplane.exporter.model import ClusterSnapshot, QuorumView
@@ -432,3 +433,53 @@ def test_tls_listeners_read_the_quorum_with_the_clusters_ca_and_say_why_when_a_c
     key = pki.key("client").read_text().strip().splitlines()[1]  # a line of the key's base64
     for secret in (password, key):
         assert not [page[:200] for page in pages if secret in page], "a secret is shown"
+
+
+def test_a_hung_follower_controller_leaves_the_quorum_no_spare_voter_and_its_return_restores_it(
+    kraft_cluster: KafkaCluster, reader: QuorumReader
+) -> None:
+    """#36 redundancy: SIGSTOP of a follower voter of the 3-controller quorum. The leader stops seeing it
+    reach its log end (LeaderState.updateFollowerState), so within quorum_caught_up_seconds it is behind: 3
+    voters, 2 caught up, no spare voter, while the quorum keeps its leader. Resumed, it catches up and the
+    spare comes back. The controllers' JMX is read too, and the quorum's word decides."""
+    scraper = Scraper(
+        targets_of(kraft_cluster),
+        shared_client(),
+        interval_seconds=1,
+        timeout_seconds=2,
+        workers=8,
+        quorum_sources={KRAFT_NAME: reader},
+    )
+    state = ExporterState(scraper.latest(), Thresholds())
+    scraper.subscribe(state.observe)
+
+    def redundancy() -> tuple[Redundancy | None, int | None]:
+        scraper.scrape_once()
+        health = state.current().health.cluster(KRAFT_NAME)
+        assert health is not None
+        return health.redundancy, health.quorum_leader_id
+
+    def until(wanted: Redundancy, what: str, timeout: float = 60) -> int | None:
+        deadline = time.monotonic() + timeout
+        while True:
+            found, leader = redundancy()
+            if found == wanted:
+                return leader
+            assert time.monotonic() < deadline, f"{what}: {found} after {timeout:g} s"
+            time.sleep(1)
+
+    try:
+        leader_id = until(Redundancy(3, 3, "quorum"), "a healthy quorum")
+        follower = next(c for c in kraft_cluster.controllers() if c.node_id != leader_id)
+        follower.pause()
+        try:
+            started = time.monotonic()
+            leader_during = until(Redundancy(3, 2, "quorum"), "no spare voter once a follower hangs")
+            behind_after = time.monotonic() - started
+            assert leader_during == leader_id  # the quorum kept its leader: a warning, not a page
+        finally:
+            follower.resume()
+        until(Redundancy(3, 3, "quorum"), "the spare back once it resumes")
+        sys.stdout.write(f"\n[redundancy] a hung follower voter read behind after {behind_after:.1f} s\n")
+    finally:
+        scraper.stop()

@@ -18,6 +18,7 @@ from ctlplane.exporter.thresholds import HEALTH
 from ctlplane.pipeline.args import DEFAULT_FOR_SECONDS, DEFAULT_THRESHOLDS
 from ctlplane.pipeline.jobs import episodes, report, sweep
 from ctlplane.pipeline.rules import rules_from_health
+from tests.background import NICE
 from tests.integration.sparkcluster import SPARK_HOME, spark_env, standalone_cluster
 from tests.integration.test_history_pipeline import write_fault_archive
 
@@ -64,7 +65,8 @@ def _report_html(out: Path) -> str:
 
 
 def _run(command: list[str], env: dict[str, str], cwd: Path | None = None) -> None:
-    done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
+    # the driver (and so its JVM) below the other tests, as the cluster's daemons and executors (tests/background.py)
+    done = subprocess.run([*NICE, *command], env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, f"{' '.join(command)}\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
 
 

@@ -25,7 +25,7 @@ from ctlplane.exporter.scraper import SUSPECT_WAIT_SECONDS, Scraper, Target
 from harness.blackhole import BlackHoles
 from harness.localkafka import KafkaCluster
 from tests.integration.jmxserver import jmx_server
-from tests.integration.watch import shared_client, targets_of
+from tests.integration.watch import DEFAULT_SCRAPE_TIMEOUT, shared_client, targets_of
 
 KERNEL_SYN_GIVE_UP_SECONDS = 127  # net.ipv4.tcp_syn_retries = 6: 1 + 2 + 4 + ... + 64 s
 
@@ -141,10 +141,12 @@ def test_a_cluster_of_black_holed_nodes_does_not_starve_a_healthy_cluster(
     with BlackHoles(32) as holes:
         # black-holed nodes first: a shared queue would hand them every worker before the healthy ones
         unreachable = [Target("unreachable", f"hole-{port}", Endpoint("127.0.0.1", port)) for port in holes.ports]
-        scraper = Scraper(unreachable + healthy, client, interval_seconds=1.0, timeout_seconds=3.0, workers=8)
+        # the scrape timeout `ctlplane run` pairs with the shared client's RMI timeouts (a third of it each)
+        timeout = DEFAULT_SCRAPE_TIMEOUT
+        scraper = Scraper(unreachable + healthy, client, interval_seconds=timeout, timeout_seconds=timeout, workers=8)
         try:
             timed_out = 0
-            for round_number in range(1, 6):
+            for round_number in range(1, 4):
                 snapshot = scraper.scrape_once()
                 cluster = snapshot.cluster(zk_cluster_no_listener.name)
                 assert cluster is not None

@@ -6,10 +6,11 @@ import time
 from collections.abc import Callable, Collection, Mapping
 
 from ctlplane.exporter.catalog import Role
+from ctlplane.exporter.config import ScrapeConfig
 from ctlplane.exporter.discovery import JmxRule, NodeDiscovery
 from ctlplane.exporter.health import ClusterHealth
 from ctlplane.exporter.jmx.base import Endpoint
-from ctlplane.exporter.jmx.jpype_client import JPypeJmxClient
+from ctlplane.exporter.jmx.jpype_client import JPypeJmxClient, rmi_timeout_seconds
 from ctlplane.exporter.kafka_admin import QuorumReader
 from ctlplane.exporter.model import ClusterSnapshot
 from ctlplane.exporter.scraper import QuorumSource, Scraper, Target
@@ -18,13 +19,22 @@ from ctlplane.exporter.thresholds import Thresholds
 from harness.localkafka import KafkaCluster, quorum_bootstrap
 
 _CLIENT: JPypeJmxClient | None = None
+# A round's budget for a node's read, as a user's config has it unless it says otherwise: a test that reads
+# with less fails on a live node whose read is merely slow at load (ci27: a 2 s budget, a loaded machine)
+DEFAULT_SCRAPE_TIMEOUT = ScrapeConfig().timeout_seconds
 
 
 def shared_client() -> JPypeJmxClient:
-    """One JPype client (one JVM) for the whole test process; RMI timeouts of 1 s."""
+    """One JPype client (one JVM) for the whole test process, with the RMI timeouts and read deadline `ctlplane
+    run` gives a default config (its JVM's timeouts are process-wide: the first client sets them). With
+    tighter ones (1 s) a live broker cut off from its controllers, whose JMX answers slowly for a while, read
+    as down (ci28: "read abandoned after 6s")."""
     global _CLIENT
     if _CLIENT is None:
-        _CLIENT = JPypeJmxClient(timeout_seconds=1.0)
+        _CLIENT = JPypeJmxClient(
+            timeout_seconds=rmi_timeout_seconds(DEFAULT_SCRAPE_TIMEOUT),
+            read_deadline_seconds=ScrapeConfig().read_deadline_seconds,
+        )
     return _CLIENT
 
 
@@ -56,7 +66,7 @@ class Watch:
     def __init__(
         self,
         *clusters: KafkaCluster,
-        timeout: float = 3.0,
+        timeout: float = DEFAULT_SCRAPE_TIMEOUT,
         thresholds: Thresholds | None = None,
         quorum_sources: Mapping[str, QuorumSource] | None = None,
         omit: Collection[str] = (),
@@ -100,7 +110,7 @@ class Watch:
         stop_scraper(self.scraper)
 
 
-def discovered_watch(cluster: KafkaCluster, timeout: float = 2.0) -> Watch:
+def discovered_watch(cluster: KafkaCluster, timeout: float = DEFAULT_SCRAPE_TIMEOUT) -> Watch:
     """ctlplane given only the cluster's controllers (`bootstrap_controllers`) and a JMX rule: no node
     listed, every node found from the cluster's answers (docs/configuration.md "Watching your own clusters").
     The rule is `overrides` by node id, since the local nodes' JMX ports are free ports; nodes are named by discovery's

@@ -3,11 +3,12 @@
 Nothing here reads a clock, a socket or a file: `now` and the link prefix are arguments, so every view is
 tested by comparing the tree it builds.
 
-One module per page (fleet, cluster, alerts, history), what they share (common) and the frame."""
+One module per page (fleet, cluster, broker, alerts, history), what they share (common) and the frame."""
 
 from __future__ import annotations
 
 from ctlplane.dashboard.views.alerts import ALERT_COLUMNS, CONNECT_ALERTS, WAITING_NOTICE_SECONDS, alerts_view
+from ctlplane.dashboard.views.broker import RUN_COLUMNS, broker_view, evidence_runs
 from ctlplane.dashboard.views.cluster import (
     CP_TWINS,
     GRAPH_TYPE,
@@ -65,6 +66,7 @@ __all__ = [
     "NODE_COLUMNS",
     "PAGING_SEVERITIES",
     "PIPELINE_COMMANDS",
+    "RUN_COLUMNS",
     "SIMULATED_SERIES",
     "STATE_LEVELS",
     "WAITING_NOTICE_SECONDS",
@@ -74,11 +76,13 @@ __all__ = [
     "alerts_view",
     "assess_cluster",
     "badge",
+    "broker_view",
     "cluster_figures",
     "cluster_view",
     "control_plane_value",
     "controller_card",
     "event_queue_figure",
+    "evidence_runs",
     "fleet_view",
     "format_duration",
     "format_number",

@@ -29,8 +29,50 @@ from ctlplane.dashboard.views.common import (
 )
 from ctlplane.exporter.catalog import Role
 from ctlplane.exporter.health import BrokerHealth, ClusterHealth
+from ctlplane.exporter.health.model import QuorumMember, Redundancy, VoterSet
 from ctlplane.exporter.model import ClusterSnapshot, NodeSnapshot
 from ctlplane.exporter.state import Observation
+
+
+def _redundancy_text(redundancy: Redundancy) -> str:
+    """ "3 voters, 2 caught up: no spare voter" - what KafkaQuorumNoSpareVoter warns of, in the card."""
+    spare = redundancy.spare
+    verdict = (
+        f"survives {spare} more voter failure{'s' if spare > 1 else ''}"
+        if spare > 0
+        else "no spare voter"
+        if spare == 0
+        else "no majority caught up"
+    )
+    source = "" if redundancy.source == "quorum" else " (from the controllers' JMX)"
+    return f"{redundancy.voters} voters, {redundancy.caught_up} caught up: {verdict}{source}"
+
+
+def _voter_facts(voters: VoterSet) -> list[tuple[str, str]]:
+    """The voter set ("101 (dir mvAHqnKg…), 102 …") and the observer controllers beside it, for the card."""
+
+    def named(member: QuorumMember) -> str:
+        details = [f"id {member.node_id}"] if member.node_id is not None else []
+        if member.directory_id:
+            details.append(f"dir {member.directory_id[:8]}…")
+        return f"{member.node} ({', '.join(details)})" if details else member.node
+
+    def voter(member: QuorumMember) -> str:
+        return named(member) + (" behind" if member.caught_up is False else "")
+
+    facts = [("voters", ", ".join(voter(m) for m in voters.voters) or "none")]
+    if voters.observers:
+        facts.append(
+            (
+                "observer controllers",
+                "; ".join(
+                    f"{named(m)} outside the voter set for {format_duration(m.observer_seconds)}"
+                    for m in voters.observers
+                )
+                + " (kafka-metadata-quorum add-controller adds one)",
+            )
+        )
+    return facts
 
 
 def controller_card(cluster: ClusterHealth, events: Sequence[Event], now: float) -> Component:
@@ -55,6 +97,8 @@ def controller_card(cluster: ClusterHealth, events: Sequence[Event], now: float)
             if cluster.quorum_leader_id is not None
             else ()
         ),
+        *((("quorum", _redundancy_text(cluster.redundancy)),) if cluster.redundancy is not None else ()),
+        *(_voter_facts(cluster.voter_set) if cluster.voter_set is not None else ()),
         ("epoch", format_number(controller.epoch) if controller.epoch is not None else "not exposed"),
         ("claimants", ", ".join(controller.claimants) or "none"),
         ("reachable controllers", str(controller.reachable_controllers)),
@@ -67,7 +111,8 @@ def controller_card(cluster: ClusterHealth, events: Sequence[Event], now: float)
         ),
     ]
     history = [e for e in events if e.cluster == cluster.name and e.kind in (
-        EventKind.ELECTION, EventKind.NO_CONTROLLER, EventKind.SPLIT_BRAIN, EventKind.CONTROLLER_RESTORED)]  # fmt: skip
+        EventKind.ELECTION, EventKind.NO_CONTROLLER, EventKind.SPLIT_BRAIN, EventKind.CONTROLLER_RESTORED,
+        EventKind.VOTER_ADDED, EventKind.VOTER_REMOVED)]  # fmt: skip
     return html.Div(
         [
             html.H3("Active controller"),
@@ -78,10 +123,10 @@ def controller_card(cluster: ClusterHealth, events: Sequence[Event], now: float)
                 **{"data-controller": controller.node or ""},  # type: ignore[arg-type]
             ),
             html.Dl([item for key, value in facts for item in (html.Dt(key), html.Dd(value))]),
-            html.H4("Failover history (this window)"),
+            html.H4("Failovers and voter changes (this window)"),
             html.Ul([html.Li(f"{format_time(e.at)} {e.detail}") for e in history[:20]])
             if history
-            else html.P("no controller changes in the window"),
+            else html.P("no controller or voter changes in the window"),
         ],
         className="controller-card",
     )
@@ -122,7 +167,7 @@ def control_plane_value(node: NodeSnapshot, series: str, twin: str) -> float | N
     return value
 
 
-def _node_row(node: NodeSnapshot, broker: BrokerHealth | None, active: str | None) -> Component:
+def _node_row(node: NodeSnapshot, broker: BrokerHealth | None, active: str | None, url_prefix: str | None) -> Component:
     if broker is not None:
         state, level, evidence = str(broker.state), STATE_LEVELS[broker.state], broker.evidence
     elif not node.up:
@@ -149,9 +194,12 @@ def _node_row(node: NodeSnapshot, broker: BrokerHealth | None, active: str | Non
     why: list[Component | str] | str = (
         [html.Strong(cause.value.replace("_", " "), className="cause"), ": ", evidence] if cause else evidence
     )
+    name: Component | str = node.node + (f" (id {node.node_id})" if node.node_id is not None else "")
+    if broker is not None and url_prefix is not None:
+        name = dcc.Link(name, href=f"{url_prefix}cluster/{node.cluster}/broker/{node.node}")
     return html.Tr(
         [
-            html.Td(node.node + (f" (id {node.node_id})" if node.node_id is not None else ""), className="node"),
+            html.Td(name, className="node"),
             html.Td(role, className="role-cell"),
             html.Td(badge(state, level), className="state"),
             html.Td(why, className="evidence"),
@@ -175,9 +223,13 @@ def _node_row(node: NodeSnapshot, broker: BrokerHealth | None, active: str | Non
     )
 
 
-def node_table(snapshot: ClusterSnapshot, health: ClusterHealth) -> Component:
-    """Every node of the cluster: brokers with their lifecycle, controllers with their identity."""
-    rows = [_node_row(node, health.broker(node.node), health.controller.node) for node in snapshot.nodes]
+def node_table(
+    snapshot: ClusterSnapshot, health: ClusterHealth, url_prefix: str | None = None, only: str | None = None
+) -> Component:
+    """Every node of the cluster (`only`: that one): brokers with their lifecycle, controllers with their
+    identity. With `url_prefix`, a broker's name links to its page."""
+    nodes = [node for node in snapshot.nodes if only is None or node.node == only]
+    rows = [_node_row(node, health.broker(node.node), health.controller.node, url_prefix) for node in nodes]
     return html.Table(
         [html.Thead(html.Tr([html.Th(c) for c in NODE_COLUMNS])), html.Tbody(rows)],
         className="node-table",
@@ -364,6 +416,7 @@ def cluster_view(
     events: Sequence[Event],
     alerts: AlertsResult,
     now: float,
+    url_prefix: str | None = None,
 ) -> Component:
     """The cluster page's text: verdict, controller card, node table and timeline (graphs come separately)."""
     health = observation.health.cluster(name)
@@ -381,7 +434,7 @@ def cluster_view(
             html.P("; ".join(assessment.reasons) or "healthy", className="reasons"),
             controller_card(health, own_events, now),
             html.H3("Nodes"),
-            node_table(snapshot, health),
+            node_table(snapshot, health, url_prefix),
             *([gaps] if (gaps := watch_gaps(snapshot, health)) is not None else []),
             timeline_view(own_events),
         ],

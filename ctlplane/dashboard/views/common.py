@@ -165,6 +165,8 @@ def assess_cluster(cluster: ClusterHealth, firing: Sequence[Alert] = (), observe
     for state in (Lifecycle.FENCED, Lifecycle.UNREACHABLE, Lifecycle.INITIAL, Lifecycle.SHUTDOWN):
         if counts[state] and not (all_down and state is Lifecycle.UNREACHABLE):
             reasons.append((STATE_LEVELS[state], f"{counts[state]} {state.lower()}"))
+    if cluster.redundancy is not None and cluster.redundancy.spare <= 0:
+        reasons.append((Level.WARN, "the metadata quorum has no spare voter"))
     if cluster.fenced_unnamed:
         # the controller counts fenced brokers ctlplane cannot name (KafkaFencedBrokerUnnamed pages after its for:)
         reasons.append((Level.WARN, f"{cluster.fenced_unnamed} fenced broker(s) ctlplane cannot name"))

@@ -15,7 +15,7 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from ctlplane.exporter.catalog import Mode
-from ctlplane.exporter.health.cause import fault_cause
+from ctlplane.exporter.health.cause import TIMED_OUT_HEARTBEATS, fault_cause, heartbeats_timing_out
 from ctlplane.exporter.health.control_plane import control_plane_listener
 from ctlplane.exporter.health.controller import (
     MIGRATION_PHASES,
@@ -28,12 +28,15 @@ from ctlplane.exporter.health.lifecycle import (
     any_fencing_word,
     broker_lifecycle,
     controlled_shutdown_evidence,
+    controllers_say,
     fenced_unnamed,
     fenced_unplanned,
     held_fenced,
     infer_fenced,
     is_broker,
+    just_running,
     registration_state,
+    running_since,
     zookeeper_deregistered,
 )
 from ctlplane.exporter.health.metadata import is_frozen, is_stale, metadata_lag
@@ -49,8 +52,8 @@ from ctlplane.exporter.health.model import (
     HealthMemory,
     Lifecycle,
 )
-from ctlplane.exporter.health.quorum import quorum_lag, with_quorum
-from ctlplane.exporter.model import ClusterSnapshot, Failure, FleetSnapshot
+from ctlplane.exporter.health.quorum import elections, quorum_lag, quorum_redundancy, voter_set, with_quorum
+from ctlplane.exporter.model import ClusterSnapshot, Failure, FleetSnapshot, NodeSnapshot
 from ctlplane.exporter.thresholds import Thresholds
 
 __all__ = [
@@ -105,7 +108,11 @@ def evaluate_cluster(
         if registration is not None:
             registered.add(node.node)
         state, evidence = broker_lifecycle(
-            node, registration, memory.states.get(node.node), node.node in memory.broker_state_read
+            node,
+            registration,
+            memory.states.get(node.node),
+            node.node in memory.broker_state_read,
+            just_running(node, memory.running_since),
         )
         listener, queue_ratio, saturated = control_plane_listener(node, thresholds)
         brokers.append(
@@ -132,16 +139,17 @@ def evaluate_cluster(
     # per-broker gauge (a 4.1+ controller restarted since the brokers registered), by FencedBrokerCount
     vanished = frozenset(n.node for n in cluster.nodes if n.failure is Failure.GONE)
     fenced = zookeeper_deregistered(cluster, active, infer_fenced(cluster, active, brokers, frozenset(registered)))
+    controlled_shutdowns = controllers_say(active, cluster, "kafka_controller_controlled_shutdown_brokers")
     decided = [
         with_quorum(cluster, active, broker, broker.node in vanished, thresholds)
-        for broker in controlled_shutdown_evidence(active, fenced, vanished)
+        for broker in controlled_shutdown_evidence(controlled_shutdowns, fenced, vanished)
     ]
     nodes = {node.node: node for node in cluster.nodes}
     leading = set(memory.leading & known)
     for node in cluster.nodes:
         if node.up and (count := node.value("kafka_broker_leader_partitions")) is not None:
             (leading.add if count > 0 else leading.discard)(node.node)
-    names_shutdown = active is not None and active.has("kafka_controller_controlled_shutdown_brokers")
+    names_shutdown = controlled_shutdowns is not None
     fencing_word = any_fencing_word(cluster)  # once per round: it scans every node
     planned = (
         held_fenced(broker, memory, fencing_word)
@@ -157,8 +165,12 @@ def evaluate_cluster(
         )
         for broker in decided
     )
+    timed_out = heartbeats_timing_out(active, memory.timed_out_heartbeats)
+    kraft = mode is not Mode.ZOOKEEPER
+    voters, out_of_step = elections(cluster, memory.out_of_step_since, now, thresholds) if kraft else ((), {})
+    members, observer_since = voter_set(cluster, memory.observer_since, now, thresholds) if kraft else (None, {})
     final = tuple(
-        replace(broker, cause=fault_cause(broker, nodes[broker.node], nodes[broker.node].mode or mode))
+        replace(broker, cause=fault_cause(broker, nodes[broker.node], nodes[broker.node].mode or mode, timed_out))
         for broker in planned
     )
     memory = replace(
@@ -167,8 +179,12 @@ def evaluate_cluster(
         queue_waits=MappingProxyType({k: v for k, v in waits.items() if k[1] in known}),
         states=MappingProxyType({b.node: b.state for b in final}),
         broker_state_read=frozenset(n.node for n in cluster.nodes if n.up and n.has("kafka_broker_state")),
+        running_since=MappingProxyType(running_since(cluster.nodes, memory.running_since, known)),
         leading=frozenset(leading),
         unplanned=frozenset(b.node for b in final if b.fenced_unplanned),
+        timed_out_heartbeats=_timed_out_heartbeats(active, memory.timed_out_heartbeats),
+        out_of_step_since=MappingProxyType(out_of_step),
+        observer_since=MappingProxyType(observer_since),
     )
     phase = migration_phase(cluster, active)
     quorum = cluster.quorum
@@ -182,8 +198,18 @@ def evaluate_cluster(
         quorum_leader_id=quorum.leader_id if quorum is not None and quorum.up else None,
         controller_views_disagree=controller_views_disagree(cluster, controller),
         fenced_unnamed=fenced_unnamed(cluster, active, final),
+        redundancy=quorum_redundancy(cluster, thresholds) if kraft else None,
+        elections=voters,
+        voter_set=members,
     )
     return health, memory
+
+
+def _timed_out_heartbeats(active: NodeSnapshot | None, last: tuple[str, float] | None) -> tuple[str, float] | None:
+    """What the memory keeps of the active controller's TimedOutBrokerHeartbeatCount: this round's reading,
+    or the last one while no controller answers."""
+    count = active.value(TIMED_OUT_HEARTBEATS) if active is not None and active.up else None
+    return (active.node, count) if active is not None and count is not None else last
 
 
 def _unevaluated(cluster: ClusterSnapshot, memory: ClusterMemory, now: float, error: str) -> ClusterHealth:

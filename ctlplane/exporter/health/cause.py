@@ -7,13 +7,19 @@ already tells most of them apart.
   network drops packets; with the controller fencing it too, a hang and a partition of the broker from both
   ctlplane and the controller read the same, so the cause names both.
 - Its own JMX answers, BrokerState RUNNING, while the controller fences it: its heartbeats (KRaft) do not
-  reach the controller, a partition between the two that ctlplane is not inside.
-- ZooKeeper mode, its SessionState not CONNECTED (KIP-343's SessionExpireListener): it lost ZooKeeper.
+  reach the controller, a partition between the two that ctlplane is not inside - unless the active
+  controller's TimedOutBrokerHeartbeatCount rose since the last round: then heartbeats did arrive and expired
+  on the controller's event queue (QuorumController.processBrokerHeartbeat: a heartbeat past its deadline is
+  processExpiredBrokerHeartbeat and incrementTimedOutHeartbeats), an overloaded controller.
+- ZooKeeper mode, its SessionState not CONNECTED (ZooKeeperClient.scala's gauge of `ZooKeeper.getState()`): it
+  lost ZooKeeper.
 - SHUTDOWN and INITIAL are the lifecycle's own evidence (a controlled shutdown; a start-up).
 - ACTIVE by the quorum's word while its JMX does not answer: only ctlplane cannot read it.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from ctlplane.exporter.catalog import Mode
 from ctlplane.exporter.health.model import BrokerHealth, Cause, Lifecycle
@@ -27,14 +33,131 @@ _UNREAD = {
 }
 
 
+@dataclass(frozen=True)
+class CauseText:
+    """How a page, a runbook and the dashboard say a cause: one home for the words (the alert rules'
+    templates and the runbooks' sections are written from this table by `python -m tools.alert_rules`)."""
+
+    phrase: str  # after "is fenced: " in a page's summary
+    evidence: str  # what ctlplane saw, the sentence a page's description and PagerDuty's details carry
+    first_move: str  # the first thing to run, in the runbook's section for the cause
+
+
+CAUSE_TEXT: dict[Cause, CauseText] = {
+    Cause.PROCESS_GONE: CauseText(
+        "process gone",
+        "its JMX port refuses connections: no process listens there, the broker process has exited",
+        "On the broker's host, see how the process ended: `journalctl -u kafka --since -1h | tail -50` (or "
+        "`kubectl describe pod <pod>` for its last state and exit code), then the end of its `server.log` and "
+        "any `hs_err_pid*.log`. Start it again once the cause is known.",
+    ),
+    Cause.HUNG_OR_ISOLATED: CauseText(
+        "hung or isolated",
+        "its JMX port takes connections but never answers: a stopped or wedged JVM, or a network that drops "
+        "packets to and from the broker (ctlplane's and the controller's alike)",
+        "On the broker's host: `ps -o pid,stat,etime -p $(pgrep -f kafka.Kafka)` (state `T` is stopped, send "
+        "`kill -CONT`), then `jcmd <pid> Thread.print > /tmp/threads.txt` twice 10 s apart (a hang shows the same "
+        "threads blocked); if the JVM answers, test the network to a controller: "
+        "`nc -vz <controller-host> <controller-port>`.",
+    ),
+    Cause.CUT_OFF_FROM_CONTROLLER: CauseText(
+        "cut off from the controller",
+        "its own JMX says RUNNING while the controller fences it: its heartbeats do not reach the active controller",
+        "From the broker's host: `nc -vz <controller-host> <controller-port>` for each controller in "
+        "`controller.quorum.bootstrap.servers` (or `controller.quorum.voters`), and "
+        "`grep -i 'heartbeat' server.log | tail` for the broker's side of it.",
+    ),
+    Cause.CONTROLLER_OVERLOADED: CauseText(
+        "controller overloaded",
+        "its own JMX says RUNNING while the controller fences it, and the active controller's "
+        "TimedOutBrokerHeartbeatCount rose: heartbeats reached the controller and expired on its event queue",
+        "On the active controller: the event-queue time (the cluster page's event-queue graph, "
+        "`kafka_controller_event_queue_time_seconds`), its GC (`jstat -gcutil <pid> 1s`) and CPU (`top -H -p <pid>`); "
+        "`kafka-metadata-quorum.sh --bootstrap-controller <controller:port> describe --status` for who leads.",
+    ),
+    Cause.ZOOKEEPER_SESSION_LOST: CauseText(
+        "ZooKeeper session lost",
+        "its ZooKeeper SessionState is not CONNECTED: it is not registered as alive",
+        "From the broker's host: `echo srvr | nc <zookeeper-host> 2181` for each ZooKeeper server, and "
+        "`grep -i 'session' server.log | tail` for why the session went.",
+    ),
+    Cause.CONTROLLED_SHUTDOWN: CauseText(
+        "controlled shutdown",
+        "it went through a controlled shutdown: an operator or a supervisor stopped it",
+        "Check who stopped it: `journalctl -u kafka --since -1h | grep -i stop` (or the rollout: "
+        "`kubectl rollout status statefulset/<kafka>`).",
+    ),
+    Cause.STARTING: CauseText(
+        "starting",
+        "its BrokerState is STARTING or RECOVERY: it is loading logs, registering or catching up on metadata",
+        "Watch the log recovery: `grep -E 'Loading producer state|Recovering unflushed segment|log loading' "
+        "server.log | tail`.",
+    ),
+    Cause.JMX_UNREACHABLE: CauseText(
+        "unreachable from ctlplane only",
+        "its JMX does not answer ctlplane while the controller and the quorum count it ACTIVE",
+        "From ctlplane's host: `nc -vz <broker-host> <jmx-port>`; the broker serves clients, so look at the "
+        "path between ctlplane and it (firewall, JMX port, `com.sun.management.jmxremote.rmi.port`).",
+    ),
+    Cause.JMX_AUTH_FAILED: CauseText(
+        "JMX credentials refused",
+        "its JMX port refuses ctlplane's credentials",
+        "Compare ctlplane's `jmx:` credentials with the broker's `jmxremote.password` and `jmxremote.access` "
+        "files; `ctlplane probe --config <file>` names the node whose JMX refuses them.",
+    ),
+    Cause.UNKNOWN: CauseText(
+        "cause unknown",
+        "the evidence names no cause: ctlplane reads the broker but nothing it says explains the state",
+        "Read the broker's page on the dashboard (the page's `dashboard` link) for what each view said round "
+        "by round, then its `server.log`.",
+    ),
+}
+
+# The causes `fault_cause` gives a broker in each lifecycle state (tests/unit/exporter/test_cause.py holds it
+# to that): a rule on one state names those, and its runbook has a section for each.
+CAUSES_OF_STATE: dict[Lifecycle, tuple[Cause, ...]] = {
+    Lifecycle.FENCED: (
+        Cause.PROCESS_GONE,
+        Cause.HUNG_OR_ISOLATED,
+        Cause.CUT_OFF_FROM_CONTROLLER,
+        Cause.CONTROLLER_OVERLOADED,
+        Cause.ZOOKEEPER_SESSION_LOST,
+        Cause.UNKNOWN,
+    ),
+    Lifecycle.UNREACHABLE: (
+        Cause.PROCESS_GONE,
+        Cause.HUNG_OR_ISOLATED,
+        Cause.JMX_AUTH_FAILED,
+        Cause.ZOOKEEPER_SESSION_LOST,
+        Cause.UNKNOWN,
+    ),
+    Lifecycle.SHUTDOWN: (Cause.CONTROLLED_SHUTDOWN,),
+    Lifecycle.INITIAL: (Cause.STARTING,),
+    Lifecycle.ACTIVE: (Cause.JMX_UNREACHABLE, Cause.ZOOKEEPER_SESSION_LOST),
+}
+
+
 def _session_lost(node: NodeSnapshot) -> bool:
     """ZooKeeper mode: the broker's session state (one series per state, 1 for the current) is not CONNECTED."""
-    states = [s for s in node.samples if s.series == "kafka_zookeeper_session_state" and s.value == 1.0]
-    return any(value != "CONNECTED" for s in states for key, value in s.labels if key == "state")
+    state = node.state("kafka_zookeeper_session_state")
+    return state is not None and state != "CONNECTED"
 
 
-def fault_cause(broker: BrokerHealth, node: NodeSnapshot, mode: Mode | None) -> Cause | None:
-    """The cause of `broker`'s state this round (None: ACTIVE, read, and nothing wrong it can name)."""
+TIMED_OUT_HEARTBEATS = "kafka_controller_timed_out_broker_heartbeats_total"
+
+
+def heartbeats_timing_out(active: NodeSnapshot | None, last: tuple[str, float] | None) -> bool:
+    """The active controller's TimedOutBrokerHeartbeatCount rose since it was last read (the same controller:
+    the count starts again at 0 on another, or after a restart)."""
+    count = active.value(TIMED_OUT_HEARTBEATS) if active is not None and active.up else None
+    return count is not None and last is not None and last[0] == active.node and count > last[1]  # type: ignore[union-attr]
+
+
+def fault_cause(
+    broker: BrokerHealth, node: NodeSnapshot, mode: Mode | None, heartbeats_timed_out: bool = False
+) -> Cause | None:
+    """The cause of `broker`'s state this round (None: ACTIVE, read, and nothing wrong it can name);
+    `heartbeats_timed_out`: heartbeats_timing_out() of the round."""
     if broker.state is Lifecycle.SHUTDOWN:
         return Cause.CONTROLLED_SHUTDOWN
     if broker.state is Lifecycle.INITIAL:
@@ -50,5 +173,5 @@ def fault_cause(broker: BrokerHealth, node: NodeSnapshot, mode: Mode | None) -> 
         return cause or Cause.UNKNOWN
     # read, and FENCED or UNREACHABLE by the controller's or ZooKeeper's word
     if broker.state is Lifecycle.FENCED and node.value("kafka_broker_state") == RUNNING:
-        return Cause.CUT_OFF_FROM_CONTROLLER
+        return Cause.CONTROLLER_OVERLOADED if heartbeats_timed_out else Cause.CUT_OFF_FROM_CONTROLLER
     return Cause.UNKNOWN

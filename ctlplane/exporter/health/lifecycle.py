@@ -4,10 +4,11 @@ controller's registration gauges and ZooKeeper's word, and whether a fencing was
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from ctlplane.exporter.catalog import Mode, Role
+from ctlplane.exporter.departures import START_TIME
 from ctlplane.exporter.health.controller import controller_nodes
 from ctlplane.exporter.health.model import (
     BROKER_STATE_NAMES,
@@ -37,9 +38,14 @@ SHUTTING_DOWN_BROKER_STATES = frozenset({6.0, 7.0})  # PENDING_CONTROLLED_SHUTDO
 
 
 def broker_lifecycle(
-    node: NodeSnapshot, registration: float | None, previous: Lifecycle | None, had_broker_state: bool = False
+    node: NodeSnapshot,
+    registration: float | None,
+    previous: Lifecycle | None,
+    had_broker_state: bool = False,
+    just_running: bool = False,
 ) -> tuple[Lifecycle, str]:
-    """The broker's state from the controller's registration, its own BrokerState and its last state.
+    """The broker's state from the controller's registration, its own BrokerState and its last state;
+    `just_running`: a JVM never read RUNNING before reads RUNNING (`just_running()`).
 
     A page must follow every crash and no restart, so SHUTDOWN needs evidence that the broker went through
     controlled shutdown: its own BrokerState, the controller's registration state, or BrokerState
@@ -80,6 +86,14 @@ def broker_lifecycle(
         return Lifecycle.SHUTDOWN, "BrokerState unregistered: the broker is shutting down"
     if broker_state in STARTING_BROKER_STATES or broker_state == 0.0:  # NOT_RUNNING here: not yet started
         return Lifecycle.INITIAL, f"BrokerState={name} (starting up){said}"
+    if controller_says is Lifecycle.FENCED and broker_state == 3.0 and previous is not None and just_running:
+        # A KRaft broker turns RUNNING only on the heartbeat answer that unfences it (BrokerLifecycleManager:
+        # "The broker has been unfenced. Transitioning from RECOVERY to RUNNING"); the controller's gauge
+        # follows its metadata publisher later, and was read at another instant of the round. So the first
+        # round a restarted broker reads RUNNING, FENCED is the gauge behind: the end of its start-up. Once
+        # only: RUNNING and fenced again next round, its heartbeats do not reach the controller. (A JVM
+        # resumed after a hang was RUNNING all along: fenced it is, until the controller unfences it.)
+        return Lifecycle.INITIAL, f"BrokerState=RUNNING, a JVM just unfenced{said}"
     if controller_says is not None:
         return controller_says, f"controller BrokerRegistrationState={registration:g}"
     if broker_state is None:
@@ -89,8 +103,29 @@ def broker_lifecycle(
     return Lifecycle.INITIAL, f"BrokerState={name}"
 
 
+def just_running(node: NodeSnapshot, running_since: Mapping[str, float]) -> bool:
+    """`node` reads BrokerState RUNNING from a JVM (its start time) that ctlplane has not read RUNNING before."""
+    started = node.value(START_TIME)
+    return (
+        node.up
+        and node.value("kafka_broker_state") == 3.0
+        and started is not None
+        and (running_since.get(node.node) != started)
+    )
+
+
+def running_since(nodes: Sequence[NodeSnapshot], last: Mapping[str, float], known: set[str]) -> dict[str, float]:
+    """What the memory keeps for `just_running`: each node's JVM start time when last read RUNNING."""
+    kept = {node: started for node, started in last.items() if node in known}
+    for node in nodes:
+        started = node.value(START_TIME)
+        if node.up and node.value("kafka_broker_state") == 3.0 and started is not None:
+            kept[node.node] = started
+    return kept
+
+
 def controlled_shutdown_evidence(
-    active: NodeSnapshot | None, brokers: list[BrokerHealth], gone: frozenset[str]
+    count: float | None, brokers: list[BrokerHealth], gone: frozenset[str]
 ) -> list[BrokerHealth]:
     """Brokers gone and fenced with no sign of a shutdown, that the controller's count says shut down.
 
@@ -99,9 +134,9 @@ def controlled_shutdown_evidence(
     (ClusterControlManager, BrokerRegistration; Kafka 4.1+ counts them in ControlledShutdownBrokerCount, while
     BrokerRegistrationState shows such a broker as FENCED because fenced wins). Only when the count covers
     every broker that could hold the flag is each of them known to have shut down on purpose; otherwise a
-    crash could hide among them, and a crash must page.
+    crash could hide among them, and a crash must page. `count`: ControlledShutdownBrokerCount
+    (`controllers_say`), None where no controller has it.
     """
-    count = active.value("kafka_controller_controlled_shutdown_brokers") if active is not None else None
     if count is None or not math.isfinite(count) or count <= 0:
         return brokers
     vanished = [b for b in brokers if b.node in gone and b.state is Lifecycle.FENCED]
@@ -126,8 +161,8 @@ def zookeeper_deregistered(
     """ZooKeeper mode: brokers whose ZooKeeper session is gone and whom the controller dropped.
 
     A ZooKeeper-mode broker is alive for the cluster only while its ephemeral /brokers/ids/N exists, that is
-    while it holds its ZooKeeper session (KIP-343). When ZooKeeper expires the session, the controller
-    handles the broker's departure (KafkaController.onBrokerFailure): it moves leadership away and
+    while it holds its ZooKeeper session (KafkaZkClient.registerBroker). When ZooKeeper expires the session,
+    the controller handles the broker's departure (KafkaController.onBrokerFailure): it moves leadership away and
     ControllerChannelManager.removeBroker drops its request queue, with the QueueSize,broker-id=N gauge.
     Meanwhile the broker's BrokerState stays RUNNING and its client keeps reconnecting (SessionState
     CONNECTING). That is fencing in all but name: FENCED. A session only disconnected for less than its
@@ -153,11 +188,11 @@ def zookeeper_deregistered(
             # unreadable by ctlplane (whose own view of a healthy broker never removes the controller's queue).
             evidence = (
                 f"the controller has no request queue for broker {b.node_id}: its ZooKeeper registration is gone "
-                f"(KIP-343); {b.evidence}"
+                f"(its /brokers/ids znode is ephemeral); {b.evidence}"
             )
             result.append(replace(b, state=Lifecycle.FENCED, evidence=evidence))
             continue
-        session = _state_label(nodes[b.node], "kafka_zookeeper_session_state")
+        session = nodes[b.node].state("kafka_zookeeper_session_state")
         if (
             b.up
             and b.state is Lifecycle.ACTIVE
@@ -167,16 +202,11 @@ def zookeeper_deregistered(
         ):
             evidence = (
                 f"ZooKeeper session {session} and the controller has no request queue for broker {b.node_id}: "
-                f"not registered (KIP-343); {b.evidence}"
+                f"not registered (its /brokers/ids znode is ephemeral); {b.evidence}"
             )
             b = replace(b, state=Lifecycle.FENCED, evidence=evidence)
         result.append(b)
     return result
-
-
-def _state_label(node: NodeSnapshot, series: str) -> str | None:
-    """The string a STATE series carries (its `state` label where the value is 1), or None."""
-    return next((dict(s.labels).get("state") for s in node.series_samples(series) if s.value == 1), None)
 
 
 def registration_state(active: NodeSnapshot | None, cluster: ClusterSnapshot, node: NodeSnapshot) -> float | None:
@@ -188,16 +218,21 @@ def registration_state(active: NodeSnapshot | None, cluster: ClusterSnapshot, no
     """
     if node.node_id is None:
         return None
-    broker = str(node.node_id)
-    series = "kafka_controller_broker_registration_state"
-    if active is not None and (value := active.value(series, broker=broker)) is not None:
+    return controllers_say(active, cluster, "kafka_controller_broker_registration_state", broker=str(node.node_id))
+
+
+def controllers_say(active: NodeSnapshot | None, cluster: ClusterSnapshot, series: str, **labels: str) -> float | None:
+    """A gauge of ControllerMetadataMetrics: the active controller's, else that of the controller furthest
+    along the metadata log. Every controller publishes them from its own metadata image (ControllerServer adds
+    a ControllerMetadataMetricsPublisher on each), so a follower's say the same a few records later: a round
+    whose read of the active controller timed out still has them."""
+    if active is not None and (value := active.value(series, **labels)) is not None:
         return value
-    others = [n for n in controller_nodes(cluster) if n is not active and n.value(series, broker=broker) is not None]
+    others = [n for n in controller_nodes(cluster) if n is not active and n.value(series, **labels) is not None]
     if not others:
         return None
-    # the controller furthest along the metadata log knows the latest registration
     best = max(others, key=lambda n: n.value("kafka_controller_last_applied_record_offset") or -1.0)
-    return best.value(series, broker=broker)
+    return best.value(series, **labels)
 
 
 CANNOT_NAME_SHUTDOWN = " (this controller cannot name a controlled shutdown: a clean stop reads the same, Kafka < 4.1)"
@@ -273,7 +308,7 @@ def fenced_unplanned(
       the controller (cut off, or hung past broker.session.timeout.ms). Stopping or starting a broker shows
       its own BrokerState (PENDING_CONTROLLED_SHUTDOWN, STARTING, RECOVERY), never RUNNING while fenced.
     - A KRaft broker gone (JMX not answering) that led partitions when last read, on a cluster whose
-      controller names controlled shutdowns (Kafka 4.1+, ControlledShutdownBrokerCount): a clean stop of a
+      controllers name controlled shutdowns (Kafka 4.1+, ControlledShutdownBrokerCount): a clean stop of a
       leader sets the registration's inControlledShutdown (BrokerHeartbeatManager.calculateNextBrokerState
       -> CONTROLLED_SHUTDOWN, ReplicationControlManager.handleBrokerInControlledShutdown), which ctlplane
       reads as SHUTDOWN, so FENCED here is a crash, a hang or a partition.

@@ -45,6 +45,9 @@ class Cause(StrEnum):
     # controller's alike; Kafka's evidence cannot tell the two apart
     HUNG_OR_ISOLATED = "hung_or_isolated"
     CUT_OFF_FROM_CONTROLLER = "cut_off_from_controller"  # its own JMX says RUNNING while the controller fences it
+    # ... and the active controller's TimedOutBrokerHeartbeatCount rose: heartbeats arrived and expired on its
+    # event queue (QuorumController.processBrokerHeartbeat's timeout path)
+    CONTROLLER_OVERLOADED = "controller_overloaded"
     ZOOKEEPER_SESSION_LOST = "zookeeper_session_lost"  # ZooKeeper mode: its session is not CONNECTED
     CONTROLLED_SHUTDOWN = "controlled_shutdown"
     STARTING = "starting"  # loading logs, registering, catching up on metadata
@@ -113,6 +116,14 @@ class ClusterHealth:
     # KRaft: the brokers the active controller counts fenced (FencedBrokerCount) for which ctlplane names no
     # broker fenced: brokers it does not watch, or watches but cannot read. None where no controller says.
     fenced_unnamed: int | None = None
+    # KRaft: the quorum's voters and how many more can fail (health/quorum.py); None in ZooKeeper mode or
+    # where neither the quorum nor a controller's raft metrics answered
+    redundancy: Redundancy | None = None
+    # KRaft: each controller read this round whose raft state says it is a voter, with its raft state and
+    # how long it has been outside leader/follower (0 in step): a long election is a stuck one
+    elections: tuple[ElectionState, ...] = ()
+    # KRaft: the voter set (ids, directory ids) and the observer controllers beside it (health/quorum.py)
+    voter_set: VoterSet | None = None
 
     @property
     def active_controllers(self) -> int:
@@ -120,6 +131,71 @@ class ClusterHealth:
 
     def broker(self, node: str) -> BrokerHealth | None:
         return next((b for b in self.brokers if b.node == node), None)
+
+
+@dataclass(frozen=True)
+class ElectionState:
+    """A KRaft controller's raft state as its own JMX says, and how long it has been out of step with the quorum
+    (candidate, prospective, unattached, voted...: electing, or unable to reach a leader; or a follower the
+    leader has not seen caught up)."""
+
+    node: str
+    role: Role
+    state: str
+    out_of_step_seconds: float
+
+
+@dataclass(frozen=True)
+class Redundancy:
+    """How many voter failures a KRaft quorum survives: its voters, those caught up with the leader, and
+    the majority it needs (a leader is elected and commits with a majority of the voters, KIP-595)."""
+
+    voters: int
+    caught_up: int
+    source: str  # "quorum": describeMetadataQuorum (the leader's word); "jmx": the controllers' raft metrics
+
+    @property
+    def majority(self) -> int:
+        return self.voters // 2 + 1
+
+    @property
+    def spare(self) -> int:
+        """Voters that can still fail (or fall behind) before the quorum has no majority caught up: 0 is one
+        failure from losing its leader's commits, below 0 it has lost them."""
+        return self.caught_up - self.majority
+
+
+@dataclass(frozen=True)
+class QuorumMember:
+    """A KRaft controller process in or beside the voter set: a voter, or an observer controller (KIP-853: a
+    controller that runs and fetches the metadata log but is not a voter, until `kafka-metadata-quorum
+    add-controller` adds it, or since `remove-controller` removed it)."""
+
+    node: str  # the watched node's label, else `controller-<id>`
+    node_id: int | None
+    role: Role
+    directory_id: str | None  # where the quorum's view gives it (3.9+)
+    voter: bool
+    observer_seconds: float = 0.0  # how long ctlplane has seen it run outside the voter set (0 for a voter)
+    # a voter caught up with the leader (as Redundancy counts it); None for an observer, or unknown
+    caught_up: bool | None = None
+
+
+@dataclass(frozen=True)
+class VoterSet:
+    """The quorum's voters and the controllers that run outside them. `source` "quorum": describeMetadataQuorum
+    (ids and directory ids, the leader's word); "jmx": the controllers' own raft state (no directory ids)."""
+
+    members: tuple[QuorumMember, ...]  # voters first, each part by node id
+    source: str
+
+    @property
+    def voters(self) -> tuple[QuorumMember, ...]:
+        return tuple(m for m in self.members if m.voter)
+
+    @property
+    def observers(self) -> tuple[QuorumMember, ...]:
+        return tuple(m for m in self.members if not m.voter)
 
 
 @dataclass(frozen=True)
@@ -139,8 +215,16 @@ class ClusterMemory:
     offsets: Mapping[str, tuple[tuple[float, float], ...]] = field(default_factory=lambda: MappingProxyType({}))
     states: Mapping[str, Lifecycle] = field(default_factory=lambda: MappingProxyType({}))  # last lifecycle
     broker_state_read: frozenset[str] = frozenset()  # nodes whose last read had BrokerState
+    # node -> its JVM's start time (kafka_node_start_time_seconds) when last read with BrokerState RUNNING
+    running_since: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     leading: frozenset[str] = frozenset()  # brokers whose last answered read had LeaderCount > 0
     unplanned: frozenset[str] = frozenset()  # brokers last FENCED with the unplanned flag (held_fenced)
+    # (active controller, its TimedOutBrokerHeartbeatCount) as last read: a rise names an overloaded controller
+    timed_out_heartbeats: tuple[str, float] | None = None
+    # KRaft controller -> when its raft state was first read outside leader/follower (an election under way)
+    out_of_step_since: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    # controller -> when it was first seen running outside the voter set (an observer controller)
+    observer_since: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     # The highest raft epoch seen: a claimant below it has been deposed, even when no node that knows the
     # newer epoch can be read this round. Forgotten after EPOCH_FLOOR_ROUNDS rounds in which every reachable
     # node reports less (a cluster rebuilt from scratch starts again at epoch 1).

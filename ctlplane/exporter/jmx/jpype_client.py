@@ -77,6 +77,12 @@ _jvm_lock = threading.Lock()
 log = logging.getLogger(__name__)
 
 
+def rmi_timeout_seconds(scrape_timeout_seconds: float) -> float:
+    """The RMI timeouts for a scrape timeout: they chain (connect, handshake, response), so a third of the
+    budget each keeps a stalled node's read near the scrape timeout."""
+    return max(0.5, scrape_timeout_seconds / 3)
+
+
 def start_jvm(
     *,
     timeout_seconds: float,

@@ -9,9 +9,10 @@ import re
 import pytest
 import yaml
 
+from ctlplane.exporter.health.cause import CAUSES_OF_STATE
 from ctlplane.exporter.thresholds import ALERTS, HEALTH, rule_values
 from tools import alert_rules
-from tools.alert_rules import SOURCES, UnknownThreshold, render, rendered
+from tools.alert_rules import NOT_REPORTED, SOURCES, UnknownThreshold, render, rendered, states_paged_with_a_cause
 
 # A comparison with a number in an expr: `> 30`, `>= bool 1`
 COMPARISON = re.compile(r"(?:>=|<=|==|!=|>|<)\s*(?:bool\s+)?(-?\d[\d.e+]*)")
@@ -58,7 +59,7 @@ def test_every_number_a_rule_compares_with_is_a_named_threshold_or_a_flag() -> N
 
 
 def test_an_unknown_threshold_name_is_one_clear_error() -> None:
-    with pytest.raises(UnknownThreshold, match=r"^x.rules.yml: \[\[metadata_lag\]\] is not a threshold"):
+    with pytest.raises(UnknownThreshold, match=r"^x.rules.yml: \[\[metadata_lag\]\] is neither a threshold"):
         render("expr: lag > [[metadata_lag]]", rule_values(), "x.rules.yml")
 
 
@@ -73,3 +74,19 @@ def test_every_threshold_a_source_names_is_used_and_the_numbers_read_as_rules_wr
     values = rule_values()
     assert values["metadata_lag_alert_seconds"] == "30" and values["control_plane_idle_saturation_ratio"] == "0.1"
     assert values["control_plane_queue_saturation_size"] == "16"
+
+
+def _github_anchor(heading: str) -> str:
+    """The id GitHub (and MkDocs' default toc) gives a Markdown heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_each_cause_a_page_can_carry_has_its_runbook_section_where_pagerduty_links() -> None:
+    # alerts/templates/pagerduty.tmpl links runbook_url#cause-<cause>; a cause without its heading is a dead link
+    states = states_paged_with_a_cause()
+    assert set(states) == {"KafkaBrokerFenced", "KafkaBrokerUnreachable"}
+    for alert, paged in states.items():
+        runbook = (SOURCES.parent / "runbooks" / f"{alert}.md").read_text()
+        anchors = {_github_anchor(line.lstrip("#")) for line in runbook.splitlines() if line.startswith("#")}
+        for cause in {c for state in paged for c in CAUSES_OF_STATE[state]} | {NOT_REPORTED}:
+            assert f"cause-{cause}" in anchors, f"{alert}.md has no section for {cause}"

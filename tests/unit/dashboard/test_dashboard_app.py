@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from ctlplane.dashboard import cli as dashboard_cli
-from ctlplane.dashboard.app import DEFAULT_PREFIX, create_dashboard, route
+from ctlplane.dashboard.app import DEFAULT_PREFIX, Route, create_dashboard, route
 from ctlplane.dashboard.cli import add_dashboard_arguments, mount_dashboard
 from ctlplane.dashboard.source import InProcessSource
 from ctlplane.exporter.app import create_app
@@ -144,14 +144,16 @@ def test_deep_links_serve_the_app(client: TestClient) -> None:
         ("", ("fleet", None)),
         ("/", ("fleet", None)),
         ("cluster/kraft-4.3", ("cluster", "kraft-4.3")),
+        ("cluster/kraft-4.3/broker/broker-1", ("broker", "kraft-4.3", "broker-1")),
+        ("cluster/kraft-4.3/broker/", ("cluster", "kraft-4.3/broker")),
         ("cluster/", ("missing", "cluster")),
         ("alerts", ("alerts", None)),
         ("history/", ("history", None)),
         ("other", ("missing", "other")),
     ],
 )
-def test_route(relative: str, expected: tuple[str, str | None]) -> None:
-    assert route(relative) == expected
+def test_route(relative: str, expected: tuple[str, ...]) -> None:
+    assert route(relative) == Route(*expected)
 
 
 def test_prefix_must_be_a_directory() -> None:

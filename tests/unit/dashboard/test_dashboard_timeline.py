@@ -1,7 +1,11 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ctlplane.dashboard.timeline import Event, EventKind, timeline
+from ctlplane.exporter.catalog import Role
 from ctlplane.exporter.health import BrokerHealth, ControllerView, Lifecycle
+from ctlplane.exporter.health.model import QuorumMember, VoterSet
 from ctlplane.exporter.model import ClusterSnapshot
 from ctlplane.exporter.state import Observation
 from tests.unit.dashboard.builders import T0, broker, cluster_health, controller, observation
@@ -98,4 +102,48 @@ def test_first_contact_is_not_an_event() -> None:
     assert [(e.kind, e.node) for e in timeline(window)] == [
         (EventKind.NO_CONTROLLER, None),
         (EventKind.FENCED, "b1"),
+    ]
+
+
+def _voters(*members: tuple[int, str, bool], source: str = "quorum") -> VoterSet:
+    return VoterSet(
+        tuple(QuorumMember(f"controller-{i}", i, Role.CONTROLLER, d if source == "quorum" else None, v)
+              for i, d, v in members),
+        source,
+    )  # fmt: skip
+
+
+def _quorum_obs(at: float, voters: VoterSet | None) -> Observation:
+    return observation(((EMPTY, replace(cluster_health(), voter_set=voters)),), at=at)
+
+
+def test_a_controller_added_then_another_removed_are_voter_events_and_a_source_change_is_none() -> None:
+    three = _voters((1, "d1", True), (2, "d2", True), (3, "d3", True), (4, "d4", False))
+    four = _voters((1, "d1", True), (2, "d2", True), (3, "d3", True), (4, "d4", True))
+    less = _voters((1, "d1", True), (2, "d2", True), (3, "d3", False), (4, "d4", True))
+    window = [
+        _quorum_obs(T0, three),
+        _quorum_obs(T0 + 15, four),
+        _quorum_obs(T0 + 30, None),  # neither the quorum nor a controller said: no event either way
+        _quorum_obs(T0 + 45, four),
+        _quorum_obs(T0 + 60, _voters((1, "", True), (2, "", True), (3, "", True), (4, "", True), source="jmx")),
+        _quorum_obs(T0 + 75, less),
+    ]
+    assert timeline(window) == [
+        Event(T0 + 15, "c1", "controller-4", EventKind.VOTER_ADDED, "voter added: id 4, directory d4; 4 voters now"),
+    ]
+    window = [_quorum_obs(T0, four), _quorum_obs(T0 + 15, less)]
+    assert timeline(window) == [
+        Event(
+            T0 + 15, "c1", "controller-3", EventKind.VOTER_REMOVED, "voter removed: id 3, directory d3; 3 voters now"
+        ),
+    ]
+    # a voter whose disk was replaced is a new (id, directory) pair: the old one left, the new one joined
+    window = [
+        _quorum_obs(T0, four),
+        _quorum_obs(T0 + 15, _voters((1, "d1", True), (2, "d2", True), (3, "x3", True), (4, "d4", True))),
+    ]
+    assert [(e.kind, e.node) for e in timeline(window)] == [
+        (EventKind.VOTER_ADDED, "controller-3"),
+        (EventKind.VOTER_REMOVED, "controller-3"),
     ]

@@ -10,6 +10,7 @@ from ctlplane.dashboard.trail import EMPTY_TRAIL
 from ctlplane.dashboard.views import LEVEL_COLOURS, Level
 from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.health import ClusterHealth, Lifecycle
+from ctlplane.exporter.health.model import QuorumMember, Redundancy, VoterSet
 from ctlplane.exporter.model import ClusterSnapshot, Member, QuorumView, Sample
 from tests.unit.dashboard.builders import (
     T0,
@@ -468,3 +469,37 @@ def test_simulated_clusters_are_labelled() -> None:
     tree = as_dict(views.fleet_view(obs, NO_ALERTS, T0))
     assert "SIMULATED" in list(texts(find(tree, **{"data-cluster": "sim"})))
     assert "SIMULATED" not in list(texts(find(tree, **{"data-cluster": "c1"})))
+
+
+def test_the_controller_card_shows_the_quorums_redundancy_and_no_spare_voter_is_a_reason() -> None:
+    for redundancy, words in (
+        (Redundancy(3, 3, "quorum"), "3 voters, 3 caught up: survives 1 more voter failure"),
+        (Redundancy(5, 5, "quorum"), "5 voters, 5 caught up: survives 2 more voter failures"),
+        (Redundancy(3, 2, "quorum"), "3 voters, 2 caught up: no spare voter"),
+        (Redundancy(3, 1, "jmx"), "3 voters, 1 caught up: no majority caught up (from the controllers' JMX)"),
+    ):
+        health = replace(cluster_health(), redundancy=redundancy)
+        card = as_dict(views.controller_card(health, (), T0))
+        assert words in list(texts(card)), list(texts(card))
+        reasons = views.assess_cluster(health, (), True).reasons
+        assert ("the metadata quorum has no spare voter" in reasons) is (redundancy.spare <= 0), reasons
+
+
+def test_the_controller_card_lists_the_voters_the_observer_controllers_and_the_voter_changes() -> None:
+    voters = VoterSet(
+        (
+            QuorumMember("controller-101", 101, Role.CONTROLLER, "mvAHqnKgdO7WvX6ijBF6-A", True),
+            QuorumMember("controller-102", 102, Role.CONTROLLER, None, True, caught_up=False),
+            QuorumMember("controller-104", 104, Role.CONTROLLER, "CH97FjpaQSzYUeeg8s1prA", False, 750.0),
+        ),
+        "quorum",
+    )
+    added = Event(T0 - 30, "c1", "controller-103", EventKind.VOTER_ADDED, "voter added: id 103; 3 voters now")
+    card = list(texts(as_dict(views.controller_card(replace(cluster_health(), voter_set=voters), (added,), T0))))
+    assert "controller-101 (id 101, dir mvAHqnKg…), controller-102 (id 102) behind" in card, card
+    assert any(
+        text.startswith("controller-104 (id 104, dir CH97Fjpa…) outside the voter set for 12 min")
+        and "add-controller" in text
+        for text in card
+    ), card
+    assert any("voter added: id 103; 3 voters now" in text for text in card), card

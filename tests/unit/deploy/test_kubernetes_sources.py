@@ -1,12 +1,14 @@
-"""deploy/kubernetes/ comes from the project's sources and matches them: the committed files are what
-tools/k8s.py writes, the PrometheusRule is alerts/*.rules.yml, the Grafana ConfigMaps are the dashboards,
-and the pod runs what the Dockerfile builds the way the exporter expects."""
+"""deploy/kubernetes/ and the Helm chart deploy/helm/ctlplane/ come from the project's sources and match
+them: the committed files are what tools/k8s.py and tools/helm.py write, the PrometheusRule is
+alerts/*.rules.yml, the Grafana ConfigMaps are the dashboards, and the pod runs what the Dockerfile builds
+the way the exporter expects."""
 
 from __future__ import annotations
 
 import re
 import tomllib
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -15,23 +17,50 @@ import yaml
 from ctlplane.exporter.config import HttpConfig
 from ctlplane.exporter.config_file import load_settings
 from ctlplane.exporter.shards import resolve_shard
-from tools import k8s
+from tools import helm, k8s
 
 ROOT = Path(__file__).resolve().parents[3]
 KUBE = ROOT / "deploy" / "kubernetes"
+CHART = ROOT / "deploy" / "helm" / "ctlplane"
 
 
 def _objects(relative: str) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all((KUBE / relative).read_text()) if d]
 
 
-def test_committed_objects_are_what_the_generator_writes(tmp_path: Path) -> None:
-    assert k8s.stale() == [], "deploy/kubernetes/ is stale: run python -m tools.k8s"
+@pytest.mark.parametrize(
+    ("generator", "edited", "extra"),
+    [(k8s, "common/service.yaml", "single/extra.yaml"), (helm, "templates/service.yaml", "templates/extra.yaml")],
+    ids=["kustomize", "helm"],
+)
+def test_committed_objects_are_what_the_generator_writes(
+    generator: ModuleType, edited: str, extra: str, tmp_path: Path
+) -> None:
+    assert generator.stale() == [], f"stale: run python -m {generator.__name__}"
     # and the check can fail: one edited file and one extra file are both found
-    k8s.write(tmp_path)
-    (tmp_path / "common" / "service.yaml").write_text("edited by hand\n")
-    (tmp_path / "single" / "extra.yaml").write_text("{}\n")
-    assert k8s.stale(tmp_path) == ["common/service.yaml", "single/extra.yaml"]
+    generator.write(tmp_path)
+    (tmp_path / edited).write_text("edited by hand\n")
+    (tmp_path / extra).write_text("{}\n")
+    assert generator.stale(tmp_path) == sorted([edited, extra])
+
+
+def test_the_chart_holds_the_kustomize_bases_rules_dashboards_and_defaults() -> None:
+    # the rule groups and dashboards .Files reads, and values.yaml's defaults (what helm renders from them
+    # against the kustomize base: tests/integration/test_helm_chart.py)
+    (rule,) = _objects("common/prometheusrule.yaml")
+    assert yaml.safe_load((CHART / "files" / "prometheus-rules.yaml").read_text()) == rule["spec"]
+    dashboards = {p.name: p.read_text() for p in (CHART / "files" / "dashboards").iterdir()}
+    assert dashboards == {p.name: p.read_text() for p in (ROOT / "grafana" / "dashboards").glob("*.json")}
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert yaml.safe_load(values["config"]) == yaml.safe_load((KUBE / "common" / "ctlplane.yaml").read_text())
+    _, spec = _pod("single/deployment.yaml")
+    (container,) = spec["containers"]
+    assert values["resources"] == container["resources"]
+    assert [{"name": e["name"], "valueFrom": {"secretKeyRef": {"name": values["existingSecret"], "key": e["key"],
+                                                               "optional": True}}} for e in values["secretEnv"]
+            ] == container["env"]  # fmt: skip
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert chart["version"] == chart["appVersion"] == container["image"].split(":")[1]
 
 
 def test_the_prometheus_rule_is_the_rule_files() -> None:
@@ -110,3 +139,10 @@ def test_the_sharded_replicas_agree_with_their_shard_count() -> None:
     shards = [resolve_shard(shard, hostname=f"{name}-{ordinal}") for ordinal in range(replicas)]
     assert [(s.index, s.count) for s in shards] == [(i, replicas) for i in range(replicas)] and replicas > 1
     assert workload["spec"]["serviceName"] == _objects("common/service.yaml")[0]["metadata"]["name"]
+
+
+def test_the_docs_name_every_value_of_the_chart() -> None:
+    docs = (ROOT / "docs" / "kubernetes.md").read_text()
+    section = docs[docs.index("## Install with Helm") :].split("\n## ", 1)[0]
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert [key for key in values if f"`{key}`" not in section] == []

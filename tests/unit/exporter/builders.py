@@ -96,8 +96,9 @@ def kraft_broker(
     cluster: str = "c1",
     failure: Failure = Failure.GONE,
     leaders: float | None = None,
+    started: float | None = None,
 ) -> NodeSnapshot:
-    """`leaders`: the broker's LeaderCount gauge, left out when None."""
+    """`leaders`: the broker's LeaderCount gauge, `started`: its JVM's start time; each left out when None."""
     values: dict[str | tuple[str, tuple[tuple[str, str], ...]], float] = {
         "kafka_broker_state": broker_state,
         "kafka_broker_last_applied_record_offset": applied,
@@ -106,6 +107,8 @@ def kraft_broker(
     }
     if leaders is not None:
         values["kafka_broker_leader_partitions"] = leaders
+    if started is not None:
+        values["kafka_node_start_time_seconds"] = started
     return node(
         name,
         values,

@@ -4,9 +4,12 @@ a changing cause must not restart), in /api/v1/health and in the history archive
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.families import health_families
 from ctlplane.exporter.health import Cause, HealthMemory, Lifecycle, evaluate
+from ctlplane.exporter.health.cause import CAUSE_TEXT, CAUSES_OF_STATE, fault_cause
 from ctlplane.exporter.history.rows import observation_rows
 from ctlplane.exporter.jsonapi import health_from_dict, health_to_dict
 from ctlplane.exporter.model import Failure
@@ -41,7 +44,8 @@ def test_a_running_broker_the_controller_fences_is_cut_off_from_the_controller()
 
 
 def test_a_zookeeper_mode_broker_whose_session_is_not_connected_lost_zookeeper() -> None:
-    # whatever state the controller's word gives it yet: the session is the cause of what follows (KIP-343)
+    # whatever state the controller's word gives it yet: the session is the cause of what follows (its
+    # /brokers/ids/N is ephemeral, KafkaZkClient.registerBroker)
     def zk_broker(state: str):  # type: ignore[no-untyped-def]
         values = {
             ("kafka_zookeeper_session_state", (("state", s),)): float(s == state) for s in ("CONNECTED", "EXPIRED")
@@ -100,3 +104,48 @@ def test_the_cluster_pages_broker_row_names_the_cause_before_its_evidence() -> N
     (evidence,) = [c for c in rows[0].children if getattr(c, "className", None) == "evidence"]
     strong, separator, text = evidence.children
     assert (strong.children, separator) == ("process gone", ": ") and text.startswith("controller registration state")
+
+
+def test_every_cause_a_state_can_carry_is_listed_for_it_and_has_its_words() -> None:
+    # the rules and runbooks name, per lifecycle state, the causes CAUSES_OF_STATE lists: every evidence
+    # a snapshot can hold must land in that list, or a page would carry a cause its runbook does not explain
+    _, template = _broker(kraft_broker("b1", 101), ACTIVE)
+    seen: set[tuple[Lifecycle, Cause]] = set()
+    for state in Lifecycle:
+        for up, failure in ((True, Failure.GONE), *((False, f) for f in Failure)):
+            for broker_state in (None, 1.0, 3.0, 6.0):
+                for mode, session in ((Mode.KRAFT, None), (Mode.ZOOKEEPER, "CONNECTED"), (Mode.ZOOKEEPER, "EXPIRED")):
+                    values: dict[str | tuple[str, tuple[tuple[str, str], ...]], float] = {}
+                    if broker_state is not None:
+                        values["kafka_broker_state"] = broker_state
+                    if session is not None:
+                        values[("kafka_zookeeper_session_state", (("state", session),))] = 1.0
+                    snapshot = node("b1", values, mode=mode, node_id=101, up=up, failure=failure)
+                    for timed_out in (False, True):
+                        cause = fault_cause(replace(template, state=state, up=up), snapshot, mode, timed_out)
+                        if cause is None:
+                            assert state is Lifecycle.ACTIVE and up
+                            continue
+                        assert cause in CAUSES_OF_STATE[state], (state, up, failure, broker_state, mode, session)
+                        seen.add((state, cause))
+    assert seen == {(state, cause) for state, causes in CAUSES_OF_STATE.items() for cause in causes}
+    assert set(CAUSE_TEXT) == set(Cause)
+
+
+def test_a_running_broker_fenced_while_the_controllers_heartbeat_timeouts_rise_names_an_overloaded_controller() -> None:
+    # QuorumController.processBrokerHeartbeat: a heartbeat that waited past its deadline on the event queue
+    # is expired and counted (TimedOutBrokerHeartbeatCount); one that never arrived is not counted
+    def rounds(counts: tuple[float, float]) -> Cause | None:
+        memory = HealthMemory()
+        broker = None
+        for at, count in zip((1000.0, 1015.0), counts, strict=True):
+            controller = kraft_controller("c1", 1, active=True, registrations={101: FENCED}, heartbeat_timeouts=count)
+            health, memory = evaluate(
+                fleet(controller, kraft_broker("b1", 101, broker_state=3, at=at), at=at), memory, Thresholds()
+            )
+            broker = health.clusters[0].brokers[0]
+        assert broker is not None and broker.state is Lifecycle.FENCED
+        return broker.cause
+
+    assert rounds((4.0, 7.0)) is Cause.CONTROLLER_OVERLOADED
+    assert rounds((4.0, 4.0)) is Cause.CUT_OFF_FROM_CONTROLLER  # its heartbeats never reached the controller

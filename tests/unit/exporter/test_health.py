@@ -607,6 +607,41 @@ def test_a_vanished_broker_the_controller_counts_in_controlled_shutdown_is_shut_
     assert _gone_after_running(1, "b1", "b2") == {"b1": Lifecycle.FENCED, "b2": Lifecycle.FENCED}
 
 
+def test_a_leaders_controlled_shutdown_is_named_by_a_follower_controller_when_the_active_one_was_not_read() -> None:
+    # A round whose read of the active controller failed (a timeout on a loaded machine) found a leader gone
+    # that had stopped cleanly: the follower's registration said FENCED ("fenced wins") and, with no count
+    # read, it was a crash, paged after 1m, so a restart slower than that paged. Every controller publishes
+    # the counts from its own metadata image (ControllerServer adds a ControllerMetadataMetricsPublisher on
+    # each), so the follower's ControlledShutdownBrokerCount says what the active one's would.
+    def count(controller: NodeSnapshot, value: float) -> NodeSnapshot:
+        sample = Sample("kafka_controller_controlled_shutdown_brokers", (), value)
+        return replace(controller, samples=(*controller.samples, sample))
+
+    _, memory = _health(
+        count(kraft_controller("c1", 1, active=True, registrations={101: 30}), 0),
+        count(kraft_controller("c2", 2, active=False, registrations={101: 30}), 0),
+        kraft_broker("b1", 101, leaders=4),
+        memory=HealthMemory(),
+    )
+
+    def gone_with_the_active_controller_unread(follower_count: float) -> BrokerHealth:
+        cluster, _ = _health(
+            kraft_controller("c1", 1, active=True, up=False),
+            count(kraft_controller("c2", 2, active=False, registrations={101: 10}, fenced=1), follower_count),
+            kraft_broker("b1", 101, up=False),
+            memory=memory,
+        )
+        b1 = cluster.broker("b1")
+        assert b1 is not None
+        return b1
+
+    shut_down = gone_with_the_active_controller_unread(1)
+    assert shut_down.state is Lifecycle.SHUTDOWN and not shut_down.fenced_unplanned, shut_down
+    # the follower counting no controlled shutdown: a leader gone without one, a crash, paged at once
+    crashed = gone_with_the_active_controller_unread(0)
+    assert crashed.state is Lifecycle.FENCED and crashed.fenced_unplanned, crashed
+
+
 def test_a_controlled_shutdown_is_told_from_a_crash_by_the_counts_when_the_controller_has_no_per_broker_gauge() -> None:
     # A 4.1+ controller restarted since the brokers registered has no BrokerRegistrationState for them
     # (ControllerMetadataMetricsPublisher.publishSnapshot adds none); its counts still tell the two apart.
@@ -641,7 +676,8 @@ def test_brokerstate_not_yet_read_after_a_restart_is_no_shutdown_and_a_kill_then
 
 
 def test_a_zookeeper_mode_broker_whose_session_expired_and_whom_the_controller_dropped_is_fenced() -> None:
-    # KIP-343: alive only while it holds its ZooKeeper session; on expiry the controller removes it and
+    # alive only while it holds its ZooKeeper session (KafkaZkClient.registerBroker: an ephemeral znode); on
+    # expiry the controller removes it and
     # its request queue (ControllerChannelManager.removeBroker), while its own BrokerState stays RUNNING.
     queue = "kafka_controller_channel_queue_size"
     session = "kafka_zookeeper_session_state"
@@ -816,6 +852,47 @@ def test_a_running_broker_the_controller_fenced_is_unplanned_on_every_kraft_rele
     no_broker_state = node("b1", {"kafka_raft_current_epoch": 5}, node_id=101)
     early = _unplanned_after(kraft_broker("b1", 101, up=False), no_broker_state, names_shutdown=True)
     assert not early.fenced_unplanned, early.evidence
+
+
+def test_a_restarted_broker_read_running_before_the_controllers_gauge_says_unfenced_is_starting() -> None:
+    # A KRaft broker turns RUNNING only on a heartbeat answer that unfences it (BrokerLifecycleManager: "The
+    # broker has been unfenced. Transitioning from RECOVERY to RUNNING"), and the controller's
+    # BrokerRegistrationState gauge follows its metadata publisher, later, and read at another instant of the
+    # round: the first round a restarted broker reads RUNNING the controller may still say FENCED (seen on a
+    # loaded fresh-clone run of the rolling-restart row). A start-up, never an unplanned fencing.
+    def broker(started: float, **kwargs: object) -> NodeSnapshot:
+        return kraft_broker("b1", 101, started=started, **kwargs)  # type: ignore[arg-type]
+
+    steps = [
+        (broker(1.0), 30, Lifecycle.ACTIVE),
+        (broker(1.0, up=False), 10, Lifecycle.FENCED),  # stopped
+        (broker(2.0), 10, Lifecycle.INITIAL),  # a new JVM, RUNNING: the gauge behind its unfencing
+        (broker(2.0), 30, Lifecycle.ACTIVE),
+    ]
+    assert not _lifecycle_steps(steps).fenced_unplanned
+    # also through RECOVERY; and once only: RUNNING and fenced the next round, its heartbeats do not arrive
+    memory = HealthMemory()
+    rounds = [
+        (broker(1.0), 30),
+        (broker(1.0, up=False), 10),
+        (broker(2.0, broker_state=2), 10),
+        (broker(2.0), 10),
+        (broker(2.0), 10),
+    ]
+    for at, (snapshot, registration) in enumerate(rounds):
+        controller = kraft_controller("c1", 1, active=True, registrations={101: registration})
+        cluster, memory = _health(controller, snapshot, memory=memory, at=float(at))
+        if at == 3:
+            assert cluster.brokers[0].state is Lifecycle.INITIAL, cluster.brokers[0].evidence
+    last = cluster.brokers[0]
+    assert last.state is Lifecycle.FENCED and last.fenced_unplanned, last.evidence
+    # the same JVM resumed after a hang is still fenced until the controller says otherwise: no grace
+    steps = [
+        (broker(1.0), 30, Lifecycle.ACTIVE),
+        (broker(1.0, up=False, failure=Failure.TIMEOUT), 10, Lifecycle.FENCED),  # hung
+        (broker(1.0), 10, Lifecycle.FENCED),  # resumed, RUNNING all along
+    ]
+    assert _lifecycle_steps(steps).fenced_unplanned
 
 
 def test_a_zookeeper_mode_fencing_is_never_unplanned() -> None:

@@ -63,11 +63,13 @@ def collector() -> Iterator[None]:
 
 
 def _collections_during(work: Callable[[], object]) -> list[int]:
-    """The generation of each collection that ran during `work`."""
+    """The generation of each collection that `work` ran (in this thread: another test's exporter left in
+    the worker, whose idle collector thread collects every 30 s, once made this count two too many)."""
     generations: list[int] = []
+    worker = threading.get_ident()
 
     def count(phase: str, info: dict[str, int]) -> None:
-        if phase == "stop":
+        if phase == "stop" and threading.get_ident() == worker:
             generations.append(info["generation"])
 
     gc.callbacks.append(count)

@@ -93,6 +93,25 @@ def test_a_quorum_that_does_not_answer_is_an_error_value_read_once_and_the_nodes
     scraper.stop()
 
 
+def test_a_one_shot_round_waits_for_a_slow_quorum_as_long_as_a_read_may_run() -> None:
+    # `ctlplane probe` reads once: a quorum answer later than the round's timeout has no next round to be
+    # served in (ci34: a cold Admin client's first describeMetadataQuorum took over 10 s at load), so its one
+    # round waits up to the read deadline instead
+    quorum, client = Quorum(hang=True), ScriptedClient()
+    scraper = _scraper(quorum, client)
+    threading.Timer(0.6, quorum.release.set).start()
+    assert scraper.scrape_once(wait_seconds=5.0).cluster("c1").quorum == VIEW  # type: ignore[union-attr]
+    scraper.stop()
+    quorum, client = Quorum(hang=True), ScriptedClient()
+    scraper = _scraper(quorum, client)
+    timer = threading.Timer(0.6, quorum.release.set)
+    timer.start()
+    view = scraper.scrape_once().cluster("c1").quorum  # type: ignore[union-attr]
+    assert view is not None and "did not answer within 0.3s" in (view.error or "")
+    timer.join()
+    scraper.stop()
+
+
 def _by_name(families: list[Family]) -> dict[str, dict[tuple[str, ...], float]]:
     """Each family's samples by their label values."""
     return {family.name: {values: value for _, _, values, value in family.rows} for family in families}

@@ -14,11 +14,20 @@ import pytest
 from pyspark.sql import SparkSession
 
 from ctlplane.pipeline.session import build_session
+from tests.background import below_the_other_tests
 
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    session = build_session(
+    with below_the_other_tests():  # its JVM (tests/background.py)
+        session = _build()
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def _build() -> SparkSession:
+    return build_session(
         "local[2]",
         "ctlplane-tests",
         {
@@ -31,6 +40,3 @@ def spark() -> Iterator[SparkSession]:
         },
         progress=False,
     )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()

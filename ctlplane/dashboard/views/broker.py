@@ -1,0 +1,99 @@
+"""A broker's page: its row, and round by round for the window what its JMX, the controller and the quorum
+said, as runs of rounds that read alike. It is where a page's `dashboard_url` leads: the evidence a person
+reads to believe the page (or not)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dash import dcc, html
+from dash.development.base_component import Component
+
+from ctlplane.dashboard.timeline import Event
+from ctlplane.dashboard.trail import EvidenceRun
+from ctlplane.dashboard.views.cluster import node_table, timeline_view
+from ctlplane.dashboard.views.common import STATE_LEVELS, badge, format_duration, format_time
+from ctlplane.exporter.health.cause import CAUSE_TEXT
+from ctlplane.exporter.model import Failure
+from ctlplane.exporter.state import Observation
+
+RUN_COLUMNS = ("from", "to", "rounds", "state", "cause", "JMX", "decided by", "evidence (last round)")
+JMX_SAID = {
+    None: "answered",
+    Failure.GONE: "refused",
+    Failure.TIMEOUT: "timed out",
+    Failure.AUTH: "credentials refused",
+    Failure.OTHER: "failed",
+}
+DECIDED_BY = {"jmx": "its own JMX and the controller's", "quorum": "the quorum's view (Admin API)"}
+
+
+def _run_row(run: EvidenceRun) -> Component:
+    cause: list[Component | str] = ["-"]
+    if run.cause is not None:
+        cause = [html.Strong(CAUSE_TEXT[run.cause].phrase, className="cause"), f" ({run.cause.value})"]
+    decided = DECIDED_BY.get(run.decided_by, run.decided_by) + (" (the views disagree)" if run.views_disagree else "")
+    return html.Tr(
+        [
+            html.Td(format_time(run.first)),
+            html.Td(format_time(run.last)),
+            html.Td(str(run.rounds)),
+            html.Td(badge(str(run.state), STATE_LEVELS[run.state])),
+            html.Td(cause),
+            html.Td(JMX_SAID.get(run.jmx_failure, str(run.jmx_failure))),
+            html.Td(decided),
+            html.Td(run.evidence, className="evidence"),
+        ],
+        className="evidence-run",
+        **{"data-state": str(run.state), "data-cause": run.cause.value if run.cause else ""},  # type: ignore[arg-type]
+    )
+
+
+def evidence_runs(runs: Sequence[EvidenceRun]) -> Component:
+    """Newest first: each run of rounds that read alike, with the last round's evidence."""
+    if not runs:
+        return html.P("no rounds in the window yet", className="empty")
+    return html.Table(
+        [html.Thead(html.Tr([html.Th(c) for c in RUN_COLUMNS])), html.Tbody([_run_row(r) for r in reversed(runs)])],
+        className="evidence-runs",
+    )
+
+
+def broker_view(
+    cluster: str,
+    node: str,
+    observation: Observation,
+    runs: Sequence[EvidenceRun],
+    events: Sequence[Event],
+    now: float,
+    url_prefix: str,
+) -> Component:
+    health = observation.health.cluster(cluster)
+    snapshot = observation.snapshot.cluster(cluster)
+    broker = health.broker(node) if health is not None else None
+    back = dcc.Link(f"cluster {cluster}", href=f"{url_prefix}cluster/{cluster}")
+    if health is None or snapshot is None or broker is None or snapshot.node(node) is None:
+        return html.Div(
+            [
+                html.H2(node),
+                html.P([f"No broker {node!r} in cluster {cluster!r} this round. ", back], className="empty"),
+            ]
+        )
+    since = f" for {format_duration(now - runs[-1].first)}" if runs else ""
+    return html.Div(
+        [
+            html.H2([f"{node} ", badge(str(broker.state), STATE_LEVELS[broker.state]), since]),
+            html.P(["in ", back]),
+            node_table(snapshot, health, only=node),
+            html.H3("Round by round"),
+            html.P(
+                "What its JMX answered, who decided its state and why, for each run of rounds that read alike "
+                "in the dashboard's window (dashboard.window_seconds), newest first.",
+                className="hint",
+            ),
+            evidence_runs(runs),
+            timeline_view([e for e in events if e.node == node]),
+        ],
+        className="broker",
+        **{"data-node": node},  # type: ignore[arg-type]
+    )
