@@ -45,6 +45,8 @@ RPC_VERSIONS = {
 # The finalized feature levels a simulated KRaft node's image has (MetadataLoader FinalizedLevel,featureName=X, 4.2+),
 # as a Kafka 4.3.1 cluster formatted at its latest release reads them (seen on 4.3.1: metadataVersion 30)
 SIMULATED_FEATURE_LEVELS = {"metadataVersion": 30, "groupVersion": 1, "transactionVersion": 2}
+# G1's collectors (Kafka's default, kafka-run-class.sh) and the share of wall time each spends collecting
+SIMULATED_COLLECTORS = {"G1 Young Generation": 0.002, "G1 Old Generation": 0.0}
 ZK_BROKER_RPCS = ("LeaderAndIsr", "UpdateMetadata", "StopReplica", "ControlledShutdown", "AlterPartition")
 KRAFT_CONTROLLER_RPCS = ("AlterPartition", "BrokerHeartbeat", "BrokerRegistration")
 
@@ -89,6 +91,8 @@ def _expansions(key: str, node: NodeSpec, cluster: ClusterSpec, spec: MetricSpec
         return [rpc for rpc in node_rpcs(node) if allowed is None or rpc in allowed]
     if key == "featureName":
         return list(SIMULATED_FEATURE_LEVELS)
+    if key == "name" and spec.mbean.startswith("java.lang:type=GarbageCollector"):
+        return list(SIMULATED_COLLECTORS)
     raise ValueError(f"no rule to expand {key}=* in {spec.mbean}")
 
 

@@ -18,6 +18,7 @@ from ctlplane.demo.scenarios import Scenario, ScenarioChange, Segment, segments,
 from ctlplane.demo.served import (
     HISTOGRAM_ATTRIBUTES,
     METER_ATTRIBUTES,
+    SIMULATED_COLLECTORS,
     SIMULATED_FEATURE_LEVELS,
     ServedMBean,
     served_mbeans,
@@ -182,6 +183,10 @@ def _series_value(
             return node.version
         case "kafka_node_start_time_seconds":
             return float(math.floor(m.origin * 1000))  # milliseconds, as RuntimeMXBean.getStartTime
+        case "kafka_jvm_gc_collection_seconds_total":
+            # milliseconds, as GarbageCollectorMXBean.getCollectionTime: a young collection's few ms now and then
+            share = SIMULATED_COLLECTORS[keys["name"]]
+            return float(math.floor(share * 1000 * (t - m.origin)))
         case "ctlplane_simulated_info":
             return m.now.scenario.value
         case "kafka_control_plane_request_queue_size":

@@ -216,6 +216,14 @@ CATALOG: tuple[MetricSpec, ...] = (
     _spec("kafka_node_start_time_seconds", "java.lang:type=Runtime", "StartTime", G, GAUGE,
           "Unix time the node's JVM started (java.lang:type=Runtime StartTime)",
           modes=ALL_MODES, roles=ANY_ROLE, since="0.10", scale=MS),
+    # The JVM's collectors (GarbageCollectorMXBean, one MBean per collector, registered by the platform): time
+    # spent collecting, read every round (two or three MBeans in one query) so that a pause long enough to
+    # stop a broker's heartbeats shows as a jump between two reads (health/gc.py, the `long_gc_pause` cause).
+    # Kafka runs G1 (kafka-run-class.sh: -XX:+UseG1GC): "G1 Young Generation" and "G1 Old Generation" are
+    # stop-the-world pauses; ZGC's and Shenandoah's "... Cycles" collectors count concurrent time instead.
+    _spec("kafka_jvm_gc_collection_seconds_total", "java.lang:type=GarbageCollector,name=*", "CollectionTime", G,
+          COUNTER, "Time the node's JVM spent in this collector since it started (collector: the MBean's name)",
+          modes=ALL_MODES, roles=ANY_ROLE, since="0.10", scale=MS, labels={"name": "collector"}),
     # `ctlplane demo` serves this from its simulated nodes so nothing simulated passes for a real cluster.
     _spec("ctlplane_simulated_info", "ctlplane.demo:type=Simulator", "Scenario", G, INFO,
           "Present only on simulated nodes (ctlplane demo); the label is the running scenario",
@@ -590,7 +598,7 @@ HEALTH_SERIES: Mapping[str, str] = MappingProxyType(
         "Kafka 4.1+ cluster, whose controller would have flagged its controlled shutdown; 0 otherwise (ZooKeeper "
         "mode, Kafka before 4.1, a broker that led nothing: a clean stop reads FENCED there too)",
         "kafka_broker_fault_cause": "1 for why a broker is not ACTIVE or not read (cause: process_gone, "
-        "hung_or_isolated, cut_off_from_controller, controller_overloaded, zookeeper_session_lost, "
+        "hung_or_isolated, cut_off_from_controller, long_gc_pause, controller_overloaded, zookeeper_session_lost, "
         "controlled_shutdown, starting, jmx_unreachable, jmx_auth_failed, unknown); absent for an ACTIVE broker "
         "with nothing wrong to name",
         "kafka_broker_metadata_stale": "1 if the broker's metadata lag is over the configured thresholds, or frozen",

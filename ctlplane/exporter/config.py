@@ -523,6 +523,7 @@ class HealthConfig(_Strict):
         lt=1,
         description=_means("control_plane_idle_saturation_ratio"),
     )
+    gc_pause_seconds: float = Field(default=HEALTH.gc_pause_seconds, gt=0, description=_means("gc_pause_seconds"))
 
     quorum_caught_up_seconds: float = Field(
         default=HEALTH.quorum_caught_up_seconds, gt=0, description=_means("quorum_caught_up_seconds")

@@ -55,6 +55,11 @@ class Thresholds:
         "... or below this idle ratio of its threads (KafkaControlPlaneThreadsSaturated, "
         "KafkaKRaftControllerSaturated)",
     )
+    gc_pause_seconds: float = _threshold(
+        3.0,
+        "a broker fenced while its JVM runs, that spent this many seconds collecting garbage between two reads, "
+        "was fenced by a GC pause (cause `long_gc_pause`; Kafka's broker.session.timeout.ms is 9 s by default)",
+    )
     quorum_caught_up_seconds: float = _threshold(
         10.0,
         "a KRaft voter counts as caught up while the quorum leader saw it reach the leader's log end within "

@@ -15,6 +15,7 @@ import yaml
 
 from ctlplane.exporter.catalog import CATALOG, Mode, Role, SeriesType
 from ctlplane.exporter.health import Lifecycle
+from ctlplane.exporter.health.gc import GC_SECONDS, pause_seconds
 from ctlplane.exporter.model import ClusterSnapshot
 from ctlplane.exporter.releases import catalogue_series
 from harness.localkafka import KafkaCluster, clusters_config, free_port, quorum_bootstrap
@@ -120,6 +121,13 @@ def test_kraft_cluster_serves_every_series_its_mode_and_release_define(kraft_clu
     assert {b.node for b in health.brokers} == {b.name for b in kraft_cluster.brokers()}
     assert all(b.metadata_lag_records is not None and b.metadata_lag_records >= 0 for b in health.brokers)
     assert all(b.state is Lifecycle.ACTIVE for b in health.brokers), health.brokers
+    # every JVM's collectors, by the names the JVM gives them (the harness runs Kafka with -XX:+UseSerialGC:
+    # Copy for the young generation, MarkSweepCompact for the old), summed into the pause time the
+    # long_gc_pause cause compares between reads
+    for node in snapshot.nodes:
+        collectors = {dict(s.labels)["collector"] for s in node.series_samples(GC_SECONDS)}
+        assert collectors == {"Copy", "MarkSweepCompact"}, (node.node, collectors)
+        assert (pause_seconds(node) or -1.0) >= 0.0, node.node
     watch.close()
 
 

@@ -15,7 +15,7 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from ctlplane.exporter.catalog import Mode
-from ctlplane.exporter.health.cause import TIMED_OUT_HEARTBEATS, fault_cause, heartbeats_timing_out
+from ctlplane.exporter.health.cause import TIMED_OUT_HEARTBEATS, heartbeats_timing_out, with_cause
 from ctlplane.exporter.health.control_plane import control_plane_listener
 from ctlplane.exporter.health.controller import (
     MIGRATION_PHASES,
@@ -24,6 +24,7 @@ from ctlplane.exporter.health.controller import (
     find_active_controller,
     migration_phase,
 )
+from ctlplane.exporter.health.gc import gc_pauses, gc_seconds_read
 from ctlplane.exporter.health.lifecycle import (
     any_fencing_word,
     broker_lifecycle,
@@ -151,7 +152,7 @@ def evaluate_cluster(
             (leading.add if count > 0 else leading.discard)(node.node)
     names_shutdown = controlled_shutdowns is not None
     fencing_word = any_fencing_word(cluster)  # once per round: it scans every node
-    planned = (
+    planned = tuple(
         held_fenced(broker, memory, fencing_word)
         or replace(
             broker,
@@ -169,8 +170,9 @@ def evaluate_cluster(
     kraft = mode is not Mode.ZOOKEEPER
     voters, out_of_step = elections(cluster, memory.out_of_step_since, now, thresholds) if kraft else ((), {})
     members, observer_since = voter_set(cluster, memory.observer_since, now, thresholds) if kraft else (None, {})
+    paused = gc_pauses(planned, nodes, memory.gc_seconds, memory.gc_paused, thresholds.gc_pause_seconds)
     final = tuple(
-        replace(broker, cause=fault_cause(broker, nodes[broker.node], nodes[broker.node].mode or mode, timed_out))
+        with_cause(broker, nodes[broker.node], nodes[broker.node].mode or mode, timed_out, paused.get(broker.node))
         for broker in planned
     )
     memory = replace(
@@ -180,6 +182,8 @@ def evaluate_cluster(
         states=MappingProxyType({b.node: b.state for b in final}),
         broker_state_read=frozenset(n.node for n in cluster.nodes if n.up and n.has("kafka_broker_state")),
         running_since=MappingProxyType(running_since(cluster.nodes, memory.running_since, known)),
+        gc_seconds=MappingProxyType(gc_seconds_read(cluster.nodes, memory.gc_seconds, known)),
+        gc_paused=MappingProxyType(paused),
         leading=frozenset(leading),
         unplanned=frozenset(b.node for b in final if b.fenced_unplanned),
         timed_out_heartbeats=_timed_out_heartbeats(active, memory.timed_out_heartbeats),

@@ -10,7 +10,8 @@ already tells most of them apart.
   reach the controller, a partition between the two that ctlplane is not inside - unless the active
   controller's TimedOutBrokerHeartbeatCount rose since the last round: then heartbeats did arrive and expired
   on the controller's event queue (QuorumController.processBrokerHeartbeat: a heartbeat past its deadline is
-  processExpiredBrokerHeartbeat and incrementTimedOutHeartbeats), an overloaded controller.
+  processExpiredBrokerHeartbeat and incrementTimedOutHeartbeats), an overloaded controller; and unless its
+  JVM spent seconds in GC pauses between two reads (health/gc.py): then its own pause stopped its heartbeats.
 - ZooKeeper mode, its SessionState not CONNECTED (ZooKeeperClient.scala's gauge of `ZooKeeper.getState()`): it
   lost ZooKeeper.
 - SHUTDOWN and INITIAL are the lifecycle's own evidence (a controlled shutdown; a start-up).
@@ -19,7 +20,7 @@ already tells most of them apart.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ctlplane.exporter.catalog import Mode
 from ctlplane.exporter.health.model import BrokerHealth, Cause, Lifecycle
@@ -75,6 +76,16 @@ CAUSE_TEXT: dict[Cause, CauseText] = {
         "`kafka_controller_event_queue_time_seconds`), its GC (`jstat -gcutil <pid> 1s`) and CPU (`top -H -p <pid>`); "
         "`kafka-metadata-quorum.sh --bootstrap-controller <controller:port> describe --status` for who leads.",
     ),
+    Cause.LONG_GC_PAUSE: CauseText(
+        "long GC pause",
+        "its own JMX says RUNNING while the controller fences it, and its JVM spent seconds in stop-the-world "
+        "garbage collection between two reads: the pause stopped its heartbeats for longer than "
+        "broker.session.timeout.ms",
+        "On the broker's host: `grep -E 'Pause (Young|Full|Remark)' logs/kafkaServer-gc.log | tail` for the pause "
+        "and its heap before and after (kafka-server-start.sh writes that log), and `jstat -gcutil <pid> 1s` for "
+        "how full the old generation is; a heap too small for its load (KAFKA_HEAP_OPTS) or a swapping host are "
+        "the usual causes.",
+    ),
     Cause.ZOOKEEPER_SESSION_LOST: CauseText(
         "ZooKeeper session lost",
         "its ZooKeeper SessionState is not CONNECTED: it is not registered as alive",
@@ -89,7 +100,8 @@ CAUSE_TEXT: dict[Cause, CauseText] = {
     ),
     Cause.STARTING: CauseText(
         "starting",
-        "its BrokerState is STARTING or RECOVERY: it is loading logs, registering or catching up on metadata",
+        "its BrokerState is STARTING or RECOVERY, or just turned RUNNING: it is loading logs, registering, "
+        "catching up on metadata or being unfenced",
         "Watch the log recovery: `grep -E 'Loading producer state|Recovering unflushed segment|log loading' "
         "server.log | tail`.",
     ),
@@ -120,6 +132,7 @@ CAUSES_OF_STATE: dict[Lifecycle, tuple[Cause, ...]] = {
         Cause.PROCESS_GONE,
         Cause.HUNG_OR_ISOLATED,
         Cause.CUT_OFF_FROM_CONTROLLER,
+        Cause.LONG_GC_PAUSE,
         Cause.CONTROLLER_OVERLOADED,
         Cause.ZOOKEEPER_SESSION_LOST,
         Cause.UNKNOWN,
@@ -154,10 +167,15 @@ def heartbeats_timing_out(active: NodeSnapshot | None, last: tuple[str, float] |
 
 
 def fault_cause(
-    broker: BrokerHealth, node: NodeSnapshot, mode: Mode | None, heartbeats_timed_out: bool = False
+    broker: BrokerHealth,
+    node: NodeSnapshot,
+    mode: Mode | None,
+    heartbeats_timed_out: bool = False,
+    gc_paused_seconds: float | None = None,
 ) -> Cause | None:
     """The cause of `broker`'s state this round (None: ACTIVE, read, and nothing wrong it can name);
-    `heartbeats_timed_out`: heartbeats_timing_out() of the round."""
+    `heartbeats_timed_out`: heartbeats_timing_out() of the round; `gc_paused_seconds`: health/gc.py's
+    `gc_pauses` for the broker."""
     if broker.state is Lifecycle.SHUTDOWN:
         return Cause.CONTROLLED_SHUTDOWN
     if broker.state is Lifecycle.INITIAL:
@@ -173,5 +191,24 @@ def fault_cause(
         return cause or Cause.UNKNOWN
     # read, and FENCED or UNREACHABLE by the controller's or ZooKeeper's word
     if broker.state is Lifecycle.FENCED and node.value("kafka_broker_state") == RUNNING:
+        if gc_paused_seconds is not None:
+            # the broker's own evidence: its JVM stopped for as long (the controller's timed-out heartbeats
+            # would be the ones it sent before or after the pause)
+            return Cause.LONG_GC_PAUSE
         return Cause.CONTROLLER_OVERLOADED if heartbeats_timed_out else Cause.CUT_OFF_FROM_CONTROLLER
     return Cause.UNKNOWN
+
+
+def with_cause(
+    broker: BrokerHealth,
+    node: NodeSnapshot,
+    mode: Mode | None,
+    heartbeats_timed_out: bool,
+    gc_paused_seconds: float | None,
+) -> BrokerHealth:
+    """`broker` with its `fault_cause`, and the GC time in its evidence where a pause is the cause."""
+    cause = fault_cause(broker, node, mode, heartbeats_timed_out, gc_paused_seconds)
+    if cause is Cause.LONG_GC_PAUSE:
+        said = f"its JVM spent {gc_paused_seconds:.1f} s in GC pauses between two reads; {broker.evidence}"
+        return replace(broker, cause=cause, evidence=said)
+    return replace(broker, cause=cause)

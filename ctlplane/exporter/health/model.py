@@ -48,6 +48,9 @@ class Cause(StrEnum):
     # ... and the active controller's TimedOutBrokerHeartbeatCount rose: heartbeats arrived and expired on its
     # event queue (QuorumController.processBrokerHeartbeat's timeout path)
     CONTROLLER_OVERLOADED = "controller_overloaded"
+    # its own JMX says RUNNING while the controller fences it, and its JVM spent gc_pause_seconds or more
+    # collecting garbage between two reads: the pause stopped its heartbeats
+    LONG_GC_PAUSE = "long_gc_pause"
     ZOOKEEPER_SESSION_LOST = "zookeeper_session_lost"  # ZooKeeper mode: its session is not CONNECTED
     CONTROLLED_SHUTDOWN = "controlled_shutdown"
     STARTING = "starting"  # loading logs, registering, catching up on metadata
@@ -217,6 +220,10 @@ class ClusterMemory:
     broker_state_read: frozenset[str] = frozenset()  # nodes whose last read had BrokerState
     # node -> its JVM's start time (kafka_node_start_time_seconds) when last read with BrokerState RUNNING
     running_since: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    # node -> (its JVM's start time, seconds its collectors had spent) at its last read (health/gc.py)
+    gc_seconds: Mapping[str, tuple[float, float]] = field(default_factory=lambda: MappingProxyType({}))
+    # broker -> the longest GC time between two reads, at least gc_pause_seconds, since it was last ACTIVE
+    gc_paused: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     leading: frozenset[str] = frozenset()  # brokers whose last answered read had LeaderCount > 0
     unplanned: frozenset[str] = frozenset()  # brokers last FENCED with the unplanned flag (held_fenced)
     # (active controller, its TimedOutBrokerHeartbeatCount) as last read: a rise names an overloaded controller

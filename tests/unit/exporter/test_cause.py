@@ -12,7 +12,7 @@ from ctlplane.exporter.health import Cause, HealthMemory, Lifecycle, evaluate
 from ctlplane.exporter.health.cause import CAUSE_TEXT, CAUSES_OF_STATE, fault_cause
 from ctlplane.exporter.history.rows import observation_rows
 from ctlplane.exporter.jsonapi import health_from_dict, health_to_dict
-from ctlplane.exporter.model import Failure
+from ctlplane.exporter.model import Failure, Sample
 from ctlplane.exporter.state import Observation
 from ctlplane.exporter.thresholds import Thresholds
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller, node
@@ -41,6 +41,47 @@ def test_a_fenced_broker_whose_port_times_out_is_hung_or_isolated_both_named() -
 def test_a_running_broker_the_controller_fences_is_cut_off_from_the_controller() -> None:
     _, broker = _broker(kraft_broker("b1", 101, broker_state=3), FENCED)
     assert (broker.state, broker.cause) == (Lifecycle.FENCED, Cause.CUT_OFF_FROM_CONTROLLER)
+
+
+def _gc_broker(gc: dict[str, float], *, started: float = 1.0, **kwargs):  # type: ignore[no-untyped-def]
+    """b1 with its collectors' CollectionTime in seconds (java.lang:type=GarbageCollector,name=<collector>)."""
+    broker = kraft_broker("b1", 101, started=started, **kwargs)
+    samples = tuple(Sample("kafka_jvm_gc_collection_seconds_total", (("collector", c),), v) for c, v in gc.items())
+    return replace(broker, samples=(*broker.samples, *samples))
+
+
+def _rounds(*reads):  # type: ignore[no-untyped-def]
+    """b1 read round by round as (snapshot, the controller's registration state for it); its health each round."""
+    memory, seen = HealthMemory(), []
+    for at, (broker, registration) in enumerate(reads):
+        controller = kraft_controller("c1", 1, active=True, registrations={101: registration})
+        health, memory = evaluate(fleet(controller, broker, at=float(at)), memory, Thresholds())
+        seen.append(health.clusters[0].brokers[0])
+    return seen
+
+
+def test_a_broker_fenced_by_its_own_long_gc_pause_names_the_pause_until_it_is_unfenced() -> None:
+    # A stop-the-world pause stops its heartbeats and its JMX alike; once it ends the broker reads RUNNING while
+    # the controller has fenced it, and its collectors' time jumped since the last read of the same JVM.
+    young, old = "G1 Young Generation", "G1 Old Generation"
+    seen = _rounds(
+        (_gc_broker({young: 1.0, old: 0.0}), ACTIVE),
+        (kraft_broker("b1", 101, up=False, failure=Failure.TIMEOUT), FENCED),  # in the pause: JMX times out
+        (_gc_broker({young: 1.2, old: 11.0}), FENCED),  # the pause is over, the controller not yet convinced
+        (_gc_broker({young: 1.3, old: 11.0}), FENCED),  # the pause stays the evidence while fenced
+        (_gc_broker({young: 1.4, old: 11.0}), ACTIVE),
+    )
+    assert [b.cause for b in seen] == [
+        None, Cause.HUNG_OR_ISOLATED, Cause.LONG_GC_PAUSE, Cause.LONG_GC_PAUSE, None,
+    ]  # fmt: skip
+    assert "11.2 s in GC pauses" in seen[2].evidence, seen[2].evidence
+    # a little GC, or a concurrent collector's cycles (ZGC, Shenandoah: no pause): cut off
+    for first, then in (({young: 1.0}, {young: 2.0}), ({"ZGC Cycles": 1.0}, {"ZGC Cycles": 40.0})):
+        seen = _rounds((_gc_broker(first), ACTIVE), (_gc_broker(then), FENCED))
+        assert seen[1].cause is Cause.CUT_OFF_FROM_CONTROLLER, (then, seen[1].evidence)
+    # a new JVM's counters start again: no pause is read from them (a restart, read as one)
+    seen = _rounds((_gc_broker({young: 1.0}), ACTIVE), (_gc_broker({young: 30.0}, started=2.0), FENCED))
+    assert seen[1].cause is Cause.STARTING, seen[1].evidence
 
 
 def test_a_zookeeper_mode_broker_whose_session_is_not_connected_lost_zookeeper() -> None:
@@ -121,8 +162,8 @@ def test_every_cause_a_state_can_carry_is_listed_for_it_and_has_its_words() -> N
                     if session is not None:
                         values[("kafka_zookeeper_session_state", (("state", session),))] = 1.0
                     snapshot = node("b1", values, mode=mode, node_id=101, up=up, failure=failure)
-                    for timed_out in (False, True):
-                        cause = fault_cause(replace(template, state=state, up=up), snapshot, mode, timed_out)
+                    for timed_out, gc_paused in ((False, None), (True, None), (False, 9.0), (True, 9.0)):
+                        cause = fault_cause(replace(template, state=state, up=up), snapshot, mode, timed_out, gc_paused)
                         if cause is None:
                             assert state is Lifecycle.ACTIVE and up
                             continue
