@@ -118,6 +118,8 @@ RULES: tuple[Rule, ...] = (
     Rule(("tests/integration/test_dynamic_quorum.py",), "fault_table", "dynamic-quorum"),
     # a controller partitioned from the other voters, on a cluster of its own wired through links, ~4 min
     Rule(("tests/integration/test_partitioned_controller.py",), "fault_table", "partitioned-controller"),
+    # a broker stopped inside a real GC pause, on a KRaft cluster of its own (3 JVMs), ~1.5 min
+    Rule(("tests/integration/test_gc_pause.py",), "fault_table", "gc-pause"),
     # discovery's own clusters (a KRaft and a ZooKeeper-mode one, module fixtures): one copy of each, ~3 min
     Rule(("tests/integration/test_discovery.py",), "integration", "discovery"),
     # one Chromium, ~1.5 min
