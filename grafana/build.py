@@ -39,6 +39,7 @@ IDLE_SATURATED = HEALTH.control_plane_idle_saturation_ratio
 METADATA_STALE_SECONDS = HEALTH.metadata_stale_seconds
 METADATA_STALE_RECORDS = HEALTH.metadata_stale_records
 ZK_CONTROLLER_QUEUE_STALE = HEALTH.zk_controller_queue_stale
+GC_PAUSE_SECONDS = HEALTH.gc_pause_seconds  # the long_gc_pause cause
 METADATA_ALERT_SECONDS = ALERTS.metadata_lag_alert_seconds  # KafkaBrokerMetadataStale
 EVENT_QUEUE_WAIT_ALERT_SECONDS = ALERTS.event_queue_wait_alert_seconds  # KafkaControllerEventQueueBacklog
 EVENT_QUEUE_SIZE_ALERT = ALERTS.event_queue_size_alert  # KafkaControllerEventQueueBacklog (ZooKeeper mode)
@@ -204,6 +205,12 @@ CLUSTER_ROWS = (
         ts("BrokerState per broker", "kafka.server BrokerState: 3 RUNNING, 2 RECOVERY, 6 pending controlled "
            "shutdown, 7 shutting down. A fenced KRaft broker stays at 3.",
            q(f"kafka_broker_state{{{CN}}}", "{{node}}"), unit="none", min=0, decimals=0),
+        ts("GC pause time per node", "Seconds each node's JVM spent in stop-the-world garbage collection per "
+           "rate interval (java.lang GarbageCollector CollectionTime; concurrent '... Cycles' collectors left "
+           "out). A pause past broker.session.timeout.ms fences a broker: ctlplane names the cause long_gc_pause "
+           f"from {GC_PAUSE_SECONDS:g} s between two reads while it stays fenced.",
+           q(f'sum by (node) (increase(kafka_jvm_gc_collection_seconds_total{{{CN}, collector!~".* Cycles"}}{RI}))',
+             "{{node}}"), unit="s", steps=above(GC_PAUSE_SECONDS), min=0),
         ts("Broker heartbeat timeouts", "TimedOutBrokerHeartbeatCount per controller, "
            "per rate interval: brokers that missed their session and were fenced.",
            q(f"increase(kafka_controller_timed_out_broker_heartbeats_total{{{CN}}}{RI})", "{{node}}"),
