@@ -24,7 +24,7 @@ from ctlplane.exporter.health.controller import (
     find_active_controller,
     migration_phase,
 )
-from ctlplane.exporter.health.gc import gc_pauses, gc_seconds_read
+from ctlplane.exporter.health.gc import gc_pauses, gc_read
 from ctlplane.exporter.health.lifecycle import (
     any_fencing_word,
     broker_lifecycle,
@@ -37,7 +37,7 @@ from ctlplane.exporter.health.lifecycle import (
     is_broker,
     just_running,
     registration_state,
-    running_since,
+    running_start,
     zookeeper_deregistered,
 )
 from ctlplane.exporter.health.metadata import is_frozen, is_stale, metadata_lag
@@ -52,6 +52,7 @@ from ctlplane.exporter.health.model import (
     FleetHealth,
     HealthMemory,
     Lifecycle,
+    last_reads,
 )
 from ctlplane.exporter.health.quorum import elections, quorum_lag, quorum_redundancy, voter_set, with_quorum
 from ctlplane.exporter.model import ClusterSnapshot, Failure, FleetSnapshot, NodeSnapshot
@@ -181,8 +182,8 @@ def evaluate_cluster(
         queue_waits=MappingProxyType({k: v for k, v in waits.items() if k[1] in known}),
         states=MappingProxyType({b.node: b.state for b in final}),
         broker_state_read=frozenset(n.node for n in cluster.nodes if n.up and n.has("kafka_broker_state")),
-        running_since=MappingProxyType(running_since(cluster.nodes, memory.running_since, known)),
-        gc_seconds=MappingProxyType(gc_seconds_read(cluster.nodes, memory.gc_seconds, known)),
+        running_since=MappingProxyType(last_reads(cluster.nodes, memory.running_since, known, running_start)),
+        gc_seconds=MappingProxyType(last_reads(cluster.nodes, memory.gc_seconds, known, gc_read)),
         gc_paused=MappingProxyType(paused),
         leading=frozenset(leading),
         unplanned=frozenset(b.node for b in final if b.fenced_unplanned),

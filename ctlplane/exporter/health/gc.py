@@ -30,25 +30,18 @@ def pause_seconds(node: NodeSnapshot) -> float | None:
     return sum(s.value for s in samples) if samples else None
 
 
+def gc_read(node: NodeSnapshot) -> tuple[float, float] | None:
+    """(its JVM's start time, `pause_seconds`) of a node read with both (ClusterMemory.gc_seconds keeps it)."""
+    started, total = node.value(START_TIME), pause_seconds(node)
+    return (started, total) if started is not None and total is not None else None
+
+
 def gc_since_last_read(node: NodeSnapshot, last: Mapping[str, tuple[float, float]]) -> float | None:
     """Seconds of GC pauses since the last read of the same JVM (its start time); None without both reads."""
-    started, total = node.value(START_TIME), pause_seconds(node)
-    before = last.get(node.node)
-    if not node.up or started is None or total is None or before is None or before[0] != started:
+    now, before = gc_read(node), last.get(node.node)
+    if not node.up or now is None or before is None or before[0] != now[0]:
         return None
-    return max(0.0, total - before[1])
-
-
-def gc_seconds_read(
-    nodes: Sequence[NodeSnapshot], last: Mapping[str, tuple[float, float]], known: set[str]
-) -> dict[str, tuple[float, float]]:
-    """What the memory keeps for `gc_since_last_read`: each node's (JVM start, GC seconds) at its last read."""
-    kept = {node: read for node, read in last.items() if node in known}
-    for node in nodes:
-        started, total = node.value(START_TIME), pause_seconds(node)
-        if node.up and started is not None and total is not None:
-            kept[node.node] = (started, total)
-    return kept
+    return max(0.0, now[1] - before[1])
 
 
 def gc_pauses(

@@ -103,25 +103,15 @@ def broker_lifecycle(
     return Lifecycle.INITIAL, f"BrokerState={name}"
 
 
+def running_start(node: NodeSnapshot) -> float | None:
+    """The JVM's start time of a node that reads BrokerState RUNNING (ClusterMemory.running_since keeps it)."""
+    return node.value(START_TIME) if node.value("kafka_broker_state") == 3.0 else None
+
+
 def just_running(node: NodeSnapshot, running_since: Mapping[str, float]) -> bool:
     """`node` reads BrokerState RUNNING from a JVM (its start time) that ctlplane has not read RUNNING before."""
-    started = node.value(START_TIME)
-    return (
-        node.up
-        and node.value("kafka_broker_state") == 3.0
-        and started is not None
-        and (running_since.get(node.node) != started)
-    )
-
-
-def running_since(nodes: Sequence[NodeSnapshot], last: Mapping[str, float], known: set[str]) -> dict[str, float]:
-    """What the memory keeps for `just_running`: each node's JVM start time when last read RUNNING."""
-    kept = {node: started for node, started in last.items() if node in known}
-    for node in nodes:
-        started = node.value(START_TIME)
-        if node.up and node.value("kafka_broker_state") == 3.0 and started is not None:
-            kept[node.node] = started
-    return kept
+    started = running_start(node)
+    return node.up and started is not None and running_since.get(node.node) != started
 
 
 def controlled_shutdown_evidence(

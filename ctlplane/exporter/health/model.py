@@ -3,12 +3,16 @@ cluster's and the fleet's health, and the memory one round lends the next."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
+from typing import TypeVar
 
 from ctlplane.exporter.catalog import Mode, Role
+from ctlplane.exporter.model import NodeSnapshot
+
+T = TypeVar("T")
 
 
 class Lifecycle(StrEnum):
@@ -242,6 +246,18 @@ class ClusterMemory:
     queue_waits: Mapping[tuple[str, str], tuple[float, float, float]] = field(
         default_factory=lambda: MappingProxyType({})
     )
+
+
+def last_reads(
+    nodes: Sequence[NodeSnapshot], last: Mapping[str, T], known: set[str], read: Callable[[NodeSnapshot], T | None]
+) -> dict[str, T]:
+    """A per-node reading the memory keeps: `read` of each node read this round where it gives one, the last
+    one kept for the cluster's other nodes (unread this round), none for nodes the cluster no longer has."""
+    kept = {node: value for node, value in last.items() if node in known}
+    for node in nodes:
+        if node.up and (value := read(node)) is not None:
+            kept[node.node] = value
+    return kept
 
 
 @dataclass(frozen=True)
