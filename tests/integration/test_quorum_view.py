@@ -23,7 +23,7 @@ from ctlplane.exporter.health.model import Redundancy
 from ctlplane.exporter.jmx.base import Endpoint
 from ctlplane.exporter.kafka_admin import QuorumReader
 from ctlplane.exporter.model import ClusterSnapshot, QuorumView
-from ctlplane.exporter.scraper import Scraper
+from ctlplane.exporter.scraper import Scraper, Target
 from ctlplane.exporter.state import ExporterState, Observation
 from ctlplane.exporter.thresholds import Thresholds
 from harness.localkafka import (
@@ -189,6 +189,22 @@ def test_probe_shows_the_quorum_view_beside_each_broker(kraft_cluster: KafkaClus
         assert "| quorum: lag " in line and "caught up" in line, line
 
 
+def _observed(targets: list[Target], quorum: QuorumReader, timeout_seconds: float) -> tuple[Scraper, ExporterState]:
+    """A scraper of `targets` through the test process's JMX client, the quorum asked through `quorum`, and the
+    exporter state that observes each of its rounds (the test drives them: `scraper.scrape_once()`)."""
+    scraper = Scraper(
+        targets,
+        shared_client(),
+        interval_seconds=1,
+        timeout_seconds=timeout_seconds,
+        workers=8,
+        quorum_sources={KRAFT_NAME: quorum},
+    )
+    state = ExporterState(scraper.latest(), Thresholds())
+    scraper.subscribe(state.observe)
+    return scraper, state
+
+
 def test_a_hung_broker_is_fenced_by_name_and_its_lag_comes_from_the_quorum(kraft_cluster: KafkaCluster) -> None:
     """SIGSTOP of a broker, the quorum asked through the brokers (bootstrap_servers): its JMX stops
     answering, so its metadata lag is the quorum's - the time since the leader last saw it caught up grows
@@ -198,16 +214,7 @@ def test_a_hung_broker_is_fenced_by_name_and_its_lag_comes_from_the_quorum(kraft
     the view says why instead of guessing."""
     victim, other = kraft_cluster.brokers()
     quorum = QuorumReader(KRAFT_NAME, kraft_cluster.bootstrap.split(","), controllers=False, timeout_seconds=2.0)
-    scraper = Scraper(
-        targets_of(kraft_cluster),
-        shared_client(),
-        interval_seconds=1,
-        timeout_seconds=2,
-        workers=8,
-        quorum_sources={KRAFT_NAME: quorum},
-    )
-    state = ExporterState(scraper.latest(), Thresholds())
-    scraper.subscribe(state.observe)
+    scraper, state = _observed(targets_of(kraft_cluster), quorum, timeout_seconds=2)
     names = major_minor(KRAFT_UNDER_TEST) >= (4, 0)
 
     def round_() -> tuple[QuorumView, BrokerHealth]:
@@ -271,11 +278,7 @@ def test_a_broker_whose_jmx_is_black_holed_is_active_by_the_quorums_word_and_the
         for target in targets_of(kraft_cluster)
     ]
     quorum = QuorumReader(KRAFT_NAME, kraft_cluster.bootstrap.split(","), controllers=False, timeout_seconds=2.0)
-    scraper = Scraper(
-        targets, shared_client(), interval_seconds=1, timeout_seconds=3, workers=8, quorum_sources={KRAFT_NAME: quorum}
-    )
-    state = ExporterState(scraper.latest(), Thresholds())
-    scraper.subscribe(state.observe)
+    scraper, state = _observed(targets, quorum, timeout_seconds=3)
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -442,16 +445,7 @@ def test_a_hung_follower_controller_leaves_the_quorum_no_spare_voter_and_its_ret
     reach its log end (LeaderState.updateFollowerState), so within quorum_caught_up_seconds it is behind: 3
     voters, 2 caught up, no spare voter, while the quorum keeps its leader. Resumed, it catches up and the
     spare comes back. The controllers' JMX is read too, and the quorum's word decides."""
-    scraper = Scraper(
-        targets_of(kraft_cluster),
-        shared_client(),
-        interval_seconds=1,
-        timeout_seconds=2,
-        workers=8,
-        quorum_sources={KRAFT_NAME: reader},
-    )
-    state = ExporterState(scraper.latest(), Thresholds())
-    scraper.subscribe(state.observe)
+    scraper, state = _observed(targets_of(kraft_cluster), reader, timeout_seconds=2)
 
     def redundancy() -> tuple[Redundancy | None, int | None]:
         scraper.scrape_once()
