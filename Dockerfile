@@ -1,6 +1,13 @@
 # ctlplane: the exporter (+ dashboard) in one image. Build: docker build -t ctlplane .
 # Run:   docker run -p 18309:18309 -v $PWD/ctlplane.yaml:/etc/ctlplane.yaml:ro ctlplane run --config /etc/ctlplane.yaml
 
+# Kafka's Java client for the quorum's view (ctlplane/exporter/kafka_admin.py): fetched at build time and
+# placed in the package below (tools/client_jars.py, as `make wheel` does), so the wheel the image installs
+# carries it like any wheel of ctlplane, and the image needs neither Maven nor the network to ask a quorum.
+FROM maven:3.9.9-eclipse-temurin-17 AS kafka-clients
+COPY ctlplane/exporter/kafka-clients.pom.xml /build/pom.xml
+RUN mvn -q -B -f /build/pom.xml dependency:copy-dependencies -DoutputDirectory=/kafka-clients
+
 FROM python:3.11-slim-bookworm AS build
 WORKDIR /src
 # The dependencies first, in layers of their own: a change to ctlplane/ rebuilds one small wheel, not ~90 MB
@@ -11,24 +18,21 @@ RUN pip wheel --no-cache-dir --wheel-dir /wheels --requirement requirements.lock
     && pip wheel --no-cache-dir --wheel-dir /build-wheels "setuptools>=68"
 COPY pyproject.toml README.md ./
 COPY ctlplane ctlplane
+COPY tools/__init__.py tools/client_jars.py tools/
+COPY tools/licenses tools/licenses
+COPY --from=kafka-clients /kafka-clients /kafka-clients
+# The client's jars and their licences into ctlplane/exporter/jars/ (the package data of pyproject.toml).
 # Offline: a dependency missing from the lock fails the build here rather than being fetched unpinned
-RUN pip wheel --no-cache-dir --no-index --find-links /wheels --find-links /build-wheels --no-deps \
+RUN python -m tools.client_jars --jars /kafka-clients \
+    && pip wheel --no-cache-dir --no-index --find-links /wheels --find-links /build-wheels --no-deps \
         --wheel-dir /dist ".[dashboard]" \
     && pip download --no-index --find-links /wheels --find-links /build-wheels --dest /tmp/check ".[dashboard]" >/dev/null
-
-# Kafka's Java client for the quorum's view (ctlplane/exporter/kafka_admin.py): fetched at build time, so the image
-# needs neither Maven nor the network to ask a cluster's quorum.
-FROM maven:3.9.9-eclipse-temurin-17 AS kafka-clients
-COPY ctlplane/exporter/kafka-clients.pom.xml /build/pom.xml
-RUN mvn -q -B -f /build/pom.xml dependency:copy-dependencies -DoutputDirectory=/kafka-clients
 
 FROM python:3.11-slim-bookworm
 # JPype needs a JVM in-process for the persistent JMX connectors; a headless JRE is enough.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends openjdk-17-jre-headless=17.* \
     && rm -rf /var/lib/apt/lists/*
-COPY --from=kafka-clients /kafka-clients /opt/ctlplane/kafka-clients
-ENV CTLPLANE_KAFKA_CLIENT_JARS=/opt/ctlplane/kafka-clients
 RUN useradd --system --uid 10001 --home-dir /nonexistent --shell /usr/sbin/nologin ctlplane
 COPY --from=build /wheels /wheels
 RUN pip install --no-cache-dir --no-index /wheels/*.whl && rm -rf /wheels

@@ -1,4 +1,4 @@
-# The only entry points: run, test, test-image, lint, bench, test-matrix, generate, screenshots, k8s, chart (CI runs
+# The only entry points: run, test, test-image, lint, bench, test-matrix, generate, screenshots, k8s, chart, wheel (CI runs
 # `make test` through .ci/run).
 PYTHON ?= python3
 VENV := .venv
@@ -16,7 +16,7 @@ GROUP ?=
 # PYTHONDONTWRITEBYTECODE; __pycache__/ is ignored by git)
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: run test test-image test-matrix lint bench jars system-deps-run system-deps-test unit generate screenshots k8s chart clean
+.PHONY: run test test-image test-matrix lint bench jars wheel system-deps-run system-deps-test unit generate screenshots k8s chart clean
 
 # uv installs the ~90 packages in about half pip's time (fresh clone, 2 cores: 53 s vs 65 s, the bytecode
 # compiled in parallel rather than one file at a time)
@@ -32,9 +32,18 @@ system-deps-run:
 system-deps-test:
 	tools/install-system-deps.sh test
 
-# harness.localkafka needs only the standard library: the system's Python fetches the jars, beside the pip install
+# harness.localkafka needs only the standard library: the system's Python fetches the jars, beside the pip install;
+# then tools/client_jars.py places Kafka's client (and its licences) in ctlplane/exporter/jars/, where the
+# checkout's ctlplane finds it as an installed wheel does (git-ignored)
 jars: system-deps-run
 	$(PYTHON) -m harness.localkafka jars --class-archives
+	$(PYTHON) -m tools.client_jars
+
+# dist/ctlplane-<version>-py3-none-any.whl, carrying Kafka's client jars (tools/client_jars.py places them
+# first): a host with Python and a JDK needs nothing else, no Maven, no network (docs/configuration.md)
+wheel: $(INSTALLED) system-deps-run
+	$(PYTHON) -m tools.client_jars
+	$(BIN)/uv build --quiet --wheel --out-dir dist .
 
 # Exporter + dashboard. Without CONFIG=file.yaml it starts local real Kafka clusters and watches them.
 run: $(INSTALLED) jars
@@ -47,8 +56,9 @@ lint: $(INSTALLED) system-deps-test
 
 # Every generated file, in the order they feed each other: the rule files and docs/alerts.md's threshold table
 # (from alerts/source/ and ctlplane/exporter/thresholds.py), the Grafana dashboards, deploy/kubernetes/ and
-# the Helm chart from the same objects, and the docs' tables of releases and of the recorded faults' page
-# sweep (a unit test fails on any drift)
+# the Helm chart from the same objects, the docs' tables of releases and of the recorded faults' page
+# sweep, and the manual's reference pages and docs/alerts.md's tables of files, alerts and inhibitions
+# (tools/docs.py; a unit test fails on any drift)
 generate: $(INSTALLED)
 	$(BIN)/python -m tools.alert_rules
 	$(BIN)/python -m grafana.build
@@ -103,6 +113,7 @@ bench: $(INSTALLED) system-deps-test jars
 	$(BIN)/python -m bench.vs_jmx_exporter
 	$(BIN)/python -m bench.fleet
 	$(BIN)/python -m bench.read_cost
+	$(BIN)/python -m bench.endpoint_read
 	$(BIN)/python -m bench.blackhole
 	$(BIN)/python -m bench.dashboard_memory
 	$(BIN)/python -m bench.scrapers
@@ -111,6 +122,7 @@ bench: $(INSTALLED) system-deps-test jars
 	$(BIN)/python -m bench.pipeline
 	$(BIN)/python -m bench.paging
 	$(BIN)/python -m bench.image
+	$(BIN)/python -m bench.wheel
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ctlplane.demo.launch import start_simulator
 from ctlplane.exporter import scraper as scraper_module
-from ctlplane.exporter.jmx.base import Endpoint
-from ctlplane.exporter.jmx.jpype_client import JPypeJmxClient
 from ctlplane.exporter.scraper import Scraper, Target
+from ctlplane.exporter.sources.jmx.base import Endpoint
+from ctlplane.exporter.sources.jmx.jpype_client import JPypeJmxClient
 from harness.blackhole import BlackHoles
 
 

@@ -31,10 +31,10 @@ from bench.machine import load, status
 from ctlplane.dashboard import views
 from ctlplane.dashboard.source import NO_ALERTS, InProcessSource
 from ctlplane.demo.launch import start_simulator
-from ctlplane.exporter.jmx.base import Endpoint
-from ctlplane.exporter.jmx.jpype_client import JPypeJmxClient
 from ctlplane.exporter.model import ClusterSnapshot, FleetSnapshot, Sample
 from ctlplane.exporter.scraper import Scraper, Target
+from ctlplane.exporter.sources.jmx.base import Endpoint
+from ctlplane.exporter.sources.jmx.jpype_client import JPypeJmxClient
 from ctlplane.exporter.state import ExporterState, Observation
 from ctlplane.exporter.thresholds import Thresholds
 

@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import pyarrow.parquet as pq  # type: ignore[import-untyped]
+import pyarrow.parquet as pq  # type: ignore[import-untyped]  # pyarrow ships no type hints
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = "tests/unit/exporter/test_hostile_inputs.py"

@@ -148,7 +148,9 @@ def duckdb_episodes(root: Path, out: Path) -> int:
     connection = duckdb.connect()
     connection.execute("SET threads = 2")
     connection.execute(sql)
-    count: int = connection.execute(f"SELECT count(*) FROM read_parquet('{out}')").fetchone()[0]  # type: ignore[index]
+    row = connection.execute(f"SELECT count(*) FROM read_parquet('{out}')").fetchone()
+    assert row is not None, "count(*) always answers one row"
+    count: int = row[0]
     connection.close()
     return count
 

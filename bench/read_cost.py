@@ -5,7 +5,7 @@
 One simulator process serves the nodes; this process reads all of them in a thread pool of each size,
 round after round with no pause, and prints the process's CPU per read (its JVM included) over the last
 half of the rounds, after the JIT has compiled the read path. The Python loop is the reader ctlplane
-falls back to where the Java class cannot be compiled (ctlplane/exporter/jmx/node_reader.py). Figures only.
+falls back to where the Java class cannot be compiled (ctlplane/exporter/sources/jmx/node_reader.py). Figures only.
 Target (issue 16): <= 4 ms of exporter CPU per node read in a 1,000-node fleet.
 """
 
@@ -22,10 +22,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.machine import load, own_cpu_seconds
 from ctlplane.demo.launch import start_simulator
-from ctlplane.exporter.jmx import jpype_client
-from ctlplane.exporter.jmx.base import Endpoint
-from ctlplane.exporter.jmx.jpype_client import JPypeJmxClient
 from ctlplane.exporter.readings import plan_queries
+from ctlplane.exporter.sources.jmx import jpype_client
+from ctlplane.exporter.sources.jmx.base import Endpoint
+from ctlplane.exporter.sources.jmx.jpype_client import JPypeJmxClient
 
 TARGET_MS = 4.0
 

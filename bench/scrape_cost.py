@@ -15,10 +15,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ctlplane.exporter.jmx.base import Endpoint, JmxClient
-from ctlplane.exporter.jmx.jmxquery_client import JmxQueryClient
-from ctlplane.exporter.jmx.jpype_client import JPypeJmxClient
 from ctlplane.exporter.readings import plan_queries, samples_from_readings
+from ctlplane.exporter.sources.jmx.base import Endpoint, JmxClient
+from ctlplane.exporter.sources.jmx.jmxquery_client import JmxQueryClient
+from ctlplane.exporter.sources.jmx.jpype_client import JPypeJmxClient
 from harness import localkafka
 
 

@@ -32,11 +32,11 @@ from bench.machine import load, memory_breakdown, status
 from ctlplane.dashboard.source import InProcessSource
 from ctlplane.demo.launch import start_simulator
 from ctlplane.exporter.app import QuietServer, create_app, server_options
-from ctlplane.exporter.jmx.base import Endpoint
-from ctlplane.exporter.jmx.jpype_client import JPypeJmxClient
 from ctlplane.exporter.memory import collect_garbage_per_round, release_free_memory
 from ctlplane.exporter.model import FleetSnapshot
 from ctlplane.exporter.scraper import Scraper, Target
+from ctlplane.exporter.sources.jmx.base import Endpoint
+from ctlplane.exporter.sources.jmx.jpype_client import JPypeJmxClient
 from ctlplane.exporter.state import ExporterState
 from ctlplane.exporter.thresholds import Thresholds
 

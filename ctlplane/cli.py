@@ -16,19 +16,31 @@ from contextlib import ExitStack
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ctlplane.exporter import kafka_admin
 from ctlplane.exporter.catalog import Role
-from ctlplane.exporter.config import ClusterConfig, Settings
+from ctlplane.exporter.config import ClusterConfig, MetricsEndpointConfig, Settings
 from ctlplane.exporter.config_file import ConfigError, load_settings, parse_settings
 from ctlplane.exporter.discovery import JmxRule, NodeDiscovery
 from ctlplane.exporter.dns import DnsName, DnsResolver, DnsWatch
 from ctlplane.exporter.families import Family, dashboard_family, reload_families
-from ctlplane.exporter.jmx.base import Endpoint, JmxClient
+from ctlplane.exporter.java_runtime import java_problem
 from ctlplane.exporter.memory import collect_garbage_per_round, release_free_memory
 from ctlplane.exporter.model import NodeSnapshot, QuorumView
 from ctlplane.exporter.scraper import QuorumSource, Scraper, Target
 from ctlplane.exporter.shards import parse_shard
+from ctlplane.exporter.sources.base import NodeEndpoint, NodeSource
+from ctlplane.exporter.sources.endpoint.client import EndpointClient, MetricsEndpoint
+from ctlplane.exporter.sources.endpoint.profiles import naming_from_file, profile
+from ctlplane.exporter.sources.jmx.base import Endpoint, JmxClient
+from ctlplane.exporter.sources.routed import Sources
 from ctlplane.exporter.state import ExporterState, Observation
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from ctlplane.exporter.history.writer import HistoryWriter
 
 log = logging.getLogger("ctlplane")
 
@@ -38,6 +50,11 @@ def _version() -> str:
         return package_version("ctlplane")
     except PackageNotFoundError:
         return "dev"
+
+
+def _client_version() -> str:
+    carried = kafka_admin.packaged_client()
+    return f"Kafka client {kafka_admin.CLIENT_VERSION}" + ("" if carried else ", not packaged")
 
 
 def missing_extras(needs: Sequence[tuple[str, str]]) -> str | None:
@@ -51,11 +68,29 @@ def missing_extras(needs: Sequence[tuple[str, str]]) -> str | None:
     return f"this command needs {modules}, which is not installed: pip install 'ctlplane[{extras}]'"
 
 
-def _endpoint(settings: Settings, cluster: ClusterConfig, address: str) -> Endpoint:
+def _endpoint(settings: Settings, cluster: ClusterConfig, address: str) -> NodeEndpoint:
+    if cluster.metrics is not None:
+        return _metrics_endpoint(cluster.metrics, address)
     auth = settings.jmx_for(cluster)
     password = auth.password()
     host, _, port = address.rpartition(":")
     return Endpoint(host, int(port), auth.username, password.get_secret_value() if password else None, auth.ssl)
+
+
+def _metrics_endpoint(metrics: MetricsEndpointConfig, address: str) -> MetricsEndpoint:
+    """A node's Prometheus endpoint (ctlplane/exporter/sources/endpoint/); the naming loaded once per config."""
+    if metrics.rules_file is not None:
+        naming = naming_from_file(metrics.rules_file)
+    else:
+        naming = profile(metrics.naming or "jmx_exporter")
+    password = metrics.password()
+    return MetricsEndpoint(
+        metrics.url(address),
+        naming,
+        metrics.username,
+        password.get_secret_value() if password is not None else None,
+        str(metrics.ca_file) if metrics.ca_file is not None else None,
+    )
 
 
 def build_targets(settings: Settings) -> list[Target]:
@@ -63,7 +98,7 @@ def build_targets(settings: Settings) -> list[Target]:
     targets = []
     for cluster in settings.clusters:
         auth = settings.jmx_for(cluster)
-        if auth.username is not None and not auth.ssl:
+        if cluster.metrics is None and auth.username is not None and not auth.ssl:
             log.warning(
                 "cluster %s: JMX authentication without SSL: the password crosses the network in clear "
                 "(set jmx.ssl: true and enable com.sun.management.jmxremote.ssl on the nodes)",
@@ -126,10 +161,19 @@ def build_dns_watch(settings: Settings, discovery: NodeDiscovery) -> DnsWatch:
     return DnsWatch(dns_sources(settings), discovery.set_dns, dns_interval(settings))
 
 
-def build_client(settings: Settings, kind: str | None = None) -> JmxClient:
+def build_client(settings: Settings, kind: str | None = None) -> NodeSource:
+    """Every node source (ctlplane/exporter/sources/): remote JMX, and the nodes' Prometheus endpoints. The
+    JVM starts now where the config needs it (a cluster read over JMX, a quorum's view), else on first use."""
+    endpoints = EndpointClient(
+        timeout_seconds=settings.scrape.timeout_seconds, read_deadline_seconds=settings.scrape.read_deadline_seconds
+    )
+    return Sources(lambda: build_jmx_client(settings, kind), endpoints, start_jmx=needs_java(settings))
+
+
+def build_jmx_client(settings: Settings, kind: str | None = None) -> JmxClient:
     scrape = settings.scrape
     if (kind or scrape.client) == "jmxquery":
-        from ctlplane.exporter.jmx.jmxquery_client import JmxQueryClient
+        from ctlplane.exporter.sources.jmx.jmxquery_client import JmxQueryClient
 
         if settings.clusters_jmxquery_cannot_read():
             # the config's scrape.client check, for `probe --client jmxquery`
@@ -139,7 +183,7 @@ def build_client(settings: Settings, kind: str | None = None) -> JmxClient:
             )
 
         return JmxQueryClient(timeout_seconds=scrape.timeout_seconds)
-    from ctlplane.exporter.jmx.jpype_client import JPypeJmxClient, rmi_timeout_seconds
+    from ctlplane.exporter.sources.jmx.jpype_client import JPypeJmxClient, rmi_timeout_seconds
 
     truststore_password = None
     if settings.jmx.truststore_password_file is not None:
@@ -208,7 +252,7 @@ def _quorum_settings(cluster: ClusterConfig, settings: Settings) -> tuple[object
     return (cluster.bootstrap_servers, cluster.bootstrap_controllers, cluster.admin, settings.scrape.timeout_seconds)
 
 
-def build_scraper(settings: Settings, client: JmxClient | None = None) -> Scraper:
+def build_scraper(settings: Settings, client: NodeSource | None = None) -> Scraper:
     """The scraper of the listed nodes (build_discovery adds the discovered ones)."""
     client = client or build_client(settings)
     scraper = Scraper(
@@ -283,6 +327,7 @@ RESTART_ONLY = (
     "scrape.jvm_max_heap",
     "scrape.slow_interval_seconds",
     "jmx.truststore",
+    "jmx.truststore_password_file",
 )
 
 
@@ -293,7 +338,15 @@ class ConfigReload:
     (`ctlplane_config_last_reload_successful 0`); one that passes replaces the clusters, their listed nodes,
     discovery rules, quorum readers (a cluster whose addresses did not change keeps its Admin client),
     intervals and health thresholds. What survives: each kept node's counters, identity and JMX connection,
-    the health model's memory (failovers, lifecycle), the dashboard's trail and the history buffers."""
+    the health model's memory (failovers, lifecycle), the dashboard's trail and the history buffers.
+
+    Where each setting it applies goes (tests/unit/cli/test_reload.py, a test each): `clusters` and `jmx`
+    (but its trust store) -> the scraper's targets, discovery's rules and DiscoveredTargets, the quorum
+    readers, the DNS watch; `scrape.interval_seconds` -> the scraper (its pace, the slow tier's due time),
+    which /healthz reads (build_app); `scrape.timeout_seconds` -> the scraper's wait per round, the quorum
+    readers' Admin deadline, the DNS resolvers' lifetime (not yet the node sources' own deadlines, which
+    build_client sets once: the JMX client's read deadline, the endpoint client's HTTP timeouts); `health`
+    -> the state's thresholds. RESTART_ONLY lists what it does not apply."""
 
     def __init__(
         self,
@@ -363,10 +416,42 @@ def _setting(settings: Settings, dotted: str) -> object:
     return value
 
 
+def build_app(
+    settings: Settings,
+    scraper: Scraper,
+    state: ExporterState,
+    discovery: NodeDiscovery,
+    reload: ConfigReload | None = None,
+    writer: HistoryWriter | None = None,
+    clock: Callable[[], float] = time.time,
+) -> FastAPI:
+    """The exporter's HTTP app over the running parts (the dashboard is mounted on it afterwards)."""
+    from ctlplane.exporter.app import create_app
+
+    public_url = settings.dashboard.public_url if settings.dashboard.enabled else None
+    dashboard = [dashboard_family(public_url)] if public_url is not None else []
+    return create_app(
+        state.current,
+        # read per request: the interval a reload sets (ConfigReload sets the scraper's) is the one it judges by
+        interval_seconds=lambda: scraper.interval_seconds,
+        version=_version(),
+        basic_auth_users=settings.http.basic_auth_users,
+        clock=clock,
+        per_request=lambda: [
+            *dashboard,
+            *(writer.families() if writer is not None else ()),
+            *(reload.families() if reload is not None else ()),
+            *(discovery.families() if discovery.rules else ()),
+        ],
+        observations=state.subscribe,
+        reload=reload,
+    )
+
+
 def serve(settings: Settings, config_path: Path | None = None, shard: str | None = None) -> int:
     """Scrape the configured clusters and serve HTTP until interrupted; with `config_path`, SIGHUP and
     POST /-/reload read it again (ConfigReload)."""
-    from ctlplane.exporter.app import create_app, http_server, run_until_stopped
+    from ctlplane.exporter.app import http_server, run_until_stopped
 
     scraper = build_scraper(settings)
     state = build_state(settings, scraper)
@@ -392,22 +477,7 @@ def serve(settings: Settings, config_path: Path | None = None, shard: str | None
     scraper.start()
     try:
         http = settings.http
-        public_url = settings.dashboard.public_url if settings.dashboard.enabled else None
-        dashboard = [dashboard_family(public_url)] if public_url is not None else []
-        app = create_app(
-            state.current,
-            interval_seconds=settings.scrape.interval_seconds,
-            version=_version(),
-            basic_auth_users=http.basic_auth_users,
-            per_request=lambda: [
-                *dashboard,
-                *(writer.families() if writer is not None else ()),
-                *(reload.families() if reload is not None else ()),
-                *(discovery.families() if discovery.rules else ()),
-            ],
-            observations=state.subscribe,
-            reload=reload,
-        )
+        app = build_app(settings, scraper, state, discovery, reload, writer)
         if reload is not None:
             # the handler only starts the work: a reload reads files and may wait for a quorum reader
             signal.signal(signal.SIGHUP, lambda signum, frame: threading.Thread(target=reload, name="reload").start())
@@ -466,9 +536,31 @@ def serve(settings: Settings, config_path: Path | None = None, shard: str | None
     return 0
 
 
+class HostError(Exception):
+    """This host lacks what reading the configured clusters needs (a JVM, a recent enough one): one line."""
+
+
+def needs_java(settings: Settings | None) -> bool:
+    """Whether reading these clusters needs a JVM: remote JMX (every cluster not read from its nodes' metrics
+    endpoints) and Kafka's Admin client (bootstrap_servers / bootstrap_controllers) run in one. None: the
+    local clusters `run` starts without a config, Java processes themselves."""
+    if settings is None:
+        return True
+    return any(c.metrics is None or c.bootstrap_servers or c.bootstrap_controllers for c in settings.clusters)
+
+
+def check_java(settings: Settings | None) -> None:
+    """Raise HostError, saying what to install, where the clusters need a JVM this host lacks; before any
+    cluster is read (`check-config`, `run`, `probe`)."""
+    if needs_java(settings) and (problem := java_problem()):
+        raise HostError(problem)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     with ExitStack() as stack:
-        settings = load_settings(args.config) if args.config else _local_settings(stack, args.workdir)
+        configured = load_settings(args.config) if args.config else None
+        check_java(configured)
+        settings = configured if configured is not None else _local_settings(stack, args.workdir)
         return serve(sharded(settings, args.shard), args.config, args.shard)
 
 
@@ -508,6 +600,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
 def cmd_check_config(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
+    check_java(settings)  # the config, and whether this host can read its clusters
     nodes = sum(len(cluster.nodes) for cluster in settings.clusters)
     discovering = sum(cluster.discovery is not None for cluster in settings.clusters)
     found = f", {discovering} with discovery" if discovering else ""
@@ -584,6 +677,7 @@ def _quorum_by_node(quorum: QuorumView, nodes: Sequence[NodeSnapshot], now: floa
 
 def cmd_probe(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
+    check_java(settings)
     scraper = build_scraper(settings, build_client(settings, args.client))
     state = build_state(settings, scraper)
     discovery = build_discovery(settings, scraper, state)
@@ -675,8 +769,9 @@ def cmd_healthcheck(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ctlplane", description="Kafka control-plane monitoring")
-    # the installed distribution's version, i.e. pyproject.toml's (the one place it is written)
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    # the installed distribution's version, i.e. pyproject.toml's (the one place it is written), and the Kafka
+    # client release the package carries (which broker releases it speaks to: docs/configuration.md)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()} ({_client_version()})")
     parser.add_argument("--log-level", default="INFO")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="serve /metrics (and the API) for the configured clusters")
@@ -739,7 +834,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             result = args.func(args)
         return result
-    except ConfigError as exc:
+    except (ConfigError, HostError) as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 2
     except KeyboardInterrupt:

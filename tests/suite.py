@@ -86,6 +86,8 @@ RULES: tuple[Rule, ...] = (
             "tests/integration/test_localkafka.py::test_kraft",
             "tests/integration/test_localkafka.py::test_every_kraft",
             "tests/integration/test_node_reader.py",
+            # the installed wheel against the KRaft cluster (its module's wheel built again here: ~5 s)
+            "tests/integration/test_wheel.py::test_the_installed_wheel_reads_a_kraft_quorum",
         ),
         "integration",
         "kraft",
@@ -120,6 +122,9 @@ RULES: tuple[Rule, ...] = (
     Rule(("tests/integration/test_partitioned_controller.py",), "fault_table", "partitioned-controller"),
     # a broker stopped inside a real GC pause, on a KRaft cluster of its own (3 JVMs), ~1.5 min
     Rule(("tests/integration/test_gc_pause.py",), "fault_table", "gc-pause"),
+    # the metrics-endpoint sources' own clusters (jmx_exporter's javaagent on every node: a KRaft cluster read
+    # by three tests, a crash row among them, ~3.5 min; a Strimzi-named and a ZooKeeper-mode one, ~1 min each)
+    Rule(("tests/integration/test_endpoint_source.py",), "fault_table", "endpoint-sources"),
     # discovery's own clusters (a KRaft and a ZooKeeper-mode one, module fixtures): one copy of each, ~3 min
     Rule(("tests/integration/test_discovery.py",), "integration", "discovery"),
     # one Chromium, ~1.5 min

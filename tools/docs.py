@@ -2,8 +2,14 @@
 if one differs from what this writes):
 
     docs/reference/configuration.md   every config field: key, type, default, meaning (the pydantic model)
-    docs/reference/alerts.md          every alert rule with its runbook (alerts/*.rules.yml, alerts/runbooks/)
+    docs/reference/alerts.md          every alert with its rules and its runbook, once (alerts/*.rules.yml,
+                                      alerts/runbooks/)
     docs/series.md                    the series table between its markers (the catalogue)
+    docs/sources.md                   between its markers: which readings each naming profile serves (the
+                                      catalogue through each profile's rules, ctlplane/exporter/sources/endpoint/)
+    docs/alerts.md                    between their markers: the table of files (the rule files' own first
+                                      words and the alerts each holds), of alerts (the rule files), and the
+                                      inhibitions (alerts/alertmanager.yml)
 
     python -m tools.docs           # write them
     python -m tools.docs --check   # exit 1 and name the pages that differ
@@ -13,10 +19,12 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import re
 import sys
 import types
 import typing
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -26,8 +34,11 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from ctlplane.exporter.catalog import CATALOG, DERIVED_SERIES, HEALTH_SERIES, QUORUM_SERIES
+from ctlplane.exporter.catalog import CATALOG, DERIVED_SERIES, HEALTH_SERIES, QUORUM_SERIES, MetricSpec, SeriesType
 from ctlplane.exporter.config import Settings
+from ctlplane.exporter.readings import plan_queries
+from ctlplane.exporter.sources.endpoint.client import CARRIERS, STRING_ATTRIBUTES, inversion_for
+from ctlplane.exporter.sources.endpoint.profiles import AGENT_ALIASES, PROFILES, profile
 from tools.alert_rules import rendered
 from tools.markers import between
 
@@ -38,6 +49,29 @@ ALERTS_PAGE = DOCS / "reference" / "alerts.md"
 SERIES_PAGE = DOCS / "series.md"
 SERIES_BEGIN = "<!-- series: begin (python -m tools.docs) -->"
 SERIES_END = "<!-- series: end -->"
+SOURCES_PAGE = DOCS / "sources.md"
+SOURCES_BEGIN = "<!-- evidence: begin (python -m tools.docs, from the catalogue and the naming profiles) -->"
+SOURCES_END = "<!-- evidence: end -->"
+GUIDE_PAGE = DOCS / "alerts.md"
+ALERTMANAGER = ROOT / "alerts" / "alertmanager.yml"
+RULE_SOURCES = ROOT / "alerts" / "source"
+FILES_BEGIN = "<!-- files: begin (python -m tools.docs, from alerts/source/*.rules.yml) -->"
+FILES_END = "<!-- files: end -->"
+ALERTS_BEGIN = "<!-- alerts: begin (python -m tools.docs, from alerts/*.rules.yml) -->"
+ALERTS_END = "<!-- alerts: end -->"
+INHIBITIONS_BEGIN = "<!-- inhibitions: begin (python -m tools.docs, from alerts/alertmanager.yml) -->"
+INHIBITIONS_END = "<!-- inhibitions: end -->"
+# The rows of docs/alerts.md's file table that are not rule files
+OTHER_FILES = (
+    ("`alerts/runbooks/<Alert>.md`", "what it means in Kafka terms, how to confirm it, what to do, when to escalate"),
+    (
+        "`alerts/alertmanager.yml`, `alerts/templates/pagerduty.tmpl`",
+        "routing, grouping, inhibitions, the PagerDuty payload",
+    ),
+    ("`alerts/source/*.rules.yml`", 'the rule files as written, each threshold a `[[name]]` (see "Tune thresholds")'),
+    ("`alerts/tests/*.test.yml`", "`promtool test rules` unit tests for every alert"),
+    ("`alerts/check.sh`", "every offline check (run by `make lint`)"),
+)
 GENERATED = "<!-- Written by `python -m tools.docs` from {source}: edit that, not this page. -->\n\n"
 
 
@@ -75,7 +109,7 @@ def _default(info: FieldInfo) -> str:
     if info.default is PydanticUndefined and info.default_factory is None:
         return "required"
     if info.default_factory is not None:
-        value = info.default_factory()  # type: ignore[call-arg]
+        value = info.default_factory()  # type: ignore[call-arg]  # pydantic types it as maybe taking the data: not ours
         return "none" if value in ([], {}) else "(a section of defaults)"
     if info.default is None:
         return "none"
@@ -135,6 +169,48 @@ def _runbook_body(path: Path) -> str:
     return "\n".join(f"#{line}" if line.startswith("#") else line for line in lines).strip() + "\n"
 
 
+@dataclass(frozen=True)
+class Rule:
+    """One alerting rule as Prometheus loads it (the annotation templates as the manual shows them)."""
+
+    alert: str
+    file: str
+    group: str
+    expr: str
+    duration: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+
+
+def rules() -> list[Rule]:
+    """Every alerting rule of alerts/*.rules.yml, file by file in the files' order."""
+    found = []
+    for path, text in sorted(rendered(readable=True).items()):
+        for group in yaml.safe_load(text)["groups"]:
+            for rule in group["rules"]:
+                if "alert" in rule:
+                    found.append(
+                        Rule(
+                            alert=rule["alert"],
+                            file=path.name,
+                            group=group["name"],
+                            expr=str(rule["expr"]).strip(),
+                            duration=str(rule.get("for", "0s")),
+                            labels=dict(rule["labels"]),
+                            annotations=dict(rule["annotations"]),
+                        )
+                    )
+    return found
+
+
+def alerts_by_name() -> dict[str, list[Rule]]:
+    """alertname -> its rules (KafkaBrokerFenced is two), in the rule files' order."""
+    found: dict[str, list[Rule]] = {}
+    for rule in rules():
+        found.setdefault(rule.alert, []).append(rule)
+    return found
+
+
 def alerts_reference() -> str:
     out = [
         GENERATED.format(source="alerts/*.rules.yml and alerts/runbooks/"),
@@ -142,21 +218,145 @@ def alerts_reference() -> str:
         "Every alert rule ctlplane ships, as Prometheus loads it, with its runbook. How they page and how to "
         "tune them: [Alerts](../alerts.md).\n",
     ]
-    for path, text in sorted(rendered(readable=True).items()):
-        for group in yaml.safe_load(text)["groups"]:
-            for rule in group["rules"]:
-                if "alert" not in rule:
-                    continue
-                name = rule["alert"]
-                expr = str(rule["expr"]).strip()
-                out.append(f"\n## {name}\n")
-                out.append(
-                    f"`{rule['labels']['severity']}`, after `{rule.get('for', '0s')}` "
-                    f"(`alerts/{path.name}`, group `{group['name']}`): {rule['annotations']['summary']}\n"
-                )
-                out.append(f"```promql\n{expr}\n```\n")
-                out.append(_runbook_body(ROOT / "alerts" / "runbooks" / f"{name}.md"))
+    for name, its_rules in alerts_by_name().items():
+        out.append(f"\n## {name}\n")
+        if len(its_rules) > 1:
+            out.append(f"{len(its_rules)} rules, one alert: whichever rule matches fires it.\n")
+        for rule in its_rules:
+            distinct = ", ".join(
+                f"`{key}={value}`"
+                for key, value in rule.labels.items()
+                if key not in ("severity", "scope") and len(its_rules) > 1
+            )
+            out.append(
+                f"`{rule.labels['severity']}`, after `{rule.duration}`{f' ({distinct})' if distinct else ''} "
+                f"(`alerts/{rule.file}`, group `{rule.group}`): {rule.annotations['summary']}\n"
+            )
+            out.append(f"```promql\n{rule.expr}\n```\n")
+        out.append(_runbook_body(ROOT / "alerts" / "runbooks" / f"{name}.md"))
     return "\n".join(out)
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _readable_summary(summary: str) -> str:
+    """A summary's Go templates as the reader sees them: `{node}`, `{cluster}`, `{value}`."""
+
+    def slot(match: re.Match[str]) -> str:
+        action = match.group(1)
+        label = re.search(r"\$labels\.(\w+)", action)
+        if label:
+            return "{" + label.group(1) + "}"
+        return "{value}" if "$value" in action else "{…}"
+
+    return _cell(re.sub(r"\{\{(.*?)\}\}", slot, summary))
+
+
+def _first_sentence(path: Path) -> str:
+    """What a rule source says it holds: the first sentence of its opening comment."""
+    comment = []
+    for line in path.read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        comment.append(line.lstrip("#").strip())
+    return re.split(r"(?<=[.?])\s", " ".join(comment), maxsplit=1)[0]
+
+
+def rule_files_table() -> str:
+    """docs/alerts.md's table of files: every rule file with what it holds and its alerts, then the rest."""
+    out = ["| file | what it holds |", "|---|---|"]
+    by_file: dict[str, list[str]] = {}
+    for rule in rules():
+        held = by_file.setdefault(rule.file, [])
+        if rule.alert not in held:
+            held.append(rule.alert)
+    for source in sorted(RULE_SOURCES.glob("*.rules.yml")):
+        names = ", ".join(f"`{name}`" for name in by_file.get(source.name, []))
+        out.append(f"| `alerts/{source.name}` | {_cell(_first_sentence(source))} Alerts: {names} |")
+    out += [f"| {file} | {what} |" for file, what in OTHER_FILES]
+    return "\n".join(out) + "\n"
+
+
+def alerts_table() -> str:
+    """docs/alerts.md's table of every alert: severity, `for:`, scope and what its page says."""
+    by_name = alerts_by_name()
+    count = sum(len(its_rules) for its_rules in by_name.values())
+    out = [
+        f"{len(by_name)} alerts in {count} rules (an alert of several rules, each with its own `for:`, fires from "
+        "whichever matches). Each links to its rules and runbook in the [reference](reference/alerts.md).\n",
+        "| alert | severity | for | scope | the page says |",
+        "|---|---|---|---|---|",
+    ]
+    for name, its_rules in by_name.items():
+        severities = " / ".join(dict.fromkeys(rule.labels["severity"] for rule in its_rules))
+        durations = " / ".join(dict.fromkeys(rule.duration for rule in its_rules))
+        scopes = " / ".join(dict.fromkeys(rule.labels.get("scope", "") for rule in its_rules))
+        summary = _readable_summary(its_rules[0].annotations["summary"])
+        anchor = name.lower()  # the reference's heading, as mkdocs makes its anchor
+        out.append(f"| [{name}](reference/alerts.md#{anchor}) | {severities} | {durations} | {scopes} | {summary} |")
+    return "\n".join(out) + "\n"
+
+
+_MATCHER = re.compile(r'^\s*(\w+)\s*(=~|!~|!=|=)\s*"(.*)"\s*$')
+
+
+def _matched(matchers: Sequence[str], names: Sequence[str], joiner: str = ", ") -> str:
+    """Which alerts an inhibition's matchers select, in words: alert names spelled out (a regular expression
+    expanded against the shipped alerts), other labels as their matcher."""
+    said = []
+    for matcher in matchers:
+        found = _MATCHER.match(matcher)
+        if not found:
+            raise ValueError(f"alerts/alertmanager.yml: a matcher tools/docs.py cannot read: {matcher!r}")
+        label, operator, value = found.groups()
+        if label == "alertname" and operator in ("=", "=~"):
+            selected = [name for name in names if re.fullmatch(value, name)] if operator == "=~" else [value]
+            said.append(joiner.join(f"`{name}`" for name in selected))
+        elif label == "alertname":
+            excluded = [name for name in names if re.fullmatch(value, name)] if operator == "!~" else [value]
+            said.append("every alert but " + ", ".join(f"`{name}`" for name in excluded))
+        else:
+            said.append(f'every alert with `{label}{operator}"{value}"`')
+    return " and ".join(said)
+
+
+def inhibitions() -> str:
+    """docs/alerts.md's list of inhibitions: each rule of alerts/alertmanager.yml with its comment."""
+    text = ALERTMANAGER.read_text()
+    rules_ = yaml.safe_load(text)["inhibit_rules"]
+    comments: list[str] = []
+    lines = text.splitlines()
+    start = lines.index("inhibit_rules:")
+    said: list[str] = []
+    for line in lines[start + 1 :]:
+        stripped = line.strip()
+        if line and not line.startswith(" "):
+            break
+        if stripped.startswith("#"):
+            said.append(stripped.lstrip("#").strip())
+        elif stripped.startswith("- "):
+            comments.append(" ".join(said))
+            said = []
+    if len(comments) != len(rules_):
+        raise ValueError("alerts/alertmanager.yml: tools/docs.py read a different number of inhibit rules")
+    names = list(alerts_by_name())
+    out = []
+    for rule, why in zip(rules_, comments, strict=True):
+        source = _matched(rule["source_matchers"], names, joiner=" or ")
+        target = _matched(rule["target_matchers"], names)
+        equal = ", ".join(f"`{label}`" for label in rule["equal"])
+        out.append(f"- {source} suppresses {target} of the same {equal}." + (f" {why}" if why else ""))
+    return "\n".join(out) + "\n"
+
+
+def alerts_guide(text: str) -> str:
+    """docs/alerts.md with its generated parts (the threshold table is tools/alert_rules.py's)."""
+    page = "docs/alerts.md"
+    text = between(text, FILES_BEGIN, FILES_END, rule_files_table(), page)
+    text = between(text, ALERTS_BEGIN, ALERTS_END, alerts_table(), page)
+    return between(text, INHIBITIONS_BEGIN, INHIBITIONS_END, inhibitions(), page)
 
 
 def series_table() -> str:
@@ -175,11 +375,46 @@ def series_table() -> str:
     return "\n".join(out) + "\n"
 
 
+def _served(spec: MetricSpec, mapped: frozenset[tuple[str, str]]) -> str:
+    """What a profile serves of one catalogue row, in words for the evidence table."""
+    attributes = ("Count", "Mean") if spec.type is SeriesType.SUMMARY else (spec.attribute,)
+    if all((spec.mbean, attribute) in mapped for attribute in attributes):
+        if (spec.mbean, spec.attribute) in CARRIERS:
+            return "node id only (the release is a String)"
+        if any(alias.pattern == spec.mbean and alias.attribute == spec.attribute for _, alias in AGENT_ALIASES):
+            name = next(n for n, a in AGENT_ALIASES if a.pattern == spec.mbean and a.attribute == spec.attribute)
+            return f"yes (or the agent's `{name}`)"
+        return "yes"
+    if (spec.mbean, spec.attribute) in STRING_ATTRIBUTES:
+        return "**no**: a String, dropped"
+    if spec.type is SeriesType.SUMMARY:
+        return "**no**: no rule serves its Count and Mean"
+    return "**no**: no rule serves it"
+
+
+def sources_table() -> str:
+    """Per catalogue series: what remote JMX and each naming profile serve of it."""
+    queries = plan_queries()
+    mapped = {name: inversion_for(profile(name), queries).mapped() for name in PROFILES}
+    out = [
+        "| series | remote JMX | " + " | ".join(f"`{name}` naming" for name in PROFILES) + " |",
+        "|---|---|" + "---|" * len(PROFILES),
+    ]
+    for spec in CATALOG:
+        if spec.mbean.startswith("ctlplane."):
+            continue  # the simulator's own marker
+        cells = [_served(spec, mapped[name]) for name in PROFILES]
+        out.append(f"| `{spec.series}` | yes | " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
 def pages() -> dict[Path, str]:
     return {
         CONFIG_PAGE: config_reference(),
         ALERTS_PAGE: alerts_reference(),
         SERIES_PAGE: between(SERIES_PAGE.read_text(), SERIES_BEGIN, SERIES_END, series_table(), "docs/series.md"),
+        GUIDE_PAGE: alerts_guide(GUIDE_PAGE.read_text()),
+        SOURCES_PAGE: between(SOURCES_PAGE.read_text(), SOURCES_BEGIN, SOURCES_END, sources_table(), "docs/sources.md"),
     }
 
 

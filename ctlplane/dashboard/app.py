@@ -133,12 +133,12 @@ def create_dashboard(
     app = Dash(
         __name__,
         # Dash 4.1+ accepts a FastAPI app here; its annotation still names only Flask-era types.
-        server=server if server is not None else GuardedFastAPI(title="ctlplane dashboard"),  # type: ignore[arg-type]
+        server=server if server is not None else GuardedFastAPI(title="ctlplane dashboard"),  # type: ignore[arg-type]  # see above
         routes_pathname_prefix=url_prefix,
         requests_pathname_prefix=url_prefix,
         title="ctlplane",
         # None disables the "Updating..." tab title on every refresh (documented; the annotation says str)
-        update_title=None,  # type: ignore[arg-type]
+        update_title=None,  # type: ignore[arg-type]  # see above
         suppress_callback_exceptions=True,  # page components are created by the router callback
         serve_locally=True,  # no CDN: the dashboard works air-gapped
     )
@@ -152,9 +152,9 @@ def create_dashboard(
     async def deep_link(request: Request) -> HTMLResponse:
         token = set_current_request(request)  # type: ignore[no-untyped-call]  # unannotated in Dash
         try:
-            return HTMLResponse(app.index())  # type: ignore[no-untyped-call]
+            return HTMLResponse(app.index())  # type: ignore[no-untyped-call]  # unannotated in Dash
         finally:
-            reset_current_request(token)  # type: ignore[no-untyped-call]
+            reset_current_request(token)  # type: ignore[no-untyped-call]  # unannotated in Dash
 
     fastapi_server.add_api_route(f"{url_prefix}{{path:path}}", deep_link, methods=["GET"], include_in_schema=False)
     app.layout = html.Div(

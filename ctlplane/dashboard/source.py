@@ -461,7 +461,7 @@ def _read_csv(path: Path) -> Table:
 
 def _read_parquet(path: Path) -> Table:
     # optional, and untyped: only needed when the pipeline wrote Parquet
-    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]  # pyarrow ships no type hints
 
     table = pq.read_table(path)
     columns = tuple(table.column_names)

@@ -151,7 +151,7 @@ class PageResponse(Response):
 def create_app(
     source: LatestObservation,
     *,
-    interval_seconds: float,
+    interval_seconds: float | Callable[[], float],
     version: str = "dev",
     basic_auth_users: Mapping[str, str] | None = None,
     clock: Callable[[], float] = time.time,
@@ -161,7 +161,11 @@ def create_app(
 ) -> FastAPI:
     """The exporter's HTTP app. `per_request` gives families made fresh for each /metrics request (the
     history writer's self-metrics), beside the page cached per round. `observations` (ExporterState.
-    subscribe) lets the app make each round's /metrics page when the round ends, not at its first scrape."""
+    subscribe) lets the app make each round's /metrics page when the round ends, not at its first scrape.
+    `interval_seconds`, what /healthz judges a snapshot's age by: a callable is read per request, so the
+    interval a reload sets counts (`ctlplane run` passes the scraper's)."""
+    fixed = interval_seconds
+    interval: Callable[[], float] = fixed if callable(fixed) else lambda: fixed
     # Auth and the body cap wrap every route, the docs and the dashboard mounted later alike, and run
     # before any of them reads a byte of the request (ctlplane/exporter/httpguard.py).
     app = GuardedFastAPI(
@@ -209,7 +213,7 @@ def create_app(
         age = clock() - current.taken_at
         # Healthy once a round has completed and rounds keep coming; unreachable brokers do not make
         # the exporter unhealthy (they are reported in the series), a stuck scrape loop does.
-        healthy = current.sequence > 0 and age <= 3 * interval_seconds
+        healthy = current.sequence > 0 and age <= 3 * interval()
         body = {
             "status": "ok" if healthy else "unhealthy",
             "sequence": current.sequence,

@@ -201,7 +201,7 @@ RoleHint = Literal["broker", "controller", "combined"]
 class NodeConfig(_Strict):
     """One Kafka process to read: its remote-JMX endpoint."""
 
-    address: str = Field(description="JMX host:port")
+    address: str = Field(description="JMX host:port (the metrics endpoint's, with the cluster's `metrics`)")
     name: str | None = Field(default=None, description="the `node` label; defaults to the address")
     role: RoleHint | None = Field(
         default=None, description="broker, controller or combined; used only until the role is detected"
@@ -299,6 +299,39 @@ class DiscoveryConfig(_Strict):
         )
 
 
+MetricsNaming = Literal["jmx_exporter", "strimzi"]
+
+
+class MetricsEndpointConfig(_Credentials):
+    """Read the cluster's nodes through their Prometheus endpoints instead of remote JMX: jmx_exporter's
+    javaagent, as Amazon MSK (:11001), Strimzi (:9404) and Confluent's jmx-monitoring-stacks run it
+    (docs/sources.md). Each node's address, listed or from discovery, is its endpoint's host:port; the
+    naming says how the endpoint names the MBeans."""
+
+    naming: MetricsNaming | None = Field(
+        default=None,
+        description="the endpoints' naming: jmx_exporter (its default naming, no rules: Amazon MSK) or strimzi "
+        "(Strimzi's example kafka-metrics.yaml); jmx_exporter without this or rules_file",
+    )
+    rules_file: Path | None = Field(
+        default=None, description="the jmx_exporter config the endpoints run, for any other naming (instead of naming)"
+    )
+    scheme: Literal["http", "https"] = Field(default="http", description="http, or https (jmx_exporter 1.x)")
+    path: str = Field(default="/metrics", pattern=r"^/", description="the page's path")
+    ca_file: Path | None = Field(default=None, description="PEM CA for https (the system's trust store without)")
+
+    @model_validator(mode="after")
+    def _one_naming(self) -> MetricsEndpointConfig:
+        if self.naming is not None and self.rules_file is not None:
+            raise ValueError("give naming or rules_file, not both")
+        if self.ca_file is not None and self.scheme != "https":
+            raise ValueError("ca_file is for scheme: https")
+        return self
+
+    def url(self, address: str) -> str:
+        return f"{self.scheme}://{address}{self.path}"
+
+
 class ClusterConfig(_Strict):
     name: str = Field(min_length=1, pattern=CLUSTER_NAME_PATTERN, description="the `cluster` label, unique")
     nodes: list[NodeConfig] = Field(
@@ -324,6 +357,11 @@ class ClusterConfig(_Strict):
     )
     admin: AdminSecurity | None = Field(
         default=None, description="how the quorum's view reaches its listener (plaintext without)"
+    )
+    metrics: MetricsEndpointConfig | None = Field(
+        default=None,
+        description="read the nodes through their Prometheus endpoints (jmx_exporter's javaagent) instead of "
+        "remote JMX; the nodes' addresses are then the endpoints' host:port",
     )
 
     @field_validator("bootstrap_servers", "bootstrap_controllers")

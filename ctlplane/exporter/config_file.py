@@ -16,7 +16,9 @@ from pydantic import (
     ValidationError,
 )
 
-from ctlplane.exporter.config import HttpConfig, Settings, TlsConfig
+from ctlplane.exporter.config import HttpConfig, MetricsEndpointConfig, Settings, TlsConfig
+from ctlplane.exporter.sources.endpoint.naming import NamingError
+from ctlplane.exporter.sources.endpoint.profiles import naming_from_file
 
 
 class ConfigError(Exception):
@@ -182,6 +184,8 @@ def _check_files(settings: Settings) -> list[Problem]:
         except ValueError as exc:
             where = f"clusters.{index}.jmx" if cluster.jmx is not None else "jmx"
             problems.append(f"{where} (cluster {cluster.name}): {exc}")
+        if cluster.metrics is not None:
+            problems += _metrics_problems(f"clusters.{index}.metrics", cluster.name, cluster.metrics)
         if cluster.admin is not None:
             for name, file in cluster.admin.files():
                 if (problem := _readable_file(file)) is not None:
@@ -194,6 +198,23 @@ def _check_files(settings: Settings) -> list[Problem]:
             if secret is not None and any(c in secret.get_secret_value() for c in "\r\n"):
                 # Kafka's JAAS parser ends a quoted value at a line break (JaasConfig: a StreamTokenizer)
                 problems.append(f"clusters.{index}.admin (cluster {cluster.name}): the password holds a line break")
+    return problems
+
+
+def _metrics_problems(where: str, cluster: str, metrics: MetricsEndpointConfig) -> list[Problem]:
+    """The endpoints' CA and password readable, their rules file a jmx_exporter config ctlplane can use."""
+    problems: list[Problem] = []
+    if metrics.ca_file is not None and (problem := _readable_file(metrics.ca_file)) is not None:
+        problems.append(f"{where}.ca_file: {problem}")
+    try:
+        metrics.password()
+    except ValueError as exc:
+        problems.append(f"{where} (cluster {cluster}): {exc}")
+    if metrics.rules_file is not None:
+        try:
+            naming_from_file(metrics.rules_file)
+        except NamingError as exc:
+            problems.append(f"{where}.rules_file: {exc}")
     return problems
 
 

@@ -1,7 +1,7 @@
 """The metadata quorum's own view of a cluster, through Kafka's Admin API in the process's JVM.
 
-Kafka's Java client (`org.apache.kafka:kafka-clients`, fetched from Maven Central once into the cache, like
-the JMX connect-timeout classes are compiled once) runs in the JVM that JPype already hosts for JMX: no
+Kafka's Java client (`org.apache.kafka:kafka-clients`, carried by the wheel in `jars/`, else fetched from
+Maven Central once into the checkout's cache) runs in the JVM that JPype already hosts for JMX: no
 Kafka protocol is re-implemented here. `Admin.describeMetadataQuorum()` (KIP-836, Kafka 3.3+) answers what
 `kafka-metadata-quorum.sh describe --replication` prints: the leader, its epoch and high watermark, and for
 every voter (controller) and observer (broker) its log end offset, last fetch and last caught-up time.
@@ -40,7 +40,11 @@ CLIENT_VERSION = "4.3.1"
 # without the compression codecs and their native libraries (the admin client needs none), and slf4j-nop so
 # that the client's logging (slf4j-api 1.7) stays out of the exporter's stderr.
 POM_FILE = Path(__file__).with_name("kafka-clients.pom.xml")
-# The container image bakes the jars in and points here; otherwise they are fetched into the cache.
+# The jars the package carries (issue #50): the pom's, placed here by `make wheel`/`make jars`
+# (tools/client_jars.py) before the wheel is built, never committed (.gitignore); with the licence and NOTICE
+# files their licences ask for beside them. An installed wheel needs neither Maven nor the network.
+PACKAGED_JARS = Path(__file__).with_name("jars")
+# A directory of the same jars, for a package built without them; only where the package carries none.
 JARS_ENV = "CTLPLANE_KAFKA_CLIENT_JARS"
 MAIN_JAR = f"kafka-clients-{CLIENT_VERSION}.jar"
 
@@ -56,17 +60,44 @@ class AdminClientError(Exception):
     """The Kafka client jars cannot be fetched or loaded: the quorum's view is off, JMX goes on."""
 
 
-def client_jars() -> list[Path]:
-    """The client's jars: `$CTLPLANE_KAFKA_CLIENT_JARS`, or the cache (`.cache/kafka-clients/<hash of the
-    pom>/`), fetched with Maven the first time.
+def in_checkout(module: Path = Path(__file__)) -> bool:
+    """Whether this module runs from the repository's checkout (an editable install, `make`), not from an
+    installed package: only there may the jars be fetched with Maven."""
+    return (module.resolve().parents[2] / "pyproject.toml").is_file()  # <checkout>/ctlplane/exporter/…
 
-    Maven writes into a private directory that is renamed into place whole, so processes starting together
-    never see half a directory. Raises AdminClientError with Maven's own words if it fails."""
+
+def packaged_client() -> bool:
+    """Whether the package carries the client's jars (a wheel built by `make wheel`)."""
+    return (PACKAGED_JARS / MAIN_JAR).is_file()
+
+
+def client_jars() -> list[Path]:
+    """The client's jars: the package's own (`ctlplane/exporter/jars/`), else `$CTLPLANE_KAFKA_CLIENT_JARS`,
+    else, in a checkout only, the cache (`.cache/kafka-clients/<hash of the pom>/`) fetched with Maven the
+    first time (fetched_jars). An installed package without jars raises AdminClientError saying what to do,
+    without looking for Maven."""
+    if packaged_client():
+        return sorted(PACKAGED_JARS.glob("*.jar"))
     baked = os.environ.get(JARS_ENV)
     if baked:
         if not (Path(baked) / MAIN_JAR).is_file():
             raise AdminClientError(f"{JARS_ENV}={baked} has no {MAIN_JAR}")
         return sorted(Path(baked).glob("*.jar"))
+    if not in_checkout():
+        raise AdminClientError(
+            f"the quorum's view needs org.apache.kafka:kafka-clients:{CLIENT_VERSION}, which this package does "
+            f"not carry (built without `make wheel`): install a wheel built by `make wheel`, or set {JARS_ENV} "
+            f"to a directory holding {MAIN_JAR} and its dependencies"
+        )
+    return fetched_jars()
+
+
+def fetched_jars() -> list[Path]:
+    """The pom's jars in the cache (`.cache/kafka-clients/<hash of the pom>/`), fetched with Maven the first
+    time: what `make jars` fetches and tools/client_jars.py places in the package.
+
+    Maven writes into a private directory that is renamed into place whole, so processes starting together
+    never see half a directory. Raises AdminClientError with Maven's own words if it fails."""
     pom = POM_FILE.read_text()
     target = cache_root() / "kafka-clients" / hashlib.sha256(pom.encode()).hexdigest()[:16]
     global _fetch_failure
@@ -88,7 +119,7 @@ def _fetch(target: Path, pom_text: str) -> None:
     if mvn is None:
         raise AdminClientError(
             f"the quorum's view needs org.apache.kafka:kafka-clients:{CLIENT_VERSION}: it is not in {target} "
-            "and 'mvn' is not on PATH to fetch it (`make` fetches it; the container image has it)"
+            "and 'mvn' is not on PATH to fetch it (`make jars` fetches it; a wheel built by `make wheel` carries it)"
         )
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix="fetch-") as build:

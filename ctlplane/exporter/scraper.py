@@ -30,7 +30,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from ctlplane.exporter.catalog import SLOW_SERIES, Mode, Role
-from ctlplane.exporter.jmx.base import Endpoint, JmxClient, JmxError
 from ctlplane.exporter.model import (
     ClusterSnapshot,
     Failure,
@@ -42,6 +41,7 @@ from ctlplane.exporter.model import (
     Sample,
 )
 from ctlplane.exporter.readings import identify, plan_queries, samples_from_readings
+from ctlplane.exporter.sources.base import NodeEndpoint, NodeSource, ReadError
 from ctlplane.exporter.subscribers import Subscribers
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ class QuorumSource(Protocol):
 class Target:
     cluster: str
     node: str
-    endpoint: Endpoint
+    endpoint: NodeEndpoint  # a JMX Endpoint or a MetricsEndpoint (ctlplane/exporter/sources/)
     role_hint: Role = Role.UNKNOWN
     # broker.id / node.id from the config: names the node before its JMX has answered (the quorum's view
     # describes replicas by id); what the node's own app-info says wins once read
@@ -281,7 +281,7 @@ class Scraper:
     def __init__(
         self,
         targets: Sequence[Target],
-        client: JmxClient,
+        client: NodeSource,
         *,
         interval_seconds: float,
         timeout_seconds: float,
@@ -526,8 +526,8 @@ class Scraper:
                 else "previous read still queued (more reads than the cluster's workers can do per round)"
             )
         if error is None and future is not None:
-            exc = JmxError("read cancelled (scraper stopping)") if future.cancelled() else future.exception()
-            if isinstance(exc, JmxError):
+            exc = ReadError("read cancelled (scraper stopping)") if future.cancelled() else future.exception()
+            if isinstance(exc, ReadError):
                 error, failure = str(exc), exc.failure
             elif exc is not None:
                 log.error("unexpected failure reading %s/%s", target.cluster, target.node, exc_info=exc)
@@ -644,4 +644,4 @@ def _timed_out(read: Future[_Read]) -> bool:
     if read.cancelled():
         return False
     exc = read.exception()
-    return isinstance(exc, JmxError) and exc.failure is Failure.TIMEOUT
+    return isinstance(exc, ReadError) and exc.failure is Failure.TIMEOUT

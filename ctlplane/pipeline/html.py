@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import plotly.graph_objects as go  # type: ignore[import-untyped]  # plotly ships no type information
-from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]
+from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]  # plotly ships no type hints
 
 from ctlplane.pipeline.rules import Kind
 

@@ -20,8 +20,8 @@ CLI: ``python -m harness.localkafka up [--workdir DIR]``.
 Where things are: ``versions`` (the pinned releases, how a version reads), ``jars`` (Maven into the
 cache), ``process`` (a JVM: command line, logging, signals, ports), ``nodes`` (ZooKeeper and Kafka
 nodes), ``clusters`` (ZooKeeper-mode and KRaft clusters, the test fleets), ``tls`` (a throw-away CA for
-TLS listeners), ``admin`` (Kafka's tools: topics, the quorum's voters), and
-``__main__`` (the CLI). This module re-exports what callers use.
+TLS listeners), ``agent`` (jmx_exporter's javaagent on a node), ``admin`` (Kafka's tools: topics, the
+quorum's voters), and ``__main__`` (the CLI). This module re-exports what callers use.
 """
 
 from harness.localkafka.admin import (
@@ -32,6 +32,7 @@ from harness.localkafka.admin import (
     remove_controller,
     unregister_broker,
 )
+from harness.localkafka.agent import JMX_EXPORTER_VERSION, MetricsAgent
 from harness.localkafka.clusters import (
     KafkaCluster,
     clusters_config,
@@ -52,6 +53,7 @@ from harness.localkafka.versions import KRAFT_VERSION, ZK_VERSION, cluster_label
 
 __all__ = [
     "JARS_MARKER",
+    "JMX_EXPORTER_VERSION",
     "KRAFT_VERSION",
     "LOOPBACK",
     "ZK_VERSION",
@@ -61,6 +63,7 @@ __all__ = [
     "KafkaNode",
     "LocalKafkaError",
     "LocalPki",
+    "MetricsAgent",
     "ZooKeeperServer",
     "add_controller",
     "cache_dir",

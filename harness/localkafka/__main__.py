@@ -13,8 +13,7 @@ from pathlib import Path
 from types import FrameType
 
 from ctlplane.exporter.kafka_admin import client_jars
-from harness.localkafka.classdata import build_archives
-from harness.localkafka.clusters import KafkaCluster, start_test_fleet
+from harness.localkafka.clusters import KafkaCluster, build_archives, start_test_fleet
 from harness.localkafka.errors import LocalKafkaError
 from harness.localkafka.jars import ensure_jars, repo_root
 from harness.localkafka.process import LOOPBACK

@@ -7,11 +7,12 @@ when it exits (`-XX:ArchiveClassesAtExit`, JEP 350) and later JVMs with the same
 controllers and 2 brokers (storage format included): 27-31 CPU-s and 14-16 s to ready without, 17-18 CPU-s
 and 8-9 s with.
 
-`build_archives(version)` (run by `python -m harness.localkafka jars`, i.e. `make jars`) starts one small
-cluster of that release with archiving on, stops it cleanly and keeps one archive per main class
-(kafka.Kafka, ZooKeeper, the storage tool). An archive's name carries a stamp of the java binary and the
-jars, so a JVM never meets an archive made for other classes; where it does anyway (or the JDK is older
-than 13, or no archive was built) the JVM starts without sharing (-Xshare:auto), exactly as before.
+`build_archives(version)` (clusters.py, as it starts a cluster; run by `python -m harness.localkafka jars`,
+i.e. `make jars`) starts one small cluster of that release with archiving on (`write_archives` here), stops
+it cleanly and keeps one archive per main class (kafka.Kafka, ZooKeeper, the storage tool). An archive's
+name carries a stamp of the java binary and the jars, so a JVM never meets an archive made for other
+classes; where it does anyway (or the JDK is older than 13, or no archive was built) the JVM starts without
+sharing (-Xshare:auto), exactly as before.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import subprocess
 import tempfile
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from harness.localkafka.jars import cache_dir, ensure_jars
@@ -80,14 +82,13 @@ def sharing_flags(java: str, version: str, main_class: str, *, directory: Path |
     return []
 
 
-def build_archives(version: str, *, directory: Path | None = None) -> list[Path]:
-    """Build the archives of `version`'s JVMs (no-op where they exist): start the smallest cluster that runs
-    each of its main classes, stop it cleanly, keep one archive per main class. Returns the archives."""
-    from harness.localkafka.clusters import start_kraft_cluster, start_zk_cluster
-    from harness.localkafka.process import java_executable
-    from harness.localkafka.versions import major_minor
-
-    java = java_executable()
+def write_archives(
+    java: str, version: str, run_cluster: Callable[[Path], None], *, directory: Path | None = None
+) -> list[Path]:
+    """Build the archives of `version`'s JVMs run by `java` (no-op where they exist): `run_cluster(workdir)`
+    starts the smallest cluster that runs each of its main classes and stops it cleanly (clusters.py
+    `build_archives`, the one caller), every JVM writing an archive as it exits; one archive per main class
+    is kept. Returns the archives."""
     feature = java_feature(java)
     if feature is None or feature < MIN_JAVA_FEATURE:
         return []
@@ -101,14 +102,7 @@ def build_archives(version: str, *, directory: Path | None = None) -> list[Path]
     _dumping.set()
     try:
         with tempfile.TemporaryDirectory(prefix="cds-") as work:
-            if major_minor(version) >= (4, 0):
-                # one node in both roles: one JVM loads the classes of a broker and of a controller
-                cluster = start_kraft_cluster(
-                    "cds", Path(work), version=version, controllers=1, brokers=0, combined=True
-                )
-            else:
-                cluster = start_zk_cluster("cds", Path(work), version=version, brokers=1)
-            cluster.stop()
+            run_cluster(Path(work))
     finally:
         _dumping.clear()
     for part in sorted(folder.glob("*.part")):

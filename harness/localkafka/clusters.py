@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from harness.localkafka import classdata
+from harness.localkafka.agent import MetricsAgent
 from harness.localkafka.errors import ClusterStartError
 from harness.localkafka.jars import tail_text
 from harness.localkafka.nodes import KafkaNode, ZooKeeperServer, check_name, kafka_node, start_zookeeper
@@ -20,6 +22,7 @@ from harness.localkafka.process import (
     LOOPBACK,
     POLL_INTERVAL_SECONDS,
     free_port,
+    java_executable,
     jvm_command,
     read_properties,
     stop_processes,
@@ -181,6 +184,7 @@ def start_zk_cluster(
     wait: bool = True,
     timeout: float = 180,
     jmx_port_base: int | None = None,
+    metrics_agent: MetricsAgent | None = None,
 ) -> KafkaCluster:
     """Start a ZooKeeper-mode cluster of ``brokers`` brokers (ids 1..N) in ``<workdir>/<name>``.
 
@@ -193,6 +197,7 @@ def start_zk_cluster(
     ``node_overrides[node name]`` is added to that broker's properties last.
     ``wait`` waits for ``wait_ready(timeout)``; on failure everything is stopped.
     ``jmx_port_base``: each broker's JMX port is the base plus its id (as start_kraft_cluster).
+    ``metrics_agent``: every broker runs jmx_exporter's javaagent with that config (``node.metrics_port``).
     """
     if major_minor(version)[0] >= 4:
         raise ValueError(f"Kafka {version} has no ZooKeeper mode; use {ZK_VERSION}")
@@ -271,6 +276,7 @@ def start_zk_cluster(
                     version=version,
                     log_config=log_config,
                     ready_pattern=rf"\[KafkaServer id={broker_id}\] started",
+                    metrics_agent=metrics_agent,
                 )
             )
         cluster.bootstrap = ",".join(n.address for n in cluster.nodes)
@@ -316,6 +322,7 @@ def start_kraft_cluster(
     jmx_port_base: int | None = None,
     held: Collection[str] = (),
     dynamic_voters: int | None = None,
+    metrics_agent: MetricsAgent | None = None,
 ) -> KafkaCluster:
     """Start a KRaft cluster in ``<workdir>/<name>``: controller-only nodes
     ``controller-1..`` (node ids 101..) with static ``controller.quorum.voters``
@@ -340,6 +347,7 @@ def start_kraft_cluster(
     quorum through ``controller.quorum.bootstrap.servers``, the first ``dynamic_voters`` controllers are
     formatted as its initial voters (``--initial-controllers``, each with its directory id) and the others with
     ``--no-initial-controllers``: those run as observers until ``admin.add_controller`` makes them voters.
+    ``metrics_agent``: every node runs jmx_exporter's javaagent with that config (``node.metrics_port``).
     """
     major, minor = major_minor(version)
     if sasl_users and (major, minor) < (3, 5):
@@ -455,6 +463,7 @@ def start_kraft_cluster(
                     version=version,
                     log_config=log_config,
                     ready_pattern=r"Kafka Server started",
+                    metrics_agent=metrics_agent,
                 )
             )
         cluster.bootstrap = ",".join(n.address for n in cluster.brokers())
@@ -714,6 +723,22 @@ def quorum_bootstrap(cluster: KafkaCluster) -> list[str]:
     if cluster.mode != "kraft" or major_minor(cluster.version) < (3, 7):
         return []
     return [f"{LOOPBACK}:{node.listeners['CONTROLLER']}" for node in cluster.controllers()]
+
+
+def build_archives(version: str, *, directory: Path | None = None) -> list[Path]:
+    """Build the class-data sharing archives of `version`'s JVMs (no-op where they exist): start the smallest
+    cluster that runs each of its main classes, stop it cleanly, keep one archive per main class (classdata.py
+    `write_archives`). Returns the archives."""
+
+    def run_cluster(work: Path) -> None:
+        if major_minor(version) >= (4, 0):
+            # one node in both roles: one JVM loads the classes of a broker and of a controller
+            cluster = start_kraft_cluster("cds", work, version=version, controllers=1, brokers=0, combined=True)
+        else:
+            cluster = start_zk_cluster("cds", work, version=version, brokers=1)
+        cluster.stop()
+
+    return classdata.write_archives(java_executable(), version, run_cluster, directory=directory)
 
 
 def start_default_fleet(workdir: Path, *, timeout: float = 240) -> list[KafkaCluster]:

@@ -368,6 +368,7 @@ def jvm_command(
     heap_mb: int,
     jmx_port: int | None,
     log_config: Path,
+    agent_option: str | None = None,
 ) -> list[str]:
     jars = ensure_jars(version)
     java = java_executable()
@@ -397,6 +398,8 @@ def jvm_command(
         cmd.append(f"-Dlog4j2.configurationFile={log_config}")
     else:
         cmd.append(f"-Dlog4j.configuration={log_config.as_uri()}")
+    if agent_option is not None:
+        cmd.append(agent_option)
     cmd += shlex.split(os.environ.get(ENV_EXTRA_JVM_OPTS, ""))
     cmd += ["-cp", f"{jars}/*", main_class, *args]
     return cmd

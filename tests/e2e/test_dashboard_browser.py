@@ -27,9 +27,9 @@ from ctlplane.dashboard.source import AlertSource, InProcessSource
 from ctlplane.demo.launch import start_simulator
 from ctlplane.exporter.app import create_app
 from ctlplane.exporter.catalog import Mode, Role
-from ctlplane.exporter.jmx.base import Endpoint
 from ctlplane.exporter.model import ClusterSnapshot, FleetSnapshot, NodeSnapshot, Sample
 from ctlplane.exporter.scraper import Target
+from ctlplane.exporter.sources.jmx.base import Endpoint
 from ctlplane.exporter.state import ExporterState
 from ctlplane.exporter.thresholds import Thresholds
 from harness.blackhole import BlackHoles

@@ -14,8 +14,8 @@ import pytest
 from jmxquery import JMXConnection, JMXQuery
 from playwright.sync_api import Browser, expect
 
-from ctlplane.exporter.jmx.base import Endpoint
 from ctlplane.exporter.scraper import Target
+from ctlplane.exporter.sources.jmx.base import Endpoint
 from harness.localkafka import KafkaCluster
 from tests.e2e.browser import artifacts_dir, launch_browser, scraped, shoot, watch_errors
 from tests.integration.watch import DEFAULT_SCRAPE_TIMEOUT

@@ -1,5 +1,5 @@
 """A node is a server ctlplane reads, not one it trusts: what a broken or compromised JMX server answers
-must not exhaust the exporter's memory nor run code in its JVM (ctlplane/exporter/jmx/jpype_client.py caps and
+must not exhaust the exporter's memory nor run code in its JVM (ctlplane/exporter/sources/jmx/jpype_client.py caps and
 SERIAL_FILTER), and a hostile MBean costs only itself, never the rest of the node's read."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from ctlplane.exporter.jmx import jpype_client
-from ctlplane.exporter.jmx.base import Endpoint
-from ctlplane.exporter.jmx.jpype_client import MAX_STRING_CHARS, JPypeJmxClient
 from ctlplane.exporter.model import MBeanQuery
+from ctlplane.exporter.sources.jmx import jpype_client
+from ctlplane.exporter.sources.jmx.base import Endpoint
+from ctlplane.exporter.sources.jmx.jpype_client import MAX_STRING_CHARS, JPypeJmxClient
 from tests.integration.jmxserver import jmx_server
 from tests.integration.watch import shared_client
 

@@ -30,6 +30,7 @@ import pyarrow.dataset as ds  # type: ignore[import-untyped]
 import pytest
 import yaml
 
+from ctlplane.exporter.kafka_admin import CLIENT_VERSION, MAIN_JAR
 from harness.localkafka import KafkaCluster, clusters_config, free_port
 from tests.integration.served import metrics_until
 from tests.kafka_versions import ZK_NAME
@@ -162,7 +163,7 @@ def scenario(built: str, zk_cluster: KafkaCluster, tmp_path_factory: pytest.Temp
         root = next(line for line in Path(f"/proc/{pid}/mountinfo").read_text().splitlines() if line.split()[4] == "/")
         seen.root_mount_options = root.split()[5]
         seen.write_to_root = subprocess.run(
-            _podman("exec", name, "touch", "/opt/ctlplane/written"), capture_output=True, text=True, check=False
+            _podman("exec", name, "touch", "/written"), capture_output=True, text=True, check=False
         )
         seen.healthcheck = subprocess.run(
             _podman("healthcheck", "run", name), capture_output=True, text=True, timeout=60, check=False
@@ -198,6 +199,25 @@ def test_the_image_serves_metrics_healthz_and_the_dashboard_of_a_real_cluster(sc
     assert b"ctlplane_up{" in scenario.metrics
     assert scenario.healthz == 200, scenario.output()
     assert scenario.dashboard == 200, scenario.output()  # the image installs the dashboard extra
+
+
+def test_the_images_wheel_carries_the_kafka_client(built: str) -> None:
+    """The image's ctlplane is a wheel with Kafka's client jars inside (issue #50), as `make wheel` builds it:
+    no Maven, no variable pointing elsewhere."""
+    version = subprocess.run(
+        _podman("run", "--rm", "--network", "none", *image_tool.run_limits(), built, "--version"),
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert version.returncode == 0, version.stdout + version.stderr
+    assert version.stdout.rstrip().endswith(f"(Kafka client {CLIENT_VERSION})"), version.stdout
+    listed = subprocess.run(
+        _podman("run", "--rm", "--network", "none", *image_tool.run_limits(), "--entrypoint", "python", built,
+                "-c", "from ctlplane.exporter import kafka_admin as k; print(*k.client_jars(), sep='\\n')"),
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    jars = [Path(line) for line in listed.stdout.split()]
+    assert {jar.parent.name for jar in jars} == {"jars"} and f"{MAIN_JAR}" in {j.name for j in jars}, jars
 
 
 def test_the_process_runs_as_the_images_non_root_user(scenario: Scenario) -> None:

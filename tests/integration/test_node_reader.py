@@ -1,4 +1,4 @@
-"""The node read in one Java call (ctlplane/exporter/jmx/node_reader.py) answers exactly what the MBean-by-MBean
+"""The node read in one Java call (ctlplane/exporter/sources/jmx/node_reader.py) answers exactly what the MBean-by-MBean
 Python loop makes of the same answers: on values a hostile or odd agent may send, over real RMI, and on
 a real broker's MBeans."""
 
@@ -10,16 +10,16 @@ from collections.abc import Iterator
 
 import pytest
 
-from ctlplane.exporter.jmx.base import Endpoint
-from ctlplane.exporter.jmx.jpype_client import (
+from ctlplane.exporter.model import MBeanQuery, RawReading
+from ctlplane.exporter.readings import plan_queries
+from ctlplane.exporter.sources.jmx.base import Endpoint
+from ctlplane.exporter.sources.jmx.jpype_client import (
     MAX_STRING_CHARS,
     JPypeJmxClient,
     _DeadlineExceeded,
     _node_reader,
     key_properties,
 )
-from ctlplane.exporter.model import MBeanQuery, RawReading
-from ctlplane.exporter.readings import plan_queries
 from harness.localkafka import KafkaCluster
 from tests.integration.jmxserver import jmx_server
 from tests.integration.watch import shared_client
@@ -142,7 +142,7 @@ def test_a_reads_java_arrays_are_made_once_and_again_when_its_mbeans_change(
 ) -> None:
     from jpype import JClass
 
-    from ctlplane.exporter.jmx import jpype_client
+    from ctlplane.exporter.sources.jmx import jpype_client
 
     Long = JClass("java.lang.Long")
     queries = (MBeanQuery("ctlplane.test:type=Queue,broker=*", ("Value",)),)

@@ -1,7 +1,8 @@
 """Reloading the config of a running `ctlplane run` (issue #33): SIGHUP and POST /-/reload, against the
 suite's real ZooKeeper-mode clusters, with history on. A node and a cluster added, a bad edit refused (the
-running config stays, `ctlplane_config_last_reload_successful 0`), a cluster removed; the process is the
-same throughout and the history keeps every round before and after."""
+running config stays, `ctlplane_config_last_reload_successful 0`), a cluster removed, the interval
+lengthened (/healthz judges by the new one); the process is the same throughout and the history keeps every
+round before and after."""
 
 from __future__ import annotations
 
@@ -85,6 +86,17 @@ def test_sighup_and_post_reload_apply_a_new_config_and_refuse_a_bad_one(
         time.sleep(4)
         text = httpx.get(f"{base}/metrics", timeout=10).text
         assert f'cluster="{other["name"]}"' not in text, "the removed cluster is still served"
+
+        # a longer interval: /healthz judges the snapshot's age by it, not by the 2 s the process started with
+        # (issue 47), so a round older than three of those is still healthy
+        document["scrape"] = {"interval_seconds": 30, "timeout_seconds": 1.5}
+        config.write_text(yaml.safe_dump(document))
+        assert httpx.post(f"{base}/-/reload", timeout=30).status_code == 200
+        deadline = time.monotonic() + 30
+        while (healthz := httpx.get(f"{base}/healthz", timeout=10)).json()["snapshot_age_seconds"] <= 3 * 2 + 1:
+            assert time.monotonic() < deadline, healthz.text
+            time.sleep(0.5)
+        assert healthz.status_code == 200, healthz.text
         assert process.poll() is None
     finally:
         process.send_signal(signal.SIGTERM)

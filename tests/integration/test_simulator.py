@@ -12,10 +12,10 @@ import pytest
 
 from ctlplane.demo.launch import SimulatorProcess, start_simulator
 from ctlplane.exporter.health import ClusterHealth, Lifecycle
-from ctlplane.exporter.jmx.base import Endpoint
-from ctlplane.exporter.jmx.jpype_client import JPypeJmxClient
 from ctlplane.exporter.model import ClusterSnapshot
 from ctlplane.exporter.scraper import Scraper, Target
+from ctlplane.exporter.sources.jmx.base import Endpoint
+from ctlplane.exporter.sources.jmx.jpype_client import JPypeJmxClient
 from ctlplane.exporter.state import ExporterState, Observation
 from ctlplane.exporter.thresholds import Thresholds
 

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from ctlplane.exporter.jmx.base import Endpoint, JmxClient, JmxError
 from ctlplane.exporter.model import Failure, FleetSnapshot, MBeanQuery, NodeSnapshot, RawReading
 from ctlplane.exporter.readings import plan_queries
 from ctlplane.exporter.scraper import SUSPECT_WAIT_SECONDS, Scraper, Target
+from ctlplane.exporter.sources.jmx.base import Endpoint, JmxClient, JmxError
 from harness.blackhole import BlackHoles
 from harness.localkafka import KafkaCluster
 from tests.integration.jmxserver import jmx_server
@@ -114,7 +114,7 @@ def slow_server() -> Iterator[SlowServer]:
 def test_a_node_that_answers_every_call_just_in_time_is_abandoned_at_the_read_deadline(
     slow_server: SlowServer,
 ) -> None:
-    from ctlplane.exporter.jmx.jpype_client import JPypeJmxClient
+    from ctlplane.exporter.sources.jmx.jpype_client import JPypeJmxClient
 
     queries = tuple(MBeanQuery(f"ctlplane.test:type=Slow,name=N{i}", ("Value",)) for i in range(10))
     client = JPypeJmxClient(timeout_seconds=rmi_timeout_seconds(), read_deadline_seconds=1.0)

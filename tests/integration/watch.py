@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from ctlplane.exporter.catalog import Role
 from ctlplane.exporter.config import ScrapeConfig
 from ctlplane.exporter.discovery import JmxRule, NodeDiscovery
 from ctlplane.exporter.health import ClusterHealth
-from ctlplane.exporter.jmx.base import Endpoint
-from ctlplane.exporter.jmx.jpype_client import JPypeJmxClient, rmi_timeout_seconds
 from ctlplane.exporter.kafka_admin import QuorumReader
 from ctlplane.exporter.model import ClusterSnapshot
 from ctlplane.exporter.scraper import QuorumSource, Scraper, Target
+from ctlplane.exporter.sources.base import NodeSource
+from ctlplane.exporter.sources.endpoint.client import EndpointClient, MetricsEndpoint
+from ctlplane.exporter.sources.endpoint.naming import Naming
+from ctlplane.exporter.sources.jmx.base import Endpoint
+from ctlplane.exporter.sources.jmx.jpype_client import JPypeJmxClient, rmi_timeout_seconds
+from ctlplane.exporter.sources.routed import Sources
 from ctlplane.exporter.state import ExporterState, Observation
 from ctlplane.exporter.thresholds import Thresholds
 from harness.localkafka import KafkaCluster, quorum_bootstrap
@@ -62,6 +66,21 @@ def targets_of(*clusters: KafkaCluster, omit: Collection[str] = ()) -> list[Targ
     ]
 
 
+def endpoint_targets(cluster: KafkaCluster, naming: Naming) -> list[Target]:
+    """Every node of `cluster` read through its jmx_exporter javaagent (node.metrics_port), as a user's config
+    with `metrics:` lists it, and its node id (a naming may not serve app-info's)."""
+    return [
+        Target(
+            cluster.name,
+            node.name,
+            MetricsEndpoint(f"http://127.0.0.1:{node.metrics_port}/metrics", naming),
+            Role.COMBINED if len(node.roles) > 1 else Role(node.roles[0]),
+            node.node_id,
+        )
+        for node in cluster.nodes
+    ]
+
+
 class Watch:
     def __init__(
         self,
@@ -70,10 +89,15 @@ class Watch:
         thresholds: Thresholds | None = None,
         quorum_sources: Mapping[str, QuorumSource] | None = None,
         omit: Collection[str] = (),
+        targets: Sequence[Target] | None = None,
     ) -> None:
+        """`targets`: these instead of every node's JMX (endpoint_targets), read through the node sources."""
+        client: NodeSource = shared_client()
+        if targets is not None:
+            client = Sources(shared_client, EndpointClient(timeout, ScrapeConfig().read_deadline_seconds))
         self.scraper = Scraper(
-            targets_of(*clusters, omit=omit),
-            shared_client(),
+            targets_of(*clusters, omit=omit) if targets is None else targets,
+            client,
             interval_seconds=1.0,
             timeout_seconds=timeout,
             workers=8,

@@ -6,7 +6,7 @@ from dash import html
 from dash.development.base_component import Component
 
 from ctlplane.dashboard.source import Alert, AlertsResult
-from ctlplane.dashboard.views.common import DASH, LEVEL_COLOURS, PAGING_SEVERITIES, Level, badge, format_duration
+from ctlplane.dashboard.views.common import DASH, LEVEL_COLOURS, PAGING_SEVERITIES, Level, badge, data, format_duration
 
 CONNECT_ALERTS = (
     "No Alertmanager or Prometheus is connected. Set `dashboard.alerts_url` in the ctlplane config "
@@ -33,7 +33,7 @@ def _alert_row(alert: Alert, now: float) -> Component:
         ],
         className=f"alert-row level-{level}",
         style={"backgroundColor": LEVEL_COLOURS[level]},
-        **{"data-alert": alert.name},  # type: ignore[arg-type]
+        **data(alert=alert.name),
     )
 
 

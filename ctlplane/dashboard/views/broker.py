@@ -12,7 +12,7 @@ from dash.development.base_component import Component
 from ctlplane.dashboard.timeline import Event
 from ctlplane.dashboard.trail import EvidenceRun
 from ctlplane.dashboard.views.cluster import node_table, timeline_view
-from ctlplane.dashboard.views.common import STATE_LEVELS, badge, format_duration, format_time
+from ctlplane.dashboard.views.common import STATE_LEVELS, badge, data, format_duration, format_time
 from ctlplane.exporter.health.cause import CAUSE_TEXT
 from ctlplane.exporter.model import Failure
 from ctlplane.exporter.state import Observation
@@ -45,7 +45,7 @@ def _run_row(run: EvidenceRun) -> Component:
             html.Td(run.evidence, className="evidence"),
         ],
         className="evidence-run",
-        **{"data-state": str(run.state), "data-cause": run.cause.value if run.cause else ""},  # type: ignore[arg-type]
+        **data(state=str(run.state), cause=run.cause.value if run.cause else ""),
     )
 
 
@@ -95,5 +95,5 @@ def broker_view(
             timeline_view([e for e in events if e.node == node]),
         ],
         className="broker",
-        **{"data-node": node},  # type: ignore[arg-type]
+        **data(node=node),
     )

@@ -20,6 +20,7 @@ from ctlplane.dashboard.views.common import (
     Level,
     assess_cluster,
     badge,
+    data,
     format_duration,
     format_number,
     format_ratio,
@@ -120,7 +121,7 @@ def controller_card(cluster: ClusterHealth, events: Sequence[Event], now: float)
                 identity,
                 className=f"controller-identity level-{assessment}",
                 style={"backgroundColor": LEVEL_COLOURS[assessment]},
-                **{"data-controller": controller.node or ""},  # type: ignore[arg-type]
+                **data(controller=controller.node or ""),
             ),
             html.Dl([item for key, value in facts for item in (html.Dt(key), html.Dd(value))]),
             html.H4("Failovers and voter changes (this window)"),
@@ -176,7 +177,7 @@ def _node_row(node: NodeSnapshot, broker: BrokerHealth | None, active: str | Non
         state, level, evidence = "CONTROLLER", Level.OK, "controller-only node (no broker lifecycle)"
     role = [html.Span(node.role.value, className="role")]
     if node.node == active:
-        role.append(badge("active controller", Level.OK, **{"data-active-controller": "true"}))
+        role.append(badge("active controller", Level.OK, active_controller="true"))
     flags = []
     if broker is not None and broker.stale:
         flags.append(badge("STALE", Level.WARN))
@@ -186,7 +187,7 @@ def _node_row(node: NodeSnapshot, broker: BrokerHealth | None, active: str | Non
         flags.append(badge("SATURATED", Level.WARN))
     if broker is not None and broker.views_disagree:
         # the quorum's view decided against the node's own JMX (docs/configuration.md "The quorum's view")
-        flags.append(badge("VIEWS DISAGREE", Level.WARN, **{"data-views-disagree": "true"}))
+        flags.append(badge("VIEWS DISAGREE", Level.WARN, views_disagree="true"))
     queues = [control_plane_value(node, series, twin) for series, twin in CP_TWINS]
     source = broker.metadata_lag_source if broker is not None else None
     cause = broker.cause if broker is not None else None
@@ -214,12 +215,7 @@ def _node_row(node: NodeSnapshot, broker: BrokerHealth | None, active: str | Non
         ],
         className=f"node-row level-{level}",
         style={"backgroundColor": LEVEL_COLOURS[level]},
-        **{
-            "data-node": node.node,
-            "data-role": node.role.value,
-            "data-state": state,
-            "data-cause": cause.value if cause else "",
-        },  # type: ignore[arg-type]
+        **data(node=node.node, role=node.role.value, state=state, cause=cause.value if cause else ""),
     )
 
 
@@ -243,7 +239,7 @@ def watch_gaps(snapshot: ClusterSnapshot, health: ClusterHealth) -> Component | 
         html.Li(
             f"node id {member.node_id} ({member.role.value}{f', {member.host}' if member.host else ''}): named by "
             "the cluster, not read by ctlplane (not listed, or its JMX address rule does not reach it)",
-            **{"data-gap": "unwatched"},  # type: ignore[arg-type]
+            **data(gap="unwatched"),
         )
         for member in snapshot.unwatched()
     ]
@@ -251,7 +247,7 @@ def watch_gaps(snapshot: ClusterSnapshot, health: ClusterHealth) -> Component | 
         html.Li(
             f"{node.node} (id {node.node_id}, {node.address}): read by ctlplane, but the cluster's answers do not "
             f"name node id {node.node_id} (another cluster's node?)",
-            **{"data-gap": "unknown"},  # type: ignore[arg-type]
+            **data(gap="unknown"),
         )
         for node in snapshot.unknown()
     ]
@@ -259,7 +255,7 @@ def watch_gaps(snapshot: ClusterSnapshot, health: ClusterHealth) -> Component | 
         rows.append(
             html.Li(
                 f"the controller counts {health.fenced_unnamed} fenced broker(s) that no node ctlplane reads is",
-                **{"data-gap": "fenced-unnamed"},  # type: ignore[arg-type]
+                **data(gap="fenced-unnamed"),
             )
         )
     if not rows:
@@ -375,7 +371,7 @@ def timeline_view(events: Sequence[Event], limit: int = 50) -> Component:
                 html.Span(e.detail, className="detail"),
             ],
             className=f"event event-{e.kind}",
-            **{"data-kind": str(e.kind), "data-node": e.node or ""},  # type: ignore[arg-type]
+            **data(kind=str(e.kind), node=e.node or ""),
         )
         for e in events[:limit]
     ]

@@ -98,23 +98,28 @@ def format_ratio(value: float | None) -> str:
     return f"{value * 100:.0f}%"
 
 
+def data(**attributes: str) -> dict[str, Any]:
+    """HTML data-* attributes for a Dash component: `**data(node="b1", lag_source="jmx")` gives `data-node` and
+    `data-lag-source`. Dash accepts any data-* prop at run time, but its generated signatures name none, so an
+    unpacked `dict[str, str]` is checked against every typed prop (n_clicks, hidden...): these go in as Any."""
+    return {f"data-{name.replace('_', '-')}": value for name, value in attributes.items()}
+
+
 def lag_cell(text: str, source: str | None) -> html.Td:
     """A metadata lag figure, saying where it came from: where JMX could not say it is the quorum leader's
     view of what the broker fetched (docs/configuration.md "The quorum's view")."""
     if source is None:
         return html.Td(text)
-    extra = {"data-lag-source": source}
+    extra = data(lag_source=source)
     if source != "jmx":
         extra["title"] = "from the quorum's view (describeMetadataQuorum): JMX could not say"
-    return html.Td(text, **extra)  # type: ignore[arg-type]  # data-* props: accepted at run time
+    return html.Td(text, **extra)
 
 
-def badge(text: str, level: Level, **extra: str) -> html.Span:
+def badge(text: str, level: Level, **flags: str) -> html.Span:
+    """A coloured label; `flags` become data-* attributes (`active_controller="true"`)."""
     return html.Span(
-        text,
-        className=f"badge level-{level}",
-        style={"backgroundColor": LEVEL_COLOURS[level]},
-        **extra,  # type: ignore[arg-type]  # data-* props are accepted at run time, not in the stubs
+        text, className=f"badge level-{level}", style={"backgroundColor": LEVEL_COLOURS[level]}, **data(**flags)
     )
 
 

@@ -17,6 +17,7 @@ from ctlplane.dashboard.views.common import (
     Level,
     assess_cluster,
     badge,
+    data,
     format_duration,
     simulated_scenarios,
 )
@@ -122,7 +123,7 @@ def fleet_view(observation: Observation, alerts: AlertsResult, now: float, prefi
                 ],
                 className=f"cluster-row level-{assessment.level}",
                 style={"backgroundColor": LEVEL_COLOURS[assessment.level]},
-                **{"data-cluster": cluster.name, "data-level": str(assessment.level)},  # type: ignore[arg-type]
+                **data(cluster=cluster.name, level=str(assessment.level)),
             )
         )
         if assessment.reasons and assessment.level is not Level.OK:

@@ -162,8 +162,10 @@ TIMED_OUT_HEARTBEATS = "kafka_controller_timed_out_broker_heartbeats_total"
 def heartbeats_timing_out(active: NodeSnapshot | None, last: tuple[str, float] | None) -> bool:
     """The active controller's TimedOutBrokerHeartbeatCount rose since it was last read (the same controller:
     the count starts again at 0 on another, or after a restart)."""
-    count = active.value(TIMED_OUT_HEARTBEATS) if active is not None and active.up else None
-    return count is not None and last is not None and last[0] == active.node and count > last[1]  # type: ignore[union-attr]
+    if active is None or not active.up or last is None:
+        return False
+    count = active.value(TIMED_OUT_HEARTBEATS)
+    return count is not None and last[0] == active.node and count > last[1]
 
 
 def fault_cause(

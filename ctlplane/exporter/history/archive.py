@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-import pyarrow as pa  # type: ignore[import-untyped]
-import pyarrow.compute as pc  # type: ignore[import-untyped]
-import pyarrow.parquet as pq  # type: ignore[import-untyped]
+import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type hints
+import pyarrow.compute as pc  # type: ignore[import-untyped]  # pyarrow ships no type hints
+import pyarrow.parquet as pq  # type: ignore[import-untyped]  # pyarrow ships no type hints
 
 from ctlplane.exporter.history.table import COLUMNS, HISTORY_SCHEMA
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type hints
 
 from ctlplane.exporter.health import BrokerHealth, ClusterHealth
 from ctlplane.exporter.history.table import (

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import date
 
 # pyarrow ships no type information (no py.typed, no stubs on PyPI)
-import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type hints
 
 HISTORY_SCHEMA = pa.schema(
     [

@@ -22,7 +22,8 @@ def _key(name: str) -> str:
 
 def test_every_base_of_the_dockerfile_has_a_local_recipe() -> None:
     bases = [image.qualified(name) for name in image.dockerfile_bases()]
-    assert bases == ["docker.io/library/python:3.11-slim-bookworm", "docker.io/library/maven:3.9.9-eclipse-temurin-17"]
+    # Maven's first: the wheel's build stage places the client jars its stage fetched (issue #50)
+    assert bases == ["docker.io/library/maven:3.9.9-eclipse-temurin-17", "docker.io/library/python:3.11-slim-bookworm"]
     assert set(bases) <= {base.reference for base in image.BASES}
 
 

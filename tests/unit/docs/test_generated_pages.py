@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import yaml
+
 from ctlplane.exporter.thresholds import Thresholds
 from tools import docs
 
@@ -34,3 +36,32 @@ def test_every_alert_is_in_the_reference_with_its_runbook() -> None:
     for runbook in sorted((docs.ROOT / "alerts" / "runbooks").glob("*.md")):
         assert f"\n## {runbook.stem}\n" in page, runbook.stem
     assert "### What to do" in page and "```promql" in page
+
+
+def test_the_alerts_reference_prints_each_runbook_once() -> None:
+    page = docs.alerts_reference()
+    for name in docs.alerts_by_name():
+        assert page.count(f"\n## {name}\n") == 1, name
+    fenced = page[page.index("\n## KafkaBrokerFenced\n") :]
+    fenced = fenced[: fenced.index("\n## ", 1)]
+    assert fenced.count("### What it means") == 1 and fenced.count("```promql") == 2, "two rules, one runbook"
+
+
+def test_the_alerts_page_lists_every_alert_in_its_file_and_every_inhibition() -> None:
+    rules = docs.rules()
+    by_name = docs.alerts_by_name()
+    table = docs.alerts_table()
+    assert f"{len(by_name)} alerts in {len(rules)} rules" in table
+    rows = [line for line in table.splitlines() if line.startswith("| [")]
+    assert [row.split("]")[0][3:] for row in rows] == list(by_name)
+    files = {line.split(" | ")[0].strip("| `"): line for line in docs.rule_files_table().splitlines()}
+    for rule in rules:
+        assert f"`{rule.alert}`" in files[f"alerts/{rule.file}"], (rule.alert, rule.file)
+    assert "`KafkaControllerHeartbeatsTimedOut`" in files["alerts/controller.rules.yml"]
+    inhibit_rules = yaml.safe_load(docs.ALERTMANAGER.read_text())["inhibit_rules"]
+    bullets = docs.inhibitions().splitlines()
+    assert len(bullets) == len(inhibit_rules) == 7
+    assert bullets[4].startswith("- `KafkaZooKeeperSessionLost` suppresses `KafkaBrokerFenced` of the same `cluster`")
+    # a regular expression of alertmanager.yml spelled out as the alerts it selects
+    assert "`KafkaQuorumNoSpareVoter`" in bullets[3] and "`KafkaBrokerMetadataFrozen`" in bullets[3]
+    assert "every alert but `CtlplaneExporterDown`, `CtlplaneSnapshotStale`" in bullets[0]

@@ -20,9 +20,9 @@ from ctlplane.exporter.discovery import (
     check_template,
     fill,
 )
-from ctlplane.exporter.jmx.base import Endpoint
 from ctlplane.exporter.model import ClusterSnapshot, FleetSnapshot, Member, NodeSnapshot, QuorumReplica, QuorumView
 from ctlplane.exporter.scraper import Target
+from ctlplane.exporter.sources.jmx.base import Endpoint
 from ctlplane.exporter.state import ExporterState, Observation
 from ctlplane.exporter.thresholds import Thresholds
 from tests.unit.exporter.builders import node

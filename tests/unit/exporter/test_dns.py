@@ -13,9 +13,9 @@ from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.config_file import ConfigError, parse_settings
 from ctlplane.exporter.discovery import DnsNode, JmxRule, NodeDiscovery
 from ctlplane.exporter.dns import DnsError, DnsName, DnsResolver, DnsWatch
-from ctlplane.exporter.jmx.base import Endpoint
 from ctlplane.exporter.model import ClusterSnapshot, FleetSnapshot, NodeSnapshot, QuorumView
 from ctlplane.exporter.scraper import Target
+from ctlplane.exporter.sources.jmx.base import Endpoint
 from ctlplane.exporter.state import ExporterState
 from ctlplane.exporter.thresholds import Thresholds
 from tests.dnsserver import LoopbackDns, loopback_dns

@@ -13,6 +13,7 @@ from ctlplane.exporter.health import HealthMemory, evaluate
 from ctlplane.exporter.model import FleetSnapshot
 from ctlplane.exporter.page import MetricsPage
 from ctlplane.exporter.thresholds import Thresholds
+from tests.golden import UPDATE, assert_matches_golden
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller, node
 
 GOLDEN = Path(__file__).parent / "golden" / "metrics.txt"
@@ -60,10 +61,7 @@ def render_text(snapshot: FleetSnapshot) -> bytes:
 
 
 def test_exposition_matches_golden_text() -> None:
-    text = render_text(sample_fleet()).decode()
-    if not GOLDEN.exists():  # first run writes the golden file for review
-        GOLDEN.write_text(text)
-    assert text == GOLDEN.read_text()
+    assert_matches_golden(render_text(sample_fleet()).decode(), GOLDEN)
 
 
 def test_listener_off_broker_has_no_control_plane_series_and_says_so() -> None:
@@ -128,3 +126,16 @@ def test_the_migration_phase_is_one_series_per_phase_with_the_current_one_at_1()
         if s.name == "kafka_cluster_migration_phase"
     }
     assert phases == {"PRE_MIGRATION": 1.0, "MIGRATION": 0.0, "POST_MIGRATION": 0.0}
+
+
+def test_a_missing_golden_file_fails_and_is_not_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A deleted golden file must turn the test red, not write itself from the output under test."""
+    missing = tmp_path / "metrics.txt"
+    monkeypatch.setitem(globals(), "GOLDEN", missing)
+    monkeypatch.delenv(UPDATE, raising=False)
+    with pytest.raises(pytest.fail.Exception, match=f"{UPDATE}=1"):
+        test_exposition_matches_golden_text()
+    assert not missing.exists()
+    monkeypatch.setenv(UPDATE, "1")  # on purpose: written, then the same output matches it
+    test_exposition_matches_golden_text()
+    assert missing.read_text() == render_text(sample_fleet()).decode()

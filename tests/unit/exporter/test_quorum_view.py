@@ -15,10 +15,10 @@ from ctlplane.exporter import kafka_admin
 from ctlplane.exporter.config_file import ConfigError, parse_settings
 from ctlplane.exporter.families import Family, health_families, quorum_families
 from ctlplane.exporter.health import ClusterHealth, FleetHealth, HealthMemory, Lifecycle, evaluate
-from ctlplane.exporter.jmx.base import Endpoint
 from ctlplane.exporter.jsonapi import snapshot_from_dict, snapshot_to_dict
 from ctlplane.exporter.model import ClusterSnapshot, Failure, FleetSnapshot, NodeSnapshot, QuorumReplica, QuorumView
 from ctlplane.exporter.scraper import Scraper, Target
+from ctlplane.exporter.sources.jmx.base import Endpoint
 from ctlplane.exporter.thresholds import Thresholds
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller
 from tests.unit.exporter.test_scraper import ScriptedClient
@@ -264,6 +264,7 @@ def test_the_client_pom_fetches_the_client_version_the_code_loads() -> None:
 def test_baked_in_client_jars_are_used_and_a_wrong_directory_is_one_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(kafka_admin, "PACKAGED_JARS", tmp_path / "packaged")  # a package without them
     monkeypatch.setenv(kafka_admin.JARS_ENV, str(tmp_path))
     with pytest.raises(kafka_admin.AdminClientError, match=f"has no {kafka_admin.MAIN_JAR}"):
         kafka_admin.client_jars()
@@ -427,6 +428,7 @@ def test_metadata_lag_comes_from_the_quorum_where_the_brokers_jmx_does_not_answe
 def test_a_failed_client_fetch_is_one_clear_error_not_retried_every_round(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(kafka_admin, "PACKAGED_JARS", tmp_path / "packaged")  # a checkout without them
     monkeypatch.delenv(kafka_admin.JARS_ENV, raising=False)
     monkeypatch.setattr(kafka_admin, "cache_root", lambda: tmp_path)
     monkeypatch.setattr(kafka_admin, "_fetch_failure", None)

@@ -6,7 +6,7 @@ import itertools
 import math
 from collections import Counter
 
-from ctlplane.exporter.jmx.jpype_client import RESOLVE_TTL_SECONDS, resolve_due, resolve_phase
+from ctlplane.exporter.sources.jmx.jpype_client import RESOLVE_TTL_SECONDS, resolve_due, resolve_phase
 
 TTL = RESOLVE_TTL_SECONDS
 INTERVAL = 15.0  # the default scrape interval

@@ -6,9 +6,9 @@ import threading
 import time
 from collections.abc import Sequence
 
-from ctlplane.exporter.jmx.base import Endpoint, JmxError
 from ctlplane.exporter.model import Failure, MBeanQuery, RawReading
 from ctlplane.exporter.scraper import Scraper, Target
+from ctlplane.exporter.sources.jmx.base import Endpoint, JmxError
 
 BROKER_STATE = "kafka.server:type=KafkaServer,name=BrokerState"
 

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from ctlplane.exporter.jmx.base import Endpoint, JmxError
 from ctlplane.exporter.model import Failure, FleetSnapshot, MBeanQuery, RawReading
 from ctlplane.exporter.scraper import Scraper, Target, worker_shares
+from ctlplane.exporter.sources.jmx.base import Endpoint, JmxError
 
 BROKER_STATE = "kafka.server:type=KafkaServer,name=BrokerState"
 

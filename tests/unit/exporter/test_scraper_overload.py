@@ -7,9 +7,9 @@ import threading
 from collections import Counter
 from collections.abc import Sequence
 
-from ctlplane.exporter.jmx.base import Endpoint
 from ctlplane.exporter.model import FleetSnapshot, MBeanQuery, NodeSnapshot, RawReading
 from ctlplane.exporter.scraper import Scraper, Target
+from ctlplane.exporter.sources.jmx.base import Endpoint
 
 BROKER_STATE = "kafka.server:type=KafkaServer,name=BrokerState"
 

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from itertools import pairwise
 
 from ctlplane.exporter.catalog import SLOW_SERIES
-from ctlplane.exporter.jmx.base import Endpoint, JmxError
 from ctlplane.exporter.model import MBeanQuery, NodeSnapshot, RawReading
 from ctlplane.exporter.scraper import Scraper, Target
+from ctlplane.exporter.sources.jmx.base import Endpoint, JmxError
 
 BROKER_STATE = "kafka.server:type=KafkaServer,name=BrokerState"
 TOTAL_TIME = "kafka.network:type=RequestMetrics,name=TotalTimeMs,request=*"

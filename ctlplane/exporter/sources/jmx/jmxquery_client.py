@@ -8,9 +8,9 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Sequence
 
-from ctlplane.exporter.jmx.base import Endpoint, JmxError
 from ctlplane.exporter.model import Failure, MBeanQuery, RawReading
 from ctlplane.exporter.readings import parse_object_name
+from ctlplane.exporter.sources.jmx.base import Endpoint, JmxError
 
 
 class JmxQueryClient:

@@ -6,15 +6,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ctlplane.exporter.model import Failure, MBeanQuery, RawReading
+from ctlplane.exporter.model import MBeanQuery, RawReading
+from ctlplane.exporter.sources.base import ReadError
 
 
-class JmxError(Exception):
-    """The node could not be read (refused, timed out, authentication failed, vanished mid-read)."""
-
-    def __init__(self, message: str, failure: Failure = Failure.OTHER) -> None:
-        super().__init__(message)
-        self.failure = failure
+class JmxError(ReadError):
+    """The node's JMX could not be read (refused, timed out, authentication failed, vanished mid-read)."""
 
 
 @dataclass(frozen=True)

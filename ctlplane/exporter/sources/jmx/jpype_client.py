@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctlplane.exporter.javac import JavacError
-from ctlplane.exporter.jmx import connect_timeouts, node_reader
-from ctlplane.exporter.jmx.base import Endpoint, JmxError
 from ctlplane.exporter.model import Failure, MBeanQuery, RawReading
+from ctlplane.exporter.sources.jmx import connect_timeouts, node_reader
+from ctlplane.exporter.sources.jmx.base import Endpoint, JmxError
 
 # Re-resolve MBean names this often: MBeans such as ControllerChannelManager's per-broker queues or
 # the controller's per-broker registration state appear and disappear as brokers come and go.

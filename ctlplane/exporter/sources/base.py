@@ -1,0 +1,36 @@
+"""What every node source implements, and the one object the scraper reads through."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from ctlplane.exporter.model import Failure, MBeanQuery, RawReading
+
+
+class ReadError(Exception):
+    """The node could not be read (refused, timed out, authentication failed, a malformed answer)."""
+
+    def __init__(self, message: str, failure: Failure = Failure.OTHER) -> None:
+        super().__init__(message)
+        self.failure = failure
+
+
+class NodeEndpoint(Protocol):
+    """Where a node is read: a JMX endpoint or a metrics endpoint."""
+
+    @property
+    def address(self) -> str: ...
+
+
+class NodeSource(Protocol):
+    # `endpoint` is Any: each source takes its own kind (a JMX client an Endpoint, the endpoint client a
+    # MetricsEndpoint), and routed.Sources hands each the kind it takes
+    def read(self, endpoint: Any, queries: Sequence[MBeanQuery]) -> list[RawReading]:
+        """Read every MBean matching each query; absent MBeans or attributes are simply left out.
+
+        Raises ReadError when the node cannot be read at all.
+        """
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,255 @@
+"""Nodes read only through their Prometheus endpoints: the real jmx_exporter javaagent on every node of a real
+KRaft cluster, in jmx_exporter's default naming (as Amazon MSK serves it) and in Strimzi's example rules.
+
+What each naming serves is read beside what the same nodes' remote JMX says, and a broker's crash is read
+through the endpoints alone: fenced, its cause named, paged by the shipped rules (replayed by promtool).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from ctlplane.cli import build_discovery, build_scraper, build_state
+from ctlplane.exporter.catalog import Mode, Role
+from ctlplane.exporter.config_file import parse_settings
+from ctlplane.exporter.health import Cause, Lifecycle
+from ctlplane.exporter.sources.endpoint.client import EndpointClient
+from ctlplane.exporter.sources.endpoint.naming import Naming
+from ctlplane.exporter.sources.endpoint.profiles import PROFILES_DIR, profile
+from ctlplane.exporter.sources.routed import Sources
+from ctlplane.exporter.state import Observation
+from harness import localkafka
+from harness.localkafka import KafkaCluster, MetricsAgent
+from tests.integration.faults import Timeline, pages_then_resolves, replay
+from tests.integration.watch import Watch, endpoint_targets, shared_client, stop_scraper
+from tests.kafka_versions import KRAFT_UNDER_TEST, ZK_UNDER_TEST
+
+pytestmark = [pytest.mark.kafka]
+
+# What no naming serves without a rule for it: a String attribute (jmx_exporter drops them, "Ignoring
+# unsupported bean"): raft current-state and app-info's Version. Strimzi's rules serve current-state as a label.
+DEFAULT_NAMING_LACKS = {"kafka_raft_state"}
+# Strimzi's rules leave out RequestMetrics (its own comment: "numerous"), app-info and every java.lang MBean
+# (the javaagent's JVM series stand in for the JVM's start time and collectors: profiles.AGENT_ALIASES), and
+# serve the request handlers' idle Meter as its MeanRate (the average since the broker started), not the
+# one-minute rate ctlplane reads
+STRIMZI_LACKS = {
+    "kafka_request_handler_idle_ratio",
+    "kafka_node_info",
+    "kafka_request_queue_time_seconds",
+    "kafka_request_total_time_seconds",
+    "kafka_requests_total",
+    "kafka_controller_event_queue_time_seconds",
+    "kafka_controller_event_queue_processing_time_seconds",
+}
+# Values that do not move between two reads a moment apart on a quiet cluster
+STEADY = (
+    "kafka_broker_state",
+    "kafka_controller_active",
+    "kafka_raft_current_leader",
+    "kafka_raft_current_epoch",
+    "kafka_controller_broker_registration_state",
+    "kafka_metadata_current_controller_id",
+    "kafka_raft_state",
+)
+
+
+def _cluster(workdir: Path, name: str, brokers: int, agent: MetricsAgent) -> Iterator[KafkaCluster]:
+    cluster = localkafka.start_kraft_cluster(
+        name, workdir, controllers=1, brokers=brokers, version=KRAFT_UNDER_TEST, metrics_agent=agent
+    )
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def msk_like(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    """1 controller + 2 brokers, each serving jmx_exporter's default naming (no rules), as MSK's :11001."""
+    yield from _cluster(tmp_path_factory.mktemp("msk"), "endpoint-msk", 2, MetricsAgent())
+
+
+# the clusters of one test each stop with it; the MSK-like one serves three
+@pytest.fixture
+def zookeeper_msk_like(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    """A ZooKeeper-mode cluster (MSK ran ZooKeeper mode until 3.9) of 2 brokers with the KIP-291 listener,
+    each serving jmx_exporter's default naming."""
+    cluster = localkafka.start_zk_cluster(
+        "endpoint-zk", tmp_path_factory.mktemp("zk"), brokers=2, version=ZK_UNDER_TEST, metrics_agent=MetricsAgent()
+    )
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def strimzi_like(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    """1 controller + 1 broker, each serving Strimzi's example rules (rules/strimzi.yaml), as its :9404."""
+    rules = (PROFILES_DIR / "strimzi.yaml").read_text()
+    yield from _cluster(tmp_path_factory.mktemp("strimzi"), "endpoint-strimzi", 1, MetricsAgent(rules))
+
+
+def _healthy(cluster: KafkaCluster) -> Callable[[Observation], bool]:
+    def check(o: Observation) -> bool:
+        health = o.health.cluster(cluster.name)
+        snapshot = o.snapshot.cluster(cluster.name)
+        return (
+            health is not None
+            and snapshot is not None
+            and all(node.up for node in snapshot.nodes)
+            and health.controller.node is not None
+            and all(b.state is Lifecycle.ACTIVE for b in health.brokers)
+        )
+
+    return check
+
+
+def _series(o: Observation, cluster: str) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
+    snapshot = o.snapshot.cluster(cluster)
+    assert snapshot is not None
+    table: dict[str, dict[tuple[tuple[str, str], ...], float]] = {}
+    for node in snapshot.nodes:
+        for sample in node.samples:
+            table.setdefault(sample.series, {})[(("node", node.node), *sample.labels)] = sample.value
+    return table
+
+
+def _compare(cluster: KafkaCluster, naming: Naming, lacks: set[str], mode: Mode = Mode.KRAFT) -> None:
+    """The endpoints read beside the same nodes' JMX: the same identities and health, every series the JMX
+    read has but those `lacks` names, and the same steady values."""
+    jmx = Watch(cluster)
+    endpoints = Watch(cluster, targets=endpoint_targets(cluster, naming))
+    try:
+        by_endpoint = endpoints.until(_healthy(cluster), 90, "every node read, every broker ACTIVE")
+        by_jmx = jmx.until(_healthy(cluster), 60, "every node read by JMX")
+        read = by_endpoint.snapshot.cluster(cluster.name)
+        assert read is not None
+        for node in read.nodes:
+            expected = cluster.node(node.node)
+            assert node.mode is mode, node
+            assert node.role is (Role.BROKER if expected.is_broker else Role.CONTROLLER), node
+            assert node.node_id == expected.node_id, node
+            assert node.address.startswith("http://127.0.0.1:"), node.address
+        health_e, health_j = by_endpoint.health.cluster(cluster.name), by_jmx.health.cluster(cluster.name)
+        assert health_e is not None and health_j is not None
+        assert health_e.controller.node == health_j.controller.node
+        series_e, series_j = _series(by_endpoint, cluster.name), _series(by_jmx, cluster.name)
+        missing = set(series_j) - set(series_e)
+        assert missing == lacks & set(series_j), f"not read through the endpoints: {sorted(missing)}"
+        assert not set(series_e) - set(series_j), sorted(set(series_e) - set(series_j))
+        for name in STEADY:
+            if name in series_e:
+                assert series_e[name] == series_j[name], (name, series_e[name], series_j[name])
+    finally:
+        jmx.close()
+        endpoints.close()
+
+
+@pytest.mark.kraft
+def test_default_naming_reads_what_remote_jmx_reads_but_the_strings(msk_like: KafkaCluster) -> None:
+    _compare(msk_like, profile("jmx_exporter"), DEFAULT_NAMING_LACKS)
+
+
+@pytest.mark.zookeeper
+def test_default_naming_on_zookeeper_mode_reads_what_remote_jmx_reads_but_the_session_state(
+    zookeeper_msk_like: KafkaCluster,
+) -> None:
+    _compare(zookeeper_msk_like, profile("jmx_exporter"), {"kafka_zookeeper_session_state"}, Mode.ZOOKEEPER)
+
+
+@pytest.mark.kraft
+def test_strimzi_rules_read_what_remote_jmx_reads_but_request_metrics(strimzi_like: KafkaCluster) -> None:
+    _compare(strimzi_like, profile("strimzi"), STRIMZI_LACKS)
+
+
+@pytest.mark.kraft
+def test_a_crash_read_through_endpoints_alone_is_fenced_gone_and_pages(msk_like: KafkaCluster, tmp_path: Path) -> None:
+    """kill -9 of a broker: its endpoint refuses (the process is gone), the controller's endpoint says it is
+    fenced; KafkaBrokerFenced pages; restarted, it is ACTIVE again and the page resolves."""
+    watch = Watch(msk_like, targets=endpoint_targets(msk_like, profile("jmx_exporter")))
+    victim = msk_like.brokers()[0]
+    try:
+        watch.until(_healthy(msk_like), 90, "every node read, every broker ACTIVE")
+        timeline = Timeline(watch, msk_like)
+        timeline.round()
+        timeline.round()
+        timeline.sleep_into_round(0.5)
+        victim.kill()
+        for _ in range(7):  # 105 s: long enough for `for: 1m` to fire
+            timeline.round()
+        killed_until = len(timeline.observations) - 1
+        crashed = timeline.states(victim.name)[2:]
+        assert crashed[0] in (Lifecycle.FENCED, Lifecycle.UNREACHABLE), timeline.evidence(victim.name)
+        assert set(crashed[1:]) == {Lifecycle.FENCED}, timeline.evidence(victim.name)
+        timeline.expect_causes(victim.name, {Cause.PROCESS_GONE}, Lifecycle.FENCED, Lifecycle.UNREACHABLE)
+        victim.start()
+        for _ in range(12):
+            broker = timeline.round().broker(victim.name)
+            if broker is not None and broker.state is Lifecycle.ACTIVE:
+                break
+        timeline.round()
+        assert timeline.states(victim.name)[-1] is Lifecycle.ACTIVE, timeline.evidence(victim.name)
+        last = len(timeline.observations) - 1
+        replay(
+            timeline,
+            "endpoint-default-naming-kill-broker",
+            pages_then_resolves(killed_until, last, frozenset({("KafkaBrokerFenced", victim.name)})),
+            f"every node read through jmx_exporter {localkafka.JMX_EXPORTER_VERSION}'s javaagent in its default "
+            f"naming only; kill -9 of {victim.name} 0.5 s after a round, restart after 105 s",
+            tmp_path,
+        )
+    finally:
+        watch.close()
+
+
+@pytest.mark.kraft
+def test_one_address_and_an_endpoint_rule_read_every_node_through_its_endpoint(msk_like: KafkaCluster) -> None:
+    """A user's config for MSK in miniature: the controllers' address (the quorum's view names every node),
+    discovery's address rule giving each node's endpoint, `metrics:` saying how it names the MBeans."""
+    settings = parse_settings(
+        {
+            "clusters": [
+                {
+                    "name": msk_like.name,
+                    "bootstrap_controllers": localkafka.quorum_bootstrap(msk_like),
+                    "discovery": {"overrides": {n.node_id: f"127.0.0.1:{n.metrics_port}" for n in msk_like.nodes}},
+                    "metrics": {"naming": "jmx_exporter"},
+                }
+            ],
+            "scrape": {"interval_seconds": 2, "timeout_seconds": 2},
+        }
+    )
+    scraper = build_scraper(settings, Sources(shared_client, EndpointClient(2.0)))
+    state = build_state(settings, scraper)
+    build_discovery(settings, scraper, state)
+    # named by discovery's default, {role}-{id}
+    everyone = {
+        f"{'broker' if n.is_broker else 'controller'}-{n.node_id}": (
+            n.node_id,
+            f"http://127.0.0.1:{n.metrics_port}/metrics",
+            True,
+        )
+        for n in msk_like.nodes
+    }
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            scraper.scrape_once()
+            read = {n.node: (n.node_id, n.address, n.up) for n in state.current().snapshot.nodes()}
+            if read == everyone:
+                break
+            assert time.monotonic() < deadline, f"every node read through its endpoint: {read}"
+            time.sleep(0.5)
+        health = state.current().health.cluster(msk_like.name)
+        assert health is not None and {b.node for b in health.brokers} == {
+            f"broker-{b.node_id}" for b in msk_like.brokers()
+        }
+        assert all(b.state is Lifecycle.ACTIVE for b in health.brokers), health.brokers
+    finally:
+        stop_scraper(scraper)

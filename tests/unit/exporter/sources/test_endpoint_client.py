@@ -1,0 +1,141 @@
+"""A node's endpoint that fails each way it can fails as that node's one-line error (client.py), on loopback."""
+
+from __future__ import annotations
+
+import base64
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from ctlplane.exporter.model import Failure, RawReading
+from ctlplane.exporter.readings import plan_queries, samples_from_readings
+from ctlplane.exporter.sources.base import ReadError
+from ctlplane.exporter.sources.endpoint.client import EndpointClient, MetricsEndpoint
+from ctlplane.exporter.sources.endpoint.profiles import profile
+
+PAGE = (
+    "# TYPE kafka_server_KafkaServer_Value untyped\n"
+    'kafka_server_KafkaServer_Value{name="BrokerState"} 3.0\n'
+    'kafka_controller_KafkaController_Value{name="ActiveControllerCount"} 0.0\n'
+)
+Handler = Callable[[BaseHTTPRequestHandler], None]
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Handler], str]]:
+    servers: list[ThreadingHTTPServer] = []
+
+    def start(handle: Handler) -> str:
+        class Page(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                handle(self)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}/metrics"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def _answer(status: int, body: str, headers: dict[str, str] | None = None) -> Handler:
+    def handle(request: BaseHTTPRequestHandler) -> None:
+        data = body.encode()
+        request.send_response(status)
+        for key, value in (headers or {"Content-Length": str(len(data))}).items():
+            request.send_header(key, value)
+        request.end_headers()
+        request.wfile.write(data)
+
+    return handle
+
+
+def _read(url: str, **auth: str) -> list[RawReading]:
+    client = EndpointClient(timeout_seconds=2.0, read_deadline_seconds=2.0, max_bytes=4096)
+    try:
+        return client.read(MetricsEndpoint(url, profile("jmx_exporter"), **auth), plan_queries())
+    finally:
+        client.close()
+
+
+def _error(url: str, **auth: str) -> ReadError:
+    with pytest.raises(ReadError) as error:
+        _read(url, **auth)
+    assert "\n" not in str(error.value) and str(error.value).startswith(url)
+    return error.value
+
+
+def test_a_page_reads_as_the_mbeans_it_names(serve: Callable[[Handler], str]) -> None:
+    readings = _read(serve(_answer(200, PAGE)))
+    series = {sample.series: sample.value for sample in samples_from_readings(readings)}
+    assert series == {"kafka_broker_state": 3.0, "kafka_controller_active": 0.0}
+
+
+def test_basic_auth_is_sent_and_a_refusal_is_an_auth_failure(serve: Callable[[Handler], str]) -> None:
+    expected = "Basic " + base64.b64encode(b"prom:s3cret").decode()
+
+    def guarded(request: BaseHTTPRequestHandler) -> None:
+        if request.headers.get("Authorization") == expected:
+            _answer(200, PAGE)(request)
+        else:
+            _answer(401, "no")(request)
+
+    url = serve(guarded)
+    assert _read(url, username="prom", password="s3cret")
+    error = _error(url, username="prom", password="wrong")
+    assert error.failure is Failure.AUTH and "HTTP 401" in str(error)
+
+
+def test_a_server_error_is_the_nodes_error(serve: Callable[[Handler], str]) -> None:
+    error = _error(serve(_answer(500, "boom")))
+    assert error.failure is Failure.OTHER and "HTTP 500" in str(error)
+
+
+def test_a_refused_port_is_a_gone_process() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    assert _error(f"http://127.0.0.1:{port}/metrics").failure is Failure.GONE
+
+
+def test_an_endpoint_that_never_answers_is_a_timeout(serve: Callable[[Handler], str]) -> None:
+    release = threading.Event()
+
+    def hang(request: BaseHTTPRequestHandler) -> None:
+        release.wait(10)
+
+    url = serve(hang)
+    try:
+        started = time.monotonic()
+        error = _error(url)
+        assert error.failure is Failure.TIMEOUT and time.monotonic() - started < 5
+    finally:
+        release.set()
+
+
+def test_a_page_cut_short_is_an_error_not_a_partial_read(serve: Callable[[Handler], str]) -> None:
+    error = _error(serve(_answer(200, PAGE[:60], {"Content-Length": str(len(PAGE))})))
+    assert error.failure is Failure.GONE
+
+
+def test_a_page_beyond_the_size_cap_is_refused(serve: Callable[[Handler], str]) -> None:
+    huge = PAGE + "".join(f'other_series{{i="{i}"}} 1\n' for i in range(1000))
+    assert "larger than 4096 bytes" in str(_error(serve(_answer(200, huge))))
+
+
+def test_a_hostile_line_of_a_wanted_series_is_named(serve: Callable[[Handler], str]) -> None:
+    hostile = 'kafka_server_KafkaServer_Value{name="BrokerState",x="\\q"} 3.0\n'
+    assert "line 1: an unknown escape in a label value" in str(_error(serve(_answer(200, hostile))))
+    truncated = 'kafka_server_KafkaServer_Value{name="BrokerState",x="open} 3.0\n'
+    assert "line 1: a label value without its closing quote" in str(_error(serve(_answer(200, truncated))))

@@ -1,0 +1,62 @@
+"""A cluster read through its nodes' metrics endpoints, as a config says it (config.py `metrics:`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ctlplane.cli import build_targets
+from ctlplane.exporter.config_file import ConfigError, load_settings
+from ctlplane.exporter.sources.endpoint.client import MetricsEndpoint
+from ctlplane.exporter.sources.endpoint.profiles import profile
+
+MSK = """
+clusters:
+  - name: orders
+    nodes:
+      - {address: "b-1.orders.example:11001", name: broker-1, node_id: 1}
+    metrics: {naming: %s}
+"""
+
+
+def _load(tmp_path: Path, text: str) -> list[object]:
+    path = tmp_path / "ctlplane.yaml"
+    path.write_text(text)
+    return [target.endpoint for target in build_targets(load_settings(path))]
+
+
+def test_a_node_of_a_metrics_cluster_is_read_at_its_endpoint_in_its_naming(tmp_path: Path) -> None:
+    (endpoint,) = _load(tmp_path, MSK % "strimzi")
+    assert isinstance(endpoint, MetricsEndpoint)
+    assert endpoint.url == "http://b-1.orders.example:11001/metrics"
+    assert endpoint.naming == profile("strimzi")
+
+
+def test_a_rules_file_is_the_naming_and_one_it_cannot_use_is_one_problem(tmp_path: Path) -> None:
+    rules = tmp_path / "kafka-metrics.yaml"
+    rules.write_text("lowercaseOutputName: true\nrules:\n- pattern: 'kafka.(\\w+'\n  name: x\n")
+    text = MSK.replace("metrics: {naming: %s}", f"metrics: {{rules_file: {rules}}}")
+    with pytest.raises(ConfigError) as error:
+        _load(tmp_path, text)
+    lines = str(error.value).splitlines()
+    assert len(lines) == 2 and lines[1].strip().startswith(f"clusters.0.metrics.rules_file: {rules}: rules[0]: pattern")
+    rules.write_text(
+        "lowercaseOutputName: true\nrules:\n- pattern: 'kafka.(\\w+)<type=(.+), name=(.+)><>Value'\n  name: k_$1\n"
+    )
+    (endpoint,) = _load(tmp_path, text)
+    assert isinstance(endpoint, MetricsEndpoint) and endpoint.naming.lowercase_names
+
+
+@pytest.mark.parametrize(
+    ("metrics", "says"),
+    [
+        ("{naming: strimzi, rules_file: /x.yaml}", "give naming or rules_file, not both"),
+        ("{ca_file: /x.pem}", "ca_file is for scheme: https"),
+        ("{naming: msk}", "clusters.0.metrics.naming"),
+        ("{path: metrics}", "clusters.0.metrics.path"),
+    ],
+)
+def test_a_wrong_metrics_setting_names_itself(tmp_path: Path, metrics: str, says: str) -> None:
+    with pytest.raises(ConfigError, match=says.replace(".", r"\.")):
+        _load(tmp_path, MSK.replace("{naming: %s}", metrics))
