@@ -344,8 +344,9 @@ class ConfigReload:
     (but its trust store) -> the scraper's targets, discovery's rules and DiscoveredTargets, the quorum
     readers, the DNS watch; `scrape.interval_seconds` -> the scraper (its pace, the slow tier's due time),
     which /healthz reads (build_app); `scrape.timeout_seconds` -> the scraper's wait per round, the quorum
-    readers' Admin deadline, the DNS resolvers' lifetime (not yet the node sources' own deadlines, which
-    build_client sets once: the JMX client's read deadline, the endpoint client's HTTP timeouts); `health`
+    readers' Admin deadline, the DNS resolvers' lifetime, the metrics endpoints' HTTP timeout and read deadline
+    (not yet the JMX client's read deadline, which build_client sets once; its RMI timeouts are the JVM's,
+    fixed at its start); `health`
     -> the state's thresholds. RESTART_ONLY lists what it does not apply."""
 
     def __init__(
@@ -388,6 +389,8 @@ class ConfigReload:
             self.scraper.set_quorum_sources(build_quorum_sources(new, self.scraper.quorum_sources, old))
             self.scraper.interval_seconds = new.scrape.interval_seconds
             self.scraper.timeout_seconds = new.scrape.timeout_seconds
+            if isinstance(self.scraper.client, Sources):
+                self.scraper.client.endpoints.set_timeouts(new.scrape.timeout_seconds, new.scrape.read_deadline_seconds)
             self.state.thresholds = new.health.thresholds()
             if isinstance(self.discovery.make_target, DiscoveredTargets):
                 self.discovery.make_target.settings = new

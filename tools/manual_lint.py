@@ -69,8 +69,8 @@ NOT_ALERTS = frozenset(
 # Names of the series' shape that are other tools', not series
 NOT_SERIES = frozenset({"kafka_exporter"})
 ALERT = re.compile(r"\b(?:Kafka|Ctlplane)[A-Z][A-Za-z0-9]*\b")
-# `kafka_2.13` is an artefact (Scala build), not a series
-SERIES = re.compile(r"(?<![\w./$-])((?:ctlplane|kafka)_[a-z0-9_]*)(?![\w-]|\.\d)(\*)?")
+# `kafka_2.13` is an artefact (Scala build), not a series; `kafka_client="4.3.1"` a label, not a series
+SERIES = re.compile(r"(?<![\w./$-])((?:ctlplane|kafka)_[a-z0-9_]*)(?![\w=-]|\.\d)(\*)?")
 TOP_DIRECTORIES = ("ctlplane", "alerts", "docs", "tools", "tests", "harness", "grafana", "deploy", "bench", ".ci")
 PATH = re.compile(r"(?<![\w./~$-])((?:" + "|".join(map(re.escape, TOP_DIRECTORIES)) + r")/[\w.*<>/-]*)")
 FILE_EXTENSIONS = frozenset(

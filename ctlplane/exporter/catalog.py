@@ -543,7 +543,8 @@ DERIVED_SERIES: Mapping[str, str] = MappingProxyType(
         "ctlplane_round_duration_seconds": "Time the last scrape round of every node took",
         "ctlplane_snapshot_timestamp_seconds": "Unix time at which the served snapshot was taken",
         "ctlplane_snapshot_age_seconds": "Age of the served snapshot when this page was rendered",
-        "ctlplane_build_info": "ctlplane's version",
+        "ctlplane_build_info": "ctlplane's version, and the Kafka client (kafka-clients) it carries for the quorum's "
+        "view and discovery",
         "ctlplane_dashboard_info": "1, with the address people open the dashboard at (dashboard.public_url): "
         "the alert rules link a page to the broker's page there",
         "ctlplane_history_write_errors_total": "History flushes that failed to write (a full or read-only disk); "

@@ -31,6 +31,7 @@ from ctlplane.exporter.catalog import (
     SeriesType,
 )
 from ctlplane.exporter.health import MIGRATION_PHASES, FleetHealth, Lifecycle
+from ctlplane.exporter.kafka_admin import CLIENT_VERSION
 from ctlplane.exporter.model import ClusterSnapshot, FleetSnapshot, NodeSnapshot, Sample
 from ctlplane.exporter.readings import LISTENER_EVIDENCE
 
@@ -388,8 +389,8 @@ def _derived_families(
     round_duration.add((), snapshot.round_duration_seconds)
     timestamp = _gauge("ctlplane_snapshot_timestamp_seconds", ())
     timestamp.add((), snapshot.taken_at)
-    build = _gauge("ctlplane_build_info", ["version"])
-    build.add((version,), 1.0)
+    build = _gauge("ctlplane_build_info", ["version", "kafka_client"])
+    build.add((version, CLIENT_VERSION), 1.0)
     families = [up, duration, errors, round_duration, timestamp, build]
     if listener.rows:
         families.append(listener)

@@ -24,7 +24,7 @@ from ctlplane.exporter.sources.routed import Sources
 from ctlplane.exporter.state import Observation
 from harness import localkafka
 from harness.localkafka import KafkaCluster, MetricsAgent
-from tests.integration.faults import Timeline, pages_then_resolves, replay
+from tests.integration.faults import CauseAt, Expectation, Timeline, pages_then_resolves, replay
 from tests.integration.watch import Watch, endpoint_targets, shared_client, stop_scraper
 from tests.kafka_versions import KRAFT_UNDER_TEST, ZK_UNDER_TEST
 
@@ -253,3 +253,51 @@ def test_one_address_and_an_endpoint_rule_read_every_node_through_its_endpoint(m
         assert all(b.state is Lifecycle.ACTIVE for b in health.brokers), health.brokers
     finally:
         stop_scraper(scraper)
+
+
+@pytest.mark.kraft
+def test_a_hung_broker_read_through_endpoints_alone_is_fenced_hung_and_pages(
+    msk_like: KafkaCluster, tmp_path: Path
+) -> None:
+    """SIGSTOP of a broker: its endpoint takes the connection and never answers (the agent's threads are
+    stopped with the JVM), the controller's endpoint says it is fenced after broker.session.timeout.ms:
+    FENCED, hung_or_isolated, KafkaBrokerFenced pages; resumed, it is unfenced and the page resolves."""
+    watch = Watch(msk_like, targets=endpoint_targets(msk_like, profile("jmx_exporter")))
+    victim = msk_like.brokers()[1]
+    try:
+        watch.until(_healthy(msk_like), 90, "every node read, every broker ACTIVE")
+        timeline = Timeline(watch, msk_like)
+        timeline.round()
+        timeline.sleep_into_round(0.5)
+        victim.pause()
+        try:
+            for _ in range(6):  # 90 s hung: `for: 1m` has fired by then
+                timeline.round()
+        finally:
+            victim.resume()
+        hung_until = len(timeline.observations) - 1
+        hung = timeline.states(victim.name)[1:]
+        assert hung[0] in (Lifecycle.FENCED, Lifecycle.UNREACHABLE), timeline.evidence(victim.name)
+        assert set(hung[1:]) == {Lifecycle.FENCED}, timeline.evidence(victim.name)
+        timeline.expect_causes(victim.name, {Cause.HUNG_OR_ISOLATED}, Lifecycle.FENCED, Lifecycle.UNREACHABLE)
+        for _ in range(8):
+            broker = timeline.round().broker(victim.name)
+            if broker is not None and broker.state is Lifecycle.ACTIVE:
+                break
+        timeline.round()
+        assert timeline.states(victim.name)[-1] is Lifecycle.ACTIVE, timeline.evidence(victim.name)
+        last = len(timeline.observations) - 1
+        replay(
+            timeline,
+            "endpoint-default-naming-broker-hung",
+            [
+                Expectation("critical", hung_until, frozenset({("KafkaBrokerFenced", victim.name)}), node=victim.name),
+                CauseAt(victim.name, hung_until, Cause.HUNG_OR_ISOLATED),
+                Expectation("critical", last, frozenset(), node=victim.name),
+            ],
+            f"every node read through jmx_exporter {localkafka.JMX_EXPORTER_VERSION}'s javaagent in its default "
+            f"naming only; SIGSTOP of {victim.name} 0.5 s after a round for 90 s, then SIGCONT",
+            tmp_path,
+        )
+    finally:
+        watch.close()

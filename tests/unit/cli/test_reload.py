@@ -23,6 +23,7 @@ from ctlplane.cli import (
     ConfigReload,
     DiscoveredTargets,
     build_app,
+    build_client,
     build_discovery,
     build_dns_watch,
     build_scraper,
@@ -36,7 +37,9 @@ from ctlplane.exporter.health import BrokerHealth
 from ctlplane.exporter.kafka_admin import QuorumReader
 from ctlplane.exporter.model import MBeanQuery, RawReading
 from ctlplane.exporter.scraper import Scraper
+from ctlplane.exporter.sources.base import NodeSource
 from ctlplane.exporter.sources.jmx.base import Endpoint
+from ctlplane.exporter.sources.routed import Sources
 from ctlplane.exporter.state import Observation
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller
 from tests.unit.exporter.test_scraper import ScriptedClient
@@ -116,7 +119,7 @@ def test_post_reload_answers_as_prometheus_does(tmp_path: Path) -> None:
     assert without.post("/-/reload").status_code == 404
 
 
-def _wired(path: Path, client: ScriptedClient, clock: float = 1010.0) -> tuple[ConfigReload, Scraper, TestClient]:
+def _wired(path: Path, client: NodeSource, clock: float = 1010.0) -> tuple[ConfigReload, Scraper, TestClient]:
     """What `ctlplane run` wires (ctlplane/cli.py serve), over the double: the scraper, the state, discovery and
     the DNS watch (not started) from the settings, the reload, and the HTTP app, whose clock reads `clock`; the
     scraper's rounds are taken at 1000."""
@@ -183,6 +186,28 @@ def test_a_reloaded_timeout_remakes_the_quorum_readers_and_the_dns_resolvers(tmp
     remade = (scraper._pending_sources or {})["c1"]  # taken at the next round's start (no JVM in this test)
     assert isinstance(remade, QuorumReader) and remade is not running and remade.timeout_ms == 600
     assert reload.dns.sources["c1"][0]._resolver.lifetime == 0.75
+
+
+def test_a_reloaded_timeout_reaches_the_metrics_endpoints_reads(tmp_path: Path) -> None:
+    """The endpoint client's HTTP timeout and read deadline are the config's after a reload (docs/sources.md)."""
+    path = tmp_path / "ctlplane.yaml"
+    cluster = {"name": "msk", "nodes": [{"address": "127.0.0.1:11001"}], "metrics": {"naming": "jmx_exporter"}}
+    path.write_text(yaml.safe_dump({"clusters": [cluster], "scrape": {"interval_seconds": 2, "timeout_seconds": 1}}))
+    settings = load_settings(path)
+    sources = build_client(settings)
+    assert isinstance(sources, Sources)
+    reload, _, _ = _wired(path, sources)  # the real sources, not the double
+    assert (sources.endpoints.timeout_seconds, sources.endpoints.read_deadline_seconds) == (
+        1.0,
+        settings.scrape.read_deadline_seconds,
+    )
+    path.write_text(yaml.safe_dump({"clusters": [cluster], "scrape": {"interval_seconds": 2, "timeout_seconds": 1.5}}))
+    assert reload() is None
+    assert (sources.endpoints.timeout_seconds, sources.endpoints.read_deadline_seconds) == (
+        1.5,
+        load_settings(path).scrape.read_deadline_seconds,
+    )
+    sources.close()
 
 
 def _broker(observation: Observation, cluster: str, node: str) -> BrokerHealth:

@@ -56,7 +56,8 @@ def inversion_for(naming: Naming, queries: Sequence[MBeanQuery]) -> Inversion:
 
 
 class EndpointClient:
-    """Reads MetricsEndpoints; one HTTP connection pool per trust setting, shared by the scrape workers."""
+    """Reads MetricsEndpoints; one HTTP connection pool per trust setting, shared by the scrape workers. The
+    timeouts are read at each request: a config reload sets them (set_timeouts)."""
 
     def __init__(self, timeout_seconds: float, read_deadline_seconds: float | None = None, max_bytes: int = MAX_BYTES):
         self.timeout_seconds = timeout_seconds
@@ -66,12 +67,15 @@ class EndpointClient:
         self._clients: dict[str | None, httpx.Client] = {}
         self._lookups: dict[tuple[Naming, tuple[MBeanQuery, ...]], Lookup] = {}
 
+    def set_timeouts(self, timeout_seconds: float, read_deadline_seconds: float) -> None:
+        self.timeout_seconds, self.read_deadline_seconds = timeout_seconds, read_deadline_seconds
+
     def _client(self, ca_file: str | None) -> httpx.Client:
         with self._lock:
             client = self._clients.get(ca_file)
             if client is None:
                 verify: ssl.SSLContext | bool = ssl.create_default_context(cafile=ca_file) if ca_file else True
-                client = httpx.Client(timeout=self.timeout_seconds, verify=verify, follow_redirects=False)
+                client = httpx.Client(verify=verify, follow_redirects=False)
                 self._clients[ca_file] = client
             return client
 
@@ -92,7 +96,8 @@ class EndpointClient:
         auth = httpx.BasicAuth(endpoint.username, endpoint.password or "") if endpoint.username else None
         deadline = time.monotonic() + self.read_deadline_seconds
         try:
-            with self._client(endpoint.ca_file).stream("GET", endpoint.url, auth=auth) as response:
+            client = self._client(endpoint.ca_file)
+            with client.stream("GET", endpoint.url, auth=auth, timeout=self.timeout_seconds) as response:
                 _check_status(response)
                 chunks = self._chunks(response, deadline)
                 return readings_from_samples(page_samples(chunks, found.wanted), found, queries)
