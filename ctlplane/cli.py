@@ -101,7 +101,8 @@ def build_targets(settings: Settings) -> list[Target]:
         if cluster.metrics is None and auth.username is not None and not auth.ssl:
             log.warning(
                 "cluster %s: JMX authentication without SSL: the password crosses the network in clear "
-                "(set jmx.ssl: true and enable com.sun.management.jmxremote.ssl on the nodes)",
+                "(set jmx.ssl: true, and com.sun.management.jmxremote.ssl and .registry.ssl on the nodes: "
+                "docs/install.md)",
                 cluster.name,
             )
         for node in cluster.nodes:

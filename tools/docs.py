@@ -36,8 +36,9 @@ from pydantic_core import PydanticUndefined
 
 from ctlplane.exporter.catalog import CATALOG, DERIVED_SERIES, HEALTH_SERIES, QUORUM_SERIES, MetricSpec, SeriesType
 from ctlplane.exporter.config import Settings
-from ctlplane.exporter.readings import plan_queries
+from ctlplane.exporter.readings import parse_object_name, plan_queries
 from ctlplane.exporter.sources.endpoint.client import CARRIERS, STRING_ATTRIBUTES, inversion_for
+from ctlplane.exporter.sources.endpoint.naming import Naming
 from ctlplane.exporter.sources.endpoint.profiles import AGENT_ALIASES, PROFILES, profile
 from tools.alert_rules import rendered
 from tools.markers import between
@@ -375,8 +376,10 @@ def series_table() -> str:
     return "\n".join(out) + "\n"
 
 
-def _served(spec: MetricSpec, mapped: frozenset[tuple[str, str]]) -> str:
+def _served(spec: MetricSpec, mapped: frozenset[tuple[str, str]], naming: Naming) -> str:
     """What a profile serves of one catalogue row, in words for the evidence table."""
+    domain, keys = parse_object_name(spec.mbean)
+    excluded = next((p for p in naming.exclude if p.matches(domain, keys)), None)
     attributes = ("Count", "Mean") if spec.type is SeriesType.SUMMARY else (spec.attribute,)
     if all((spec.mbean, attribute) in mapped for attribute in attributes):
         if (spec.mbean, spec.attribute) in CARRIERS:
@@ -385,6 +388,8 @@ def _served(spec: MetricSpec, mapped: frozenset[tuple[str, str]]) -> str:
             name = next(n for n, a in AGENT_ALIASES if a.pattern == spec.mbean and a.attribute == spec.attribute)
             return f"yes (or the agent's `{name}`)"
         return "yes"
+    if excluded is not None:
+        return f"**no**: its MBean is excluded (`{excluded.text}`)"
     if (spec.mbean, spec.attribute) in STRING_ATTRIBUTES:
         return "**no**: a String, dropped"
     if spec.type is SeriesType.SUMMARY:
@@ -403,7 +408,7 @@ def sources_table() -> str:
     for spec in CATALOG:
         if spec.mbean.startswith("ctlplane."):
             continue  # the simulator's own marker
-        cells = [_served(spec, mapped[name]) for name in PROFILES]
+        cells = [_served(spec, mapped[name], profile(name)) for name in PROFILES]
         out.append(f"| `{spec.series}` | yes | " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 

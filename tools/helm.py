@@ -404,6 +404,10 @@ def values_schema() -> dict[str, Any]:
     return {"type": "object", "additionalProperties": False, "properties": properties}
 
 
+def _license(declared: str | dict[str, str]) -> str:
+    return declared if isinstance(declared, str) else declared["text"]
+
+
 def chart_yaml() -> str:
     project = tomllib.loads((k8s.ROOT / "pyproject.toml").read_text())["project"]
     chart = {
@@ -414,6 +418,9 @@ def chart_yaml() -> str:
         "version": k8s.version(),
         "appVersion": k8s.version(),
         "keywords": ["kafka", "kraft", "zookeeper", "prometheus", "exporter", "jmx"],
+        # Chart.yaml has no licence field: Artifact Hub reads this annotation (pyproject's `license`,
+        # a PEP 639 string or the older {text = ...} table)
+        "annotations": {"artifacthub.io/license": _license(project["license"])},
     }
     return f"# {GENERATED}\n" + k8s.dump(chart).removeprefix(k8s.GENERATED)
 

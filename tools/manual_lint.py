@@ -53,6 +53,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # cites) and Strimzi's resource kinds. Anything else of the shape must be an alert.
 NOT_ALERTS = frozenset(
     {
+        "KafkaApis",
         "KafkaBroker",
         "KafkaCluster",
         "KafkaController",

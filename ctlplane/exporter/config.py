@@ -299,7 +299,7 @@ class DiscoveryConfig(_Strict):
         )
 
 
-MetricsNaming = Literal["jmx_exporter", "strimzi"]
+MetricsNaming = Literal["jmx_exporter", "strimzi", "confluent"]
 
 
 class MetricsEndpointConfig(_Credentials):
@@ -311,7 +311,8 @@ class MetricsEndpointConfig(_Credentials):
     naming: MetricsNaming | None = Field(
         default=None,
         description="the endpoints' naming: jmx_exporter (its default naming, no rules: Amazon MSK) or strimzi "
-        "(Strimzi's example kafka-metrics.yaml); jmx_exporter without this or rules_file",
+        "(Strimzi's example kafka-metrics.yaml) or confluent (Confluent's jmx-monitoring-stacks broker rules); "
+        "jmx_exporter without this or rules_file",
     )
     rules_file: Path | None = Field(
         default=None, description="the jmx_exporter config the endpoints run, for any other naming (instead of naming)"

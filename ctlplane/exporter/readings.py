@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ctlplane.exporter.catalog import CATALOG, HISTOGRAM_QUANTILES, SLOW_MBEANS, MetricSpec, Mode, Role, SeriesType
+from ctlplane.exporter.catalog import KRAFT as KRAFT_MODES
 from ctlplane.exporter.model import LabelPairs, MBeanQuery, RawReading, Sample
 
 
@@ -144,6 +145,9 @@ def _bounded(series: str, value: float) -> float:
     return min(max(value, bounds[0]), bounds[1])
 
 
+_KRAFT_ONLY = frozenset(spec.series for spec in CATALOG if spec.modes <= KRAFT_MODES)
+
+
 @dataclass(frozen=True, slots=True)
 class Identity:
     mode: Mode | None
@@ -162,7 +166,10 @@ def identify(samples: Sequence[Sample]) -> Identity:
     series = {sample.series for sample in samples}
     has_broker = "kafka_broker_state" in series
     has_controller = "kafka_controller_active" in series
-    kraft = any(name.startswith("kafka_raft_") for name in series)
+    # raft-metrics on every KRaft node; where a naming drops them (a metrics endpoint's rules, docs/sources.md),
+    # any series Kafka registers in KRaft mode only (the metadata loader's version, a controller's committed
+    # offset)
+    kraft = any(name.startswith("kafka_raft_") for name in series) or not series.isdisjoint(_KRAFT_ONLY)
     node_id: int | None = None
     version: str | None = None
     for sample in samples:

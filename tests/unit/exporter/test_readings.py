@@ -130,6 +130,15 @@ def _samples(*series: str, **values: float) -> list[Sample]:
             Mode.MIGRATION,
             Role.CONTROLLER,
         ),
+        # read through a naming that drops every raft-metrics MBean (Confluent's jmx-monitoring-stacks rules
+        # exclude kafka.server:type=*): a KRaft broker still says so by its metadata loader's version, a
+        # KRaft controller by its committed record offset
+        (_samples("kafka_broker_state", "kafka_metadata_version_level"), Mode.KRAFT, Role.BROKER),
+        (
+            _samples("kafka_controller_active", "kafka_controller_last_committed_record_offset"),
+            Mode.KRAFT,
+            Role.CONTROLLER,
+        ),
         (_samples(), None, Role.UNKNOWN),
     ],
 )

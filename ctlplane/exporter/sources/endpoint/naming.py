@@ -13,8 +13,9 @@ semantics, as JmxCollector implements them:
 - names and label names keep `[a-zA-Z0-9:_]`, every other run of characters (and of `_`) becomes one `_`;
 - a String attribute is served only by a rule that sets `value:` (Strimzi's raft `current-state` rule): the
   default naming drops it (ZooKeeper mode's SessionState, raft current-state, app-info Version);
-- jmx_exporter 1.x serves a COUNTER as `<name>_total` (the Prometheus client 1.x names it without `_total`
-  and adds it back).
+- jmx_exporter 1.x serves every name without the Prometheus client 1.x's reserved suffixes (`_total`,
+  `_created`, `_bucket`, `_info`), a COUNTER's with `_total` added back; two samples that would share a name
+  and labels both get an `_objectname` label, the attribute's match text, which tells them apart.
 
 Back: for every MBean attribute the catalogue reads, the config is run on a probe (the attribute with the
 MBean's wildcard key values and string value replaced by markers), and where the markers land says how a
@@ -59,6 +60,7 @@ class ObjectNamePattern:
     domain: re.Pattern[str]
     keys: tuple[tuple[str, re.Pattern[str]], ...]
     open_keys: bool
+    text: str  # as the config wrote it
 
     def matches(self, domain: str, keys: Mapping[str, str]) -> bool:
         if not self.domain.fullmatch(domain):
@@ -101,6 +103,7 @@ _NAMELESS_KEYS = frozenset(
         "httpServer",
         "help",
         "cache",
+        "cacheRules",
         "autoExcludeObjectNameAttributes",
         "excludeJvmMetrics",
         "metricCustomizers",
@@ -109,6 +112,17 @@ _NAMELESS_KEYS = frozenset(
 _RULE_KEYS = frozenset(
     {"pattern", "name", "value", "valueFactor", "labels", "help", "type", "attrNameSnakeCase", "cache"}
 )
+
+
+# Suffixes the Prometheus Java client 1.x reserves (PrometheusNaming): jmx_exporter 1.x serves a name without
+# them, a COUNTER's with `_total` added back (seen on 1.0.1: a GAUGE rule named ..._total is served without it)
+_RESERVED_SUFFIXES = ("_total", "_created", "_bucket", "_info")
+
+
+def _unreserved(name: str) -> str:
+    while name.endswith(_RESERVED_SUFFIXES) and name not in _RESERVED_SUFFIXES:
+        name = next(name.removesuffix(s) for s in _RESERVED_SUFFIXES if name.endswith(s))
+    return name
 
 
 def safe_name(name: str) -> str:
@@ -146,7 +160,7 @@ def _object_name_pattern(text: str) -> ObjectNamePattern:
         if not sep:
             raise NamingError(f"object name pattern {text!r}: {prop!r} is not key=value")
         keys.append((key, glob(value)))
-    return ObjectNamePattern(glob(domain), tuple(keys), open_keys)
+    return ObjectNamePattern(glob(domain), tuple(keys), open_keys, text)
 
 
 def _rule(index: int, raw: Any) -> Rule:
@@ -250,8 +264,9 @@ def export(
             return None
         if naming.lowercase_names:
             name = name.lower()
+        name = _unreserved(name)
         if rule.counter:
-            name = name.removesuffix("_total") + "_total"
+            name += "_total"
         if rule.value is not None:
             try:
                 number = float(match.expand(_java_template(rule.value)))
@@ -280,6 +295,7 @@ def _default_export(
     name = safe_name("_".join(part for part in (domain, first, attribute) if part is not None))
     if naming.lowercase_names:
         name = name.lower()
+    name = _unreserved(name)
     labels = []
     for key, key_value in keys[1:]:
         label = safe_name(key)

@@ -1,11 +1,14 @@
-"""The naming profiles ctlplane knows, each a jmx_exporter config as its publisher ships it.
+"""The naming profiles ctlplane knows, each a jmx_exporter config as its publisher ships it (rules/).
 
 - `jmx_exporter`: no rules, jmx_exporter's default naming. Amazon MSK's open monitoring serves this
   (`kafka_controller_KafkaController_Value{name="ActiveControllerCount"}`; MSK does not publish its config:
-  an inference from its public scrapes, shared/reference/sources.md).
+  an inference from public scrapes of MSK, which show jmx_exporter 0.12 and the default names).
 - `strimzi`: Strimzi's example `kafka-metrics.yaml` (strimzi/strimzi-kafka-operator
   packaging/examples/metrics/kafka-metrics.yaml), the rules that can match an MBean ctlplane reads, in
-  their order (profiles/strimzi.yaml says which were left out).
+  their order (rules/strimzi.yaml says which were left out).
+- `confluent`: Confluent's jmx-monitoring-stacks broker rules (confluentinc/jmx-monitoring-stacks
+  shared-assets/jmx-exporter/kafka_broker.yml), its exclusions whole and the rules that can match an MBean
+  ctlplane reads. It excludes every `kafka.server:type=*` MBean: no raft-metrics, no broker-metadata-metrics.
 A user's own jmx_exporter config file is a profile too (`metrics.rules_file`).
 """
 
@@ -19,7 +22,7 @@ import yaml
 
 from ctlplane.exporter.sources.endpoint.naming import Inverse, Naming, NamingError, parse_naming
 
-PROFILES = ("jmx_exporter", "strimzi")
+PROFILES = ("jmx_exporter", "strimzi", "confluent")
 PROFILES_DIR = Path(__file__).with_name("rules")
 
 # What the javaagent serves beside its rules, from the Prometheus client's JVM instrumentation

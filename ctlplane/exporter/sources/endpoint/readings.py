@@ -9,6 +9,7 @@ from ctlplane.exporter.model import MBeanQuery, RawReading
 from ctlplane.exporter.sources.endpoint.naming import Inverse, Inversion
 from ctlplane.exporter.sources.endpoint.text import Needs, TextSample, Wanted
 
+OBJECT_NAME = "_objectname"
 _ABSENT = "\x00absent"  # a label the sample lacks: no text-format value is this
 # (required label names, their values -> the inverses that need exactly those)
 _Group = tuple[tuple[str, ...], Mapping[tuple[str, ...], tuple[Inverse, ...]]]
@@ -60,6 +61,9 @@ def readings_from_samples(
         for keys, table in found.groups.get(sample.name, ()):
             for inverse in table.get(tuple(labels.get(key, _ABSENT) for key in keys), ()):
                 if any(label not in labels for label, _ in inverse.key_labels):
+                    continue
+                # jmx_exporter 1.x names two colliding samples by their match text (`...><>OneMinuteRate`)
+                if OBJECT_NAME in labels and not labels[OBJECT_NAME].endswith(f"><>{inverse.attribute}"):
                     continue
                 query = accepts.get(inverse.pattern)
                 if query is None:

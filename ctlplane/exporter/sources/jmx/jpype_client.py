@@ -67,6 +67,19 @@ SERIAL_FILTER = ";".join(
         "javax.rmi.ssl.*",
         "javax.security.auth.Subject",
         "javax.security.auth.Subject$*",
+        # a refused login: the JDK agent's SecurityException carries a FailedLoginException as its cause
+        # (JMXPluggableAuthenticator.authenticationFailure); refused here, a wrong password read as
+        # "filter status: REJECTED", not as an authentication failure (tests/integration/test_jmx_auth.py)
+        "java.security.GeneralSecurityException",
+        "javax.security.auth.login.LoginException",
+        "javax.security.auth.login.FailedLoginException",
+        "javax.security.auth.login.AccountException",
+        "javax.security.auth.login.AccountExpiredException",
+        "javax.security.auth.login.AccountLockedException",
+        "javax.security.auth.login.AccountNotFoundException",
+        "javax.security.auth.login.CredentialException",
+        "javax.security.auth.login.CredentialExpiredException",
+        "javax.security.auth.login.CredentialNotFoundException",
         "jdk.proxy*",
         "com.sun.proxy.*",
         "!*",
@@ -490,11 +503,16 @@ class JPypeJmxClient:
 def _describe(exc: Any, endpoint: Endpoint) -> JmxError:
     """A one-line reason, from the innermost cause (RMI wraps the useful message several times)."""
     cause = exc
+    chain = [str(cause.getClass().getName())]
     while cause.getCause() is not None and cause.getCause() is not cause:
         cause = cause.getCause()
+        chain.append(str(cause.getClass().getName()))
     kind = str(cause.getClass().getSimpleName())
     message = str(cause.getMessage() or "")
-    if kind == "SecurityException" or "Authentication failed" in message:
+    # the JDK agent refuses a login with a SecurityException caused by a FailedLoginException (a custom
+    # JAAS module with another of javax.security.auth.login's exceptions)
+    refused = any(k == "java.lang.SecurityException" or k.startswith("javax.security.auth.login.") for k in chain)
+    if refused or "Authentication failed" in message:
         return JmxError(f"{endpoint.address}: JMX authentication failed", Failure.AUTH)
     if kind in ("SocketTimeoutException", "ConnectIOException") or "timed out" in message.lower():
         return JmxError(f"{endpoint.address}: timed out ({kind}: {message})", Failure.TIMEOUT)

@@ -160,3 +160,27 @@ def test_a_line_split_across_chunks_is_read_whole_and_unwanted_requests_are_neve
     assert read == [("n", {}, 1.0), ("m", {"request": "BrokerHeartbeat"}, 3.0), ("n", {"a": "b"}, 4.0)]
     with pytest.raises(TextError, match="line 3: value 'x' is not a number"):
         list(page_samples([b"n 1\n# c\nn x"], wanted))
+
+
+def test_jmx_exporter_1_serves_names_without_the_reserved_suffixes() -> None:
+    """Confluent's rule names the idle Meter's rate ..._total as a GAUGE: jmx_exporter 1.0.1 serves it without
+    `_total` (seen on a real broker), a COUNTER with one `_total`."""
+    idle = ("kafka.server", [("type", "KafkaRequestHandlerPool"), ("name", "RequestHandlerAvgIdlePercent")])
+    served = export(profile("confluent"), *idle, "OneMinuteRate", 0.9)
+    assert served is not None and served.name == "kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent"
+    info = parse_naming({"rules": [{"pattern": ".*", "name": "x_info_total", "type": "COUNTER"}]})
+    counted = export(info, *ACTIVE, "Value", 1.0)
+    assert counted is not None and counted.name == "x_total"
+
+
+def test_two_samples_jmx_exporter_told_apart_by_their_object_name_map_to_their_own_attribute() -> None:
+    """jmx_exporter 1.x gives colliding samples an `_objectname` label (the Meter's Count and its
+    OneMinuteRate under Confluent's rules, seen on 4.3.1): each maps back to its own attribute only."""
+    queries = plan_queries()
+    found = lookup(inversion_for(profile("confluent"), queries))
+    name = "kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent"
+    bean = "kafka.server<type=KafkaRequestHandlerPool, name=RequestHandlerAvgIdlePercent><>"
+    page = [f'{name}{{_objectname="{bean}OneMinuteRate"}} 0.75', f'{name}{{_objectname="{bean}Count"}} 3.0E9']
+    readings = readings_from_samples(samples(page, found.wanted), found, queries)
+    served = {s.series: s.value for s in samples_from_readings(readings)}
+    assert served == {"kafka_request_handler_idle_ratio": 0.75}
