@@ -10,21 +10,25 @@ the rules, and the recorded file (alerts/tests/recorded/) replays in the fast su
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
+from ctlplane.exporter.catalog import Mode
 from ctlplane.exporter.families import render_families
 from ctlplane.exporter.health import BrokerHealth, Cause, ClusterHealth, Lifecycle
+from ctlplane.exporter.model import NodeSnapshot
+from ctlplane.exporter.releases import catalogue_series
 from ctlplane.exporter.state import Observation
-from harness.localkafka import KafkaCluster, cluster_label
+from harness.localkafka import KafkaCluster, KafkaNode, cluster_label, create_topic, delete_topic
 from tests.integration.watch import Watch
 from tests.unit.alerts.test_rules import ALL_ALERTS, metric_names
 
@@ -330,3 +334,90 @@ def replay(
         shutil.copy(target, recorded)
         return recorded
     return target
+
+
+# Kafka 4.1 (KAFKA-18666) lets the controller name a controlled shutdown (ControlledShutdownBrokerCount,
+# BrokerRegistrationState=20). Before it, a broker that stopped cleanly between two rounds is gone and
+# counted in FencedBrokerCount exactly like a crashed one: ctlplane cannot tell them apart, says FENCED
+# (a crash must page) and says why in the evidence.
+def names_controlled_shutdown(cluster: KafkaCluster) -> bool:
+    return "kafka_controller_controlled_shutdown_brokers" in catalogue_series(
+        Mode.KRAFT, cluster.version, listener=False
+    )
+
+
+def read_of(o: Observation, cluster: str, node: str | None) -> NodeSnapshot | None:
+    """What `node` of `cluster` answered in that round (None if it is not in the snapshot)."""
+    snapshot = o.snapshot.cluster(cluster)
+    return snapshot.node(node) if snapshot is not None and node is not None else None
+
+
+def offline_partitions(o: Observation, name: str) -> float | None:
+    active = read_of(o, name, cluster_health(o, name).controller.node)
+    return active.value("kafka_controller_offline_partitions") if active is not None else None
+
+
+@contextlib.contextmanager
+def topic_around_fault(
+    watch: Watch, cluster: KafkaCluster, topic: str, replicas: list[list[int]], victim: KafkaNode
+) -> Iterator[None]:
+    """A topic for the fault to act on, online before it; afterwards the victim runs again, the cluster is
+    healthy and the topic is gone, so the shared cluster's other tests see it as it was."""
+    create_topic(cluster, topic, replicas)
+    try:
+        watch.until(
+            lambda o: healthy(cluster.name)(o) and offline_partitions(o, cluster.name) == 0, 60, f"{topic} online"
+        )
+        yield
+    finally:
+        if not victim.is_running:
+            victim.start()
+        watch.until(healthy(cluster.name), 120, "cluster healthy again")
+        delete_topic(cluster, topic)
+
+
+def controlled_shutdown_of_a_leader(
+    watch: Watch, cluster: KafkaCluster, topic: str, recorded: str, setting: str, tmp_path: Path
+) -> Timeline:
+    """SIGTERM of broker-2 0.5 s after a round while it leads all 4 partitions of `topic`, not restarted:
+    SHUTDOWN in each of the next 6 rounds and no alert fires (replayed through the rules as `recorded`) -
+    where the controller names a controlled shutdown (names_controlled_shutdown). Before Kafka 4.1 it
+    cannot: FENCED from the first round, with the reason in the evidence, and KafkaBrokerFenced pages.
+
+    Kafka marks a registration inControlledShutdown only for a broker that still leads partitions when it
+    asks to shut down; every production broker does. Preferred leader first: the victim leads all 4."""
+    victim, other = cluster.brokers()[1], cluster.brokers()[0]
+    # before 4.1 a clean stop and a crash read alike: the process is gone either way
+    names_it = names_controlled_shutdown(cluster)
+    cause = Cause.CONTROLLED_SHUTDOWN if names_it else Cause.PROCESS_GONE
+    with topic_around_fault(watch, cluster, topic, [[victim.node_id, other.node_id]] * 4, victim):
+        timeline = Timeline(watch, cluster)
+        timeline.round()
+        timeline.sleep_into_round(0.5)
+        victim.stop()  # SIGTERM: controlled shutdown, finished well within the round
+        for _ in range(6):  # 90 s: a misread as FENCED would page by now
+            timeline.round()
+        stopped = timeline.states(victim.name)[1:]
+        last = len(timeline.observations) - 1
+        if names_it:
+            assert set(stopped) == {Lifecycle.SHUTDOWN}, timeline.evidence(victim.name)
+            timeline.expect_causes(victim.name, {Cause.CONTROLLED_SHUTDOWN}, Lifecycle.SHUTDOWN)
+            pages: frozenset[tuple[str, str]] = frozenset()
+        else:
+            assert set(stopped) == {Lifecycle.FENCED}, timeline.evidence(victim.name)
+            assert "cannot name a controlled shutdown" in timeline.evidence(victim.name)[-1]
+            # Kafka before 4.1 cannot tell a clean stop from a crash; what ctlplane can say is true of both
+            timeline.expect_causes(victim.name, {Cause.PROCESS_GONE}, Lifecycle.FENCED)
+            pages = frozenset({("KafkaBrokerFenced", victim.name)})
+        replay(
+            timeline,
+            recorded,
+            [
+                Expectation("critical", last, pages, ever=True),
+                Expectation("warning", last, frozenset(), ever=True),
+                CauseAt(victim.name, last, cause),
+            ],
+            f"SIGTERM of {victim.name} (leading 4 partitions) 0.5 s after a round, not restarted{setting}",
+            tmp_path,
+        )
+    return timeline

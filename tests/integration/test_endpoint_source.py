@@ -24,7 +24,14 @@ from ctlplane.exporter.sources.routed import Sources
 from ctlplane.exporter.state import Observation
 from harness import localkafka
 from harness.localkafka import KafkaCluster, MetricsAgent
-from tests.integration.faults import CauseAt, Expectation, Timeline, pages_then_resolves, replay
+from tests.integration.faults import (
+    CauseAt,
+    Expectation,
+    Timeline,
+    controlled_shutdown_of_a_leader,
+    pages_then_resolves,
+    replay,
+)
 from tests.integration.watch import Watch, endpoint_targets, shared_client, stop_scraper
 from tests.kafka_versions import KRAFT_UNDER_TEST, ZK_UNDER_TEST
 
@@ -335,6 +342,28 @@ def test_a_hung_broker_read_through_endpoints_alone_is_fenced_hung_and_pages(
             ],
             f"every node read through jmx_exporter {localkafka.JMX_EXPORTER_VERSION}'s javaagent in its default "
             f"naming only; SIGSTOP of {victim.name} 0.5 s after a round for 90 s, then SIGCONT",
+            tmp_path,
+        )
+    finally:
+        watch.close()
+
+
+@pytest.mark.kraft
+def test_a_controlled_shutdown_read_through_endpoints_alone_is_shutdown_and_pages_nothing(
+    msk_like: KafkaCluster, tmp_path: Path
+) -> None:
+    """SIGTERM of a broker leading partitions, not restarted: the controller's endpoint names its controlled
+    shutdown (4.1+, BrokerRegistrationState 20) and nothing pages, as over remote JMX."""
+    watch = Watch(msk_like, targets=endpoint_targets(msk_like, profile("jmx_exporter")))
+    try:
+        watch.until(_healthy(msk_like), 90, "every node read, every broker ACTIVE")
+        controlled_shutdown_of_a_leader(
+            watch,
+            msk_like,
+            "ctlplane-endpoint-led",
+            "endpoint-default-naming-controlled-shutdown",
+            f", every node read through jmx_exporter {localkafka.JMX_EXPORTER_VERSION}'s javaagent in its default "
+            "naming only",
             tmp_path,
         )
     finally:

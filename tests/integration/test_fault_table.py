@@ -8,7 +8,6 @@ A crash always pages, a restart never does: see docs/health-model.md "Health mod
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,15 +16,12 @@ import pytest
 
 from ctlplane.exporter.catalog import Mode
 from ctlplane.exporter.health import Cause, Lifecycle
-from ctlplane.exporter.model import NodeSnapshot
 from ctlplane.exporter.releases import catalogue_series
 from ctlplane.exporter.state import Observation
 from harness.localkafka import (
     LOOPBACK,
     KafkaCluster,
     KafkaNode,
-    create_topic,
-    delete_topic,
     free_port,
     major_minor,
     start_kraft_cluster,
@@ -38,10 +34,14 @@ from tests.integration.faults import (
     Expectation,
     Timeline,
     cluster_health,
+    controlled_shutdown_of_a_leader,
     healthy,
+    offline_partitions,
     pages_nothing,
     pages_then_resolves,
+    read_of,
     replay,
+    topic_around_fault,
 )
 from tests.integration.watch import Watch, discovered_watch
 from tests.kafka_versions import KRAFT_NAME, KRAFT_UNDER_TEST, ZK_LISTENER, ZK_NAME, ZK_UNDER_TEST
@@ -58,44 +58,11 @@ UNCLEAN_WARNING = (
     if "kafka_controller_unclean_leader_elections_total" in KRAFT_SERIES and major_minor(KRAFT_UNDER_TEST) >= (4, 1)
     else frozenset()
 )
-# Kafka 4.1 (KAFKA-18666) lets the controller name a controlled shutdown (ControlledShutdownBrokerCount,
-# BrokerRegistrationState=20). Before it, a broker that stopped cleanly between two rounds is gone and
-# counted in FencedBrokerCount exactly like a crashed one: ctlplane cannot tell them apart, says FENCED
-# (a crash must page) and says why in the evidence.
+# Kafka 4.1 names a controlled shutdown (faults.names_controlled_shutdown says why it matters)
 NAMES_CONTROLLED_SHUTDOWN = "kafka_controller_controlled_shutdown_brokers" in KRAFT_SERIES
 ZK = ZK_NAME
 RESTARTED = f"{KRAFT_NAME}-restarted"
 ZK_LINKED = f"{ZK_NAME}-linked"
-
-
-def _read_of(o: Observation, cluster: str, node: str | None) -> NodeSnapshot | None:
-    """What `node` of `cluster` answered in that round (None if it is not in the snapshot)."""
-    snapshot = o.snapshot.cluster(cluster)
-    return snapshot.node(node) if snapshot is not None and node is not None else None
-
-
-def _offline_partitions(o: Observation, name: str) -> float | None:
-    active = _read_of(o, name, cluster_health(o, name).controller.node)
-    return active.value("kafka_controller_offline_partitions") if active is not None else None
-
-
-@contextlib.contextmanager
-def _topic_around_fault(
-    watch: Watch, cluster: KafkaCluster, topic: str, replicas: list[list[int]], victim: KafkaNode
-) -> Iterator[None]:
-    """A topic for the fault to act on, online before it; afterwards the victim runs again, the cluster is
-    healthy and the topic is gone, so the shared cluster's other tests see it as it was."""
-    create_topic(cluster, topic, replicas)
-    try:
-        watch.until(
-            lambda o: healthy(cluster.name)(o) and _offline_partitions(o, cluster.name) == 0, 60, f"{topic} online"
-        )
-        yield
-    finally:
-        if not victim.is_running:
-            victim.start()
-        watch.until(healthy(cluster.name), 120, "cluster healthy again")
-        delete_topic(cluster, topic)
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +87,7 @@ def test_kill_just_after_a_round_is_fenced_and_pages_never_shutdown_then_restart
 ) -> None:
     victim = kraft_cluster.brokers()[0]
     # the victim holds the only replica of a partition: its crash also takes that partition offline
-    with _topic_around_fault(kraft, kraft_cluster, "ctlplane-solo", [[victim.node_id]], victim):
+    with topic_around_fault(kraft, kraft_cluster, "ctlplane-solo", [[victim.node_id]], victim):
         timeline = Timeline(kraft, kraft_cluster)
         timeline.round()
         timeline.round()
@@ -142,7 +109,7 @@ def test_kill_just_after_a_round_is_fenced_and_pages_never_shutdown_then_restart
             if (
                 broker is not None
                 and broker.state is Lifecycle.ACTIVE
-                and _offline_partitions(timeline.observations[-1], KRAFT) == 0
+                and offline_partitions(timeline.observations[-1], KRAFT) == 0
             ):
                 break
         timeline.round()  # one more round: every alert resolved
@@ -192,63 +159,17 @@ def test_kill_at_other_phases_of_the_round_is_never_shutdown(
     kraft.until(healthy(KRAFT), 120, "restarted broker ACTIVE")
 
 
-def _controlled_shutdown_of_a_leader(
-    watch: Watch, cluster: KafkaCluster, topic: str, recorded: str, setting: str, tmp_path: Path
-) -> Timeline:
-    """SIGTERM of broker-2 0.5 s after a round while it leads all 4 partitions of `topic`, not restarted:
-    SHUTDOWN in each of the next 6 rounds and no alert fires (replayed through the rules as `recorded`) -
-    where the controller names a controlled shutdown (NAMES_CONTROLLED_SHUTDOWN). Before Kafka 4.1 it
-    cannot: FENCED from the first round, with the reason in the evidence, and KafkaBrokerFenced pages.
-
-    Kafka marks a registration inControlledShutdown only for a broker that still leads partitions when it
-    asks to shut down; every production broker does. Preferred leader first: the victim leads all 4."""
-    victim, other = cluster.brokers()[1], cluster.brokers()[0]
-    # before 4.1 a clean stop and a crash read alike: the process is gone either way
-    cause = Cause.CONTROLLED_SHUTDOWN if NAMES_CONTROLLED_SHUTDOWN else Cause.PROCESS_GONE
-    with _topic_around_fault(watch, cluster, topic, [[victim.node_id, other.node_id]] * 4, victim):
-        timeline = Timeline(watch, cluster)
-        timeline.round()
-        timeline.sleep_into_round(0.5)
-        victim.stop()  # SIGTERM: controlled shutdown, finished well within the round
-        for _ in range(6):  # 90 s: a misread as FENCED would page by now
-            timeline.round()
-        stopped = timeline.states(victim.name)[1:]
-        last = len(timeline.observations) - 1
-        if NAMES_CONTROLLED_SHUTDOWN:
-            assert set(stopped) == {Lifecycle.SHUTDOWN}, timeline.evidence(victim.name)
-            timeline.expect_causes(victim.name, {Cause.CONTROLLED_SHUTDOWN}, Lifecycle.SHUTDOWN)
-            pages: frozenset[tuple[str, str]] = frozenset()
-        else:
-            assert set(stopped) == {Lifecycle.FENCED}, timeline.evidence(victim.name)
-            assert "cannot name a controlled shutdown" in timeline.evidence(victim.name)[-1]
-            # Kafka before 4.1 cannot tell a clean stop from a crash; what ctlplane can say is true of both
-            timeline.expect_causes(victim.name, {Cause.PROCESS_GONE}, Lifecycle.FENCED)
-            pages = frozenset({("KafkaBrokerFenced", victim.name)})
-        replay(
-            timeline,
-            recorded,
-            [
-                Expectation("critical", last, pages, ever=True),
-                Expectation("warning", last, frozenset(), ever=True),
-                CauseAt(victim.name, last, cause),
-            ],
-            f"SIGTERM of {victim.name} (leading 4 partitions) 0.5 s after a round, not restarted{setting}",
-            tmp_path,
-        )
-    return timeline
-
-
 @pytest.mark.kraft
 def test_controlled_shutdown_between_rounds_is_shutdown_and_pages_nothing_where_kafka_names_it(
     kraft: Watch, kraft_cluster: KafkaCluster, tmp_path: Path
 ) -> None:
-    _controlled_shutdown_of_a_leader(
+    controlled_shutdown_of_a_leader(
         kraft, kraft_cluster, "ctlplane-led", "controlled-shutdown-not-restarted", "", tmp_path
     )
 
 
 def _leader_partitions(o: Observation, cluster: str, node: str) -> float | None:
-    read = _read_of(o, cluster, node)
+    read = read_of(o, cluster, node)
     return read.value("kafka_broker_leader_partitions") if read is not None else None
 
 
@@ -313,7 +234,7 @@ def test_a_rolling_restart_never_reads_as_an_unplanned_fencing_and_pages_nothing
     inControlledShutdown, so on Kafka 4.1+ broker-2 reads SHUTDOWN. Neither is ever an unplanned fencing
     (kafka_broker_fenced_unplanned, the 15 s rule), and nothing pages: a restart never does."""
     quiet, leader = kraft_cluster.brokers()[0], kraft_cluster.brokers()[1]
-    with _topic_around_fault(kraft, kraft_cluster, "ctlplane-rolling", [[leader.node_id, quiet.node_id]] * 4, leader):
+    with topic_around_fault(kraft, kraft_cluster, "ctlplane-rolling", [[leader.node_id, quiet.node_id]] * 4, leader):
         # An earlier test's topic may still be on its way out (deleteTopics returns before the brokers drop
         # their leaderships): wait until each broker's own LeaderCount says what this row needs.
         kraft.until(
@@ -554,7 +475,7 @@ def test_killed_active_controller_fails_over_exactly_once_pages_nothing_and_warn
 
 
 def _registration_gauges(o: Observation, controller: str) -> set[str]:
-    node = _read_of(o, RESTARTED, controller)
+    node = read_of(o, RESTARTED, controller)
     assert node is not None, controller
     return {dict(s.labels)["broker"] for s in node.series_samples("kafka_controller_broker_registration_state")}
 
@@ -661,7 +582,7 @@ def test_controlled_shutdown_without_registration_gauges_is_shutdown_where_kafka
     (publishSnapshot sets it from the image) still says it shut down on purpose: SHUTDOWN, and no page."""
     cluster_, kraft = restarted_kraft
     _restart_controllers_with_registration_gauges(cluster_, kraft)
-    timeline = _controlled_shutdown_of_a_leader(
+    timeline = controlled_shutdown_of_a_leader(
         kraft,
         cluster_,
         "ctlplane-led-ungauged",
@@ -796,7 +717,7 @@ def test_zookeeper_mode_kill_just_after_a_round_is_fenced_pages_and_restarts_qui
     start = zk.until(healthy(ZK), 60, "healthy")
     controller = cluster_health(start, ZK).controller.node
     victim = next(b for b in zk_cluster.brokers() if b.name != controller)
-    with _topic_around_fault(zk, zk_cluster, "ctlplane-solo-zk", [[victim.node_id]], victim):
+    with topic_around_fault(zk, zk_cluster, "ctlplane-solo-zk", [[victim.node_id]], victim):
         timeline = Timeline(zk, zk_cluster)
         timeline.round()
         timeline.sleep_into_round(0.5)
@@ -815,7 +736,7 @@ def test_zookeeper_mode_kill_just_after_a_round_is_fenced_pages_and_restarts_qui
             if (
                 broker is not None
                 and broker.state is Lifecycle.ACTIVE
-                and _offline_partitions(timeline.observations[-1], ZK) == 0
+                and offline_partitions(timeline.observations[-1], ZK) == 0
             ):
                 break
         timeline.round()  # one more round: every alert resolved
@@ -932,7 +853,7 @@ def test_a_zookeeper_mode_broker_cut_off_from_zookeeper_pages_and_its_expired_se
 
 def _session_state(o: Observation, node: str) -> str | None:
     """The ZooKeeper session state `node` reported in that round (kafka_zookeeper_session_state)."""
-    snapshot = _read_of(o, ZK_LINKED, node)
+    snapshot = read_of(o, ZK_LINKED, node)
     if snapshot is None:
         return None
     return next(
