@@ -23,7 +23,7 @@ from ctlplane.exporter.sources.endpoint.profiles import PROFILES_DIR, profile
 from ctlplane.exporter.sources.routed import Sources
 from ctlplane.exporter.state import Observation
 from harness import localkafka
-from harness.localkafka import KafkaCluster, MetricsAgent
+from harness.localkafka import KafkaCluster, KafkaNode, MetricsAgent
 from tests.integration.faults import (
     CauseAt,
     Expectation,
@@ -213,44 +213,62 @@ def test_confluent_rules_read_what_remote_jmx_reads_but_the_excluded_mbeans(conf
     _compare(confluent_like, profile("confluent"), CONFLUENT_LACKS)
 
 
-@pytest.mark.kraft
-def test_a_crash_read_through_endpoints_alone_is_fenced_gone_and_pages(msk_like: KafkaCluster, tmp_path: Path) -> None:
-    """kill -9 of a broker: its endpoint refuses (the process is gone), the controller's endpoint says it is
-    fenced; KafkaBrokerFenced pages; restarted, it is ACTIVE again and the page resolves."""
+# how the fault rows' recordings describe the source they read through
+READ_THROUGH = (
+    f"every node read through jmx_exporter {localkafka.JMX_EXPORTER_VERSION}'s javaagent in its default naming only"
+)
+
+
+@pytest.fixture
+def msk_watch(msk_like: KafkaCluster) -> Iterator[Watch]:
+    """The MSK-like cluster watched through its endpoints alone (default naming), every broker ACTIVE."""
     watch = Watch(msk_like, targets=endpoint_targets(msk_like, profile("jmx_exporter")))
-    victim = msk_like.brokers()[0]
     try:
         watch.until(_healthy(msk_like), 90, "every node read, every broker ACTIVE")
-        timeline = Timeline(watch, msk_like)
-        timeline.round()
-        timeline.round()
-        timeline.sleep_into_round(0.5)
-        victim.kill()
-        for _ in range(7):  # 105 s: long enough for `for: 1m` to fire
-            timeline.round()
-        killed_until = len(timeline.observations) - 1
-        crashed = timeline.states(victim.name)[2:]
-        assert crashed[0] in (Lifecycle.FENCED, Lifecycle.UNREACHABLE), timeline.evidence(victim.name)
-        assert set(crashed[1:]) == {Lifecycle.FENCED}, timeline.evidence(victim.name)
-        timeline.expect_causes(victim.name, {Cause.PROCESS_GONE}, Lifecycle.FENCED, Lifecycle.UNREACHABLE)
-        victim.start()
-        for _ in range(12):
-            broker = timeline.round().broker(victim.name)
-            if broker is not None and broker.state is Lifecycle.ACTIVE:
-                break
-        timeline.round()
-        assert timeline.states(victim.name)[-1] is Lifecycle.ACTIVE, timeline.evidence(victim.name)
-        last = len(timeline.observations) - 1
-        replay(
-            timeline,
-            "endpoint-default-naming-kill-broker",
-            pages_then_resolves(killed_until, last, frozenset({("KafkaBrokerFenced", victim.name)})),
-            f"every node read through jmx_exporter {localkafka.JMX_EXPORTER_VERSION}'s javaagent in its default "
-            f"naming only; kill -9 of {victim.name} 0.5 s after a round, restart after 105 s",
-            tmp_path,
-        )
+        yield watch
     finally:
         watch.close()
+
+
+def _rounds_until_active(timeline: Timeline, victim: KafkaNode, rounds: int) -> None:
+    """Rounds until `victim` is ACTIVE again (at most `rounds`), then one more: its page resolved."""
+    for _ in range(rounds):
+        broker = timeline.round().broker(victim.name)
+        if broker is not None and broker.state is Lifecycle.ACTIVE:
+            break
+    timeline.round()
+    assert timeline.states(victim.name)[-1] is Lifecycle.ACTIVE, timeline.evidence(victim.name)
+
+
+@pytest.mark.kraft
+def test_a_crash_read_through_endpoints_alone_is_fenced_gone_and_pages(
+    msk_like: KafkaCluster, msk_watch: Watch, tmp_path: Path
+) -> None:
+    """kill -9 of a broker: its endpoint refuses (the process is gone), the controller's endpoint says it is
+    fenced; KafkaBrokerFenced pages; restarted, it is ACTIVE again and the page resolves."""
+    victim = msk_like.brokers()[0]
+    timeline = Timeline(msk_watch, msk_like)
+    timeline.round()
+    timeline.round()
+    timeline.sleep_into_round(0.5)
+    victim.kill()
+    for _ in range(7):  # 105 s: long enough for `for: 1m` to fire
+        timeline.round()
+    killed_until = len(timeline.observations) - 1
+    crashed = timeline.states(victim.name)[2:]
+    assert crashed[0] in (Lifecycle.FENCED, Lifecycle.UNREACHABLE), timeline.evidence(victim.name)
+    assert set(crashed[1:]) == {Lifecycle.FENCED}, timeline.evidence(victim.name)
+    timeline.expect_causes(victim.name, {Cause.PROCESS_GONE}, Lifecycle.FENCED, Lifecycle.UNREACHABLE)
+    victim.start()
+    _rounds_until_active(timeline, victim, 12)
+    last = len(timeline.observations) - 1
+    replay(
+        timeline,
+        "endpoint-default-naming-kill-broker",
+        pages_then_resolves(killed_until, last, frozenset({("KafkaBrokerFenced", victim.name)})),
+        f"{READ_THROUGH}; kill -9 of {victim.name} 0.5 s after a round, restart after 105 s",
+        tmp_path,
+    )
 
 
 @pytest.mark.kraft
@@ -302,69 +320,48 @@ def test_one_address_and_an_endpoint_rule_read_every_node_through_its_endpoint(m
 
 @pytest.mark.kraft
 def test_a_hung_broker_read_through_endpoints_alone_is_fenced_hung_and_pages(
-    msk_like: KafkaCluster, tmp_path: Path
+    msk_like: KafkaCluster, msk_watch: Watch, tmp_path: Path
 ) -> None:
     """SIGSTOP of a broker: its endpoint takes the connection and never answers (the agent's threads are
     stopped with the JVM), the controller's endpoint says it is fenced after broker.session.timeout.ms:
     FENCED, hung_or_isolated, KafkaBrokerFenced pages; resumed, it is unfenced and the page resolves."""
-    watch = Watch(msk_like, targets=endpoint_targets(msk_like, profile("jmx_exporter")))
     victim = msk_like.brokers()[1]
+    timeline = Timeline(msk_watch, msk_like)
+    timeline.round()
+    timeline.sleep_into_round(0.5)
+    victim.pause()
     try:
-        watch.until(_healthy(msk_like), 90, "every node read, every broker ACTIVE")
-        timeline = Timeline(watch, msk_like)
-        timeline.round()
-        timeline.sleep_into_round(0.5)
-        victim.pause()
-        try:
-            for _ in range(6):  # 90 s hung: `for: 1m` has fired by then
-                timeline.round()
-        finally:
-            victim.resume()
-        hung_until = len(timeline.observations) - 1
-        hung = timeline.states(victim.name)[1:]
-        assert hung[0] in (Lifecycle.FENCED, Lifecycle.UNREACHABLE), timeline.evidence(victim.name)
-        assert set(hung[1:]) == {Lifecycle.FENCED}, timeline.evidence(victim.name)
-        timeline.expect_causes(victim.name, {Cause.HUNG_OR_ISOLATED}, Lifecycle.FENCED, Lifecycle.UNREACHABLE)
-        for _ in range(8):
-            broker = timeline.round().broker(victim.name)
-            if broker is not None and broker.state is Lifecycle.ACTIVE:
-                break
-        timeline.round()
-        assert timeline.states(victim.name)[-1] is Lifecycle.ACTIVE, timeline.evidence(victim.name)
-        last = len(timeline.observations) - 1
-        replay(
-            timeline,
-            "endpoint-default-naming-broker-hung",
-            [
-                Expectation("critical", hung_until, frozenset({("KafkaBrokerFenced", victim.name)}), node=victim.name),
-                CauseAt(victim.name, hung_until, Cause.HUNG_OR_ISOLATED),
-                Expectation("critical", last, frozenset(), node=victim.name),
-            ],
-            f"every node read through jmx_exporter {localkafka.JMX_EXPORTER_VERSION}'s javaagent in its default "
-            f"naming only; SIGSTOP of {victim.name} 0.5 s after a round for 90 s, then SIGCONT",
-            tmp_path,
-        )
+        for _ in range(6):  # 90 s hung: `for: 1m` has fired by then
+            timeline.round()
     finally:
-        watch.close()
+        victim.resume()
+    hung_until = len(timeline.observations) - 1
+    hung = timeline.states(victim.name)[1:]
+    assert hung[0] in (Lifecycle.FENCED, Lifecycle.UNREACHABLE), timeline.evidence(victim.name)
+    assert set(hung[1:]) == {Lifecycle.FENCED}, timeline.evidence(victim.name)
+    timeline.expect_causes(victim.name, {Cause.HUNG_OR_ISOLATED}, Lifecycle.FENCED, Lifecycle.UNREACHABLE)
+    _rounds_until_active(timeline, victim, 8)
+    last = len(timeline.observations) - 1
+    replay(
+        timeline,
+        "endpoint-default-naming-broker-hung",
+        [
+            Expectation("critical", hung_until, frozenset({("KafkaBrokerFenced", victim.name)}), node=victim.name),
+            CauseAt(victim.name, hung_until, Cause.HUNG_OR_ISOLATED),
+            Expectation("critical", last, frozenset(), node=victim.name),
+        ],
+        f"{READ_THROUGH}; SIGSTOP of {victim.name} 0.5 s after a round for 90 s, then SIGCONT",
+        tmp_path,
+    )
 
 
 @pytest.mark.kraft
 def test_a_controlled_shutdown_read_through_endpoints_alone_is_shutdown_and_pages_nothing(
-    msk_like: KafkaCluster, tmp_path: Path
+    msk_like: KafkaCluster, msk_watch: Watch, tmp_path: Path
 ) -> None:
     """SIGTERM of a broker leading partitions, not restarted: the controller's endpoint names its controlled
     shutdown (4.1+, BrokerRegistrationState 20) and nothing pages, as over remote JMX."""
-    watch = Watch(msk_like, targets=endpoint_targets(msk_like, profile("jmx_exporter")))
-    try:
-        watch.until(_healthy(msk_like), 90, "every node read, every broker ACTIVE")
-        controlled_shutdown_of_a_leader(
-            watch,
-            msk_like,
-            "ctlplane-endpoint-led",
-            "endpoint-default-naming-controlled-shutdown",
-            f", every node read through jmx_exporter {localkafka.JMX_EXPORTER_VERSION}'s javaagent in its default "
-            "naming only",
-            tmp_path,
-        )
-    finally:
-        watch.close()
+    recorded = "endpoint-default-naming-controlled-shutdown"
+    controlled_shutdown_of_a_leader(
+        msk_watch, msk_like, "ctlplane-endpoint-led", recorded, f", {READ_THROUGH}", tmp_path
+    )
