@@ -78,7 +78,7 @@ def _endpoint(settings: Settings, cluster: ClusterConfig, address: str) -> NodeE
 
 
 def _metrics_endpoint(metrics: MetricsEndpointConfig, address: str) -> MetricsEndpoint:
-    """A node's Prometheus endpoint (ctlplane/exporter/sources/endpoint/); the naming loaded once per config."""
+    """A node's Prometheus endpoint (ctlplane/exporter/sources/endpoint/); a `rules_file` is read for each node."""
     if metrics.rules_file is not None:
         naming = naming_from_file(metrics.rules_file)
     else:
