@@ -325,8 +325,8 @@ def _series_value(
             return _idle(m, node, "mli", 0.97, 0.01)
         case "kafka_metadata_feature_level":
             return SIMULATED_FEATURE_LEVELS[keys["featureName"]]
-        case "kafka_controller_elr_elections_total":
-            return Meter(0, 0.0)
+        case "kafka_controller_elr_elections_total" | "kafka_controller_controlled_shutdowns_total":
+            return Meter(0, 0.0)  # no scenario stops a broker
         case "kafka_broker_offline_log_directories":
             return 0
         case "kafka_raft_voters":

@@ -318,6 +318,11 @@ CATALOG: tuple[MetricSpec, ...] = (
           "kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec", "Count", M, COUNTER,
           "Leaders elected from out-of-sync replicas (data loss); KRaft controllers from 3.9",
           modes=ALL_MODES, roles=CONTROLLER | BROKER, since="0.10", kraft_since="3.9"),
+    _spec("kafka_controller_controlled_shutdowns_total",
+          "kafka.controller:type=ControllerStats,name=ControlledShutdownRateAndTimeMs", "Count", M, COUNTER,
+          "ControlledShutdown requests the ZooKeeper-mode controller has handled, one per attempt of a stopping "
+          "broker (ControllerState.ControlledShutdown's timer, made when the controller starts)",
+          modes=ZK, roles=BROKER, since="1.0", until="3.9"),
     _spec("kafka_controller_elr_elections_total",
           "kafka.controller:type=ControllerStats,name=ElectionFromEligibleLeaderReplicasPerSec", "Count", M,
           COUNTER, "Leaders elected from the eligible leader replicas after the ISR emptied (KIP-966)",

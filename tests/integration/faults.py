@@ -341,7 +341,10 @@ def replay(
 # counted in FencedBrokerCount exactly like a crashed one: ctlplane cannot tell them apart, says FENCED
 # (a crash must page) and says why in the evidence.
 def names_controlled_shutdown(cluster: KafkaCluster) -> bool:
-    return "kafka_controller_controlled_shutdown_brokers" in catalogue_series(
+    """Whether a controlled shutdown between two rounds can be told from a crash: by the KRaft 4.1+
+    controllers' ControlledShutdownBrokerCount, in ZooKeeper mode by the ControlledShutdown requests the
+    controller served (health.lifecycle.zookeeper_shutdown_requests)."""
+    return cluster.mode == "zookeeper" or "kafka_controller_controlled_shutdown_brokers" in catalogue_series(
         Mode.KRAFT, cluster.version, listener=False
     )
 
@@ -378,15 +381,20 @@ def topic_around_fault(
 
 def controlled_shutdown_of_a_leader(
     watch: Watch, cluster: KafkaCluster, topic: str, recorded: str, setting: str, tmp_path: Path
-) -> Timeline:
-    """SIGTERM of broker-2 0.5 s after a round while it leads all 4 partitions of `topic`, not restarted:
-    SHUTDOWN in each of the next 6 rounds and no alert fires (replayed through the rules as `recorded`) -
-    where the controller names a controlled shutdown (names_controlled_shutdown). Before Kafka 4.1 it
-    cannot: FENCED from the first round, with the reason in the evidence, and KafkaBrokerFenced pages.
+) -> tuple[Timeline, KafkaNode]:
+    """SIGTERM of a broker (broker-2 unless it is the ZooKeeper-mode controller) 0.5 s after a round while it
+    leads all 4 partitions of `topic`, not restarted: SHUTDOWN in each of the next 6 rounds and no alert
+    fires (replayed through the rules as `recorded`) - where a controlled shutdown can be named
+    (names_controlled_shutdown). KRaft before 4.1 cannot: FENCED from the first round, with the reason in
+    the evidence, and KafkaBrokerFenced pages.
 
     Kafka marks a registration inControlledShutdown only for a broker that still leads partitions when it
-    asks to shut down; every production broker does. Preferred leader first: the victim leads all 4."""
-    victim, other = cluster.brokers()[1], cluster.brokers()[0]
+    asks to shut down; every production broker does. Preferred leader first: the victim leads all 4. Not
+    the ZooKeeper-mode controller: it would ask itself, and its successor has no count of that request."""
+    controller = cluster_health(watch.until(healthy(cluster.name), 60, "healthy"), cluster.name).controller.node
+    brokers = cluster.brokers()
+    victim = next(b for b in (*brokers[1:], brokers[0]) if b.name != controller)
+    other = next(b for b in brokers if b is not victim)
     # before 4.1 a clean stop and a crash read alike: the process is gone either way
     names_it = names_controlled_shutdown(cluster)
     cause = Cause.CONTROLLED_SHUTDOWN if names_it else Cause.PROCESS_GONE
@@ -420,4 +428,4 @@ def controlled_shutdown_of_a_leader(
             f"SIGTERM of {victim.name} (leading 4 partitions) 0.5 s after a round, not restarted{setting}",
             tmp_path,
         )
-    return timeline
+    return timeline, victim

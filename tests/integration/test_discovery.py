@@ -38,7 +38,8 @@ from harness.localkafka import (
 )
 from harness.localkafka.process import free_port_base
 from tests.dnsserver import loopback_dns
-from tests.integration.watch import shared_client, stop_scraper
+from tests.integration.faults import cluster_health, healthy
+from tests.integration.watch import Watch, shared_client, stop_scraper
 
 NAME = "discovered"
 ZK_NAME = "discovered-zk"
@@ -400,10 +401,19 @@ def test_a_zookeeper_mode_broker_shut_down_cleanly_leaves_the_watched_set_after_
             "scrape": {"interval_seconds": 2, "timeout_seconds": 2},
         }
     )
-    leaving = kafka.brokers()[-1]
+    # not the controller: its own request would be counted by itself, gone with it, so nothing but a round
+    # that catches its BrokerState could say it stopped cleanly
+    looking = Watch(kafka, timeout=2.0)
+    try:
+        controller = cluster_health(looking.until(healthy(ZK_NAME), 60, "healthy"), ZK_NAME).controller.node
+    finally:
+        looking.close()
+    leaving = next(b for b in reversed(kafka.brokers()) if b.name != controller)
+    staying = next(b for b in kafka.brokers() if b is not leaving)
     # leading a partition, its controlled shutdown hands leadership over first (BrokerState
-    # PENDING_CONTROLLED_SHUTDOWN): the evidence an operator's stop of a broker in service leaves
-    create_topic(kafka, "led-by-the-leaving-broker", [[leaving.node_id, kafka.brokers()[0].node_id]])
+    # PENDING_CONTROLLED_SHUTDOWN, and a ControlledShutdown request the controller counts): the evidence an
+    # operator's stop of a broker in service leaves
+    create_topic(kafka, "led-by-the-leaving-broker", [[leaving.node_id, staying.node_id]])
     try:
         _leaves_cleanly(settings, ZK_NAME, leaving.name, leaving.stop, lambda: None)
     finally:

@@ -582,7 +582,7 @@ def test_controlled_shutdown_without_registration_gauges_is_shutdown_where_kafka
     (publishSnapshot sets it from the image) still says it shut down on purpose: SHUTDOWN, and no page."""
     cluster_, kraft = restarted_kraft
     _restart_controllers_with_registration_gauges(cluster_, kraft)
-    timeline = controlled_shutdown_of_a_leader(
+    timeline, victim = controlled_shutdown_of_a_leader(
         kraft,
         cluster_,
         "ctlplane-led-ungauged",
@@ -592,7 +592,7 @@ def test_controlled_shutdown_without_registration_gauges_is_shutdown_where_kafka
     )
     if NAMES_CONTROLLED_SHUTDOWN:
         # the count, not a gauge, told it apart (the round after the stop, once the process is gone)
-        evidence = timeline.evidence(cluster_.brokers()[1].name)
+        evidence = timeline.evidence(victim.name)
         assert any("ControlledShutdownBrokerCount" in e for e in evidence), evidence
 
 
@@ -755,6 +755,20 @@ def test_zookeeper_mode_kill_just_after_a_round_is_fenced_pages_and_restarts_qui
             "restart after 105 s",
             tmp_path,
         )
+
+
+@pytest.mark.zookeeper
+def test_zookeeper_mode_controlled_shutdown_between_rounds_is_shutdown_and_pages_nothing(
+    zk: Watch, zk_cluster: KafkaCluster, tmp_path: Path
+) -> None:
+    """A ZooKeeper-mode broker's controlled shutdown is over in well under a round: no round reads its
+    BrokerState PENDING_CONTROLLED_SHUTDOWN. The controller served its ControlledShutdown request
+    (KafkaServer.controlledShutdown -> KafkaController.doControlledShutdown), one for the one broker gone:
+    SHUTDOWN with that evidence from the first round, nothing pages."""
+    timeline, victim = controlled_shutdown_of_a_leader(
+        zk, zk_cluster, "ctlplane-led-zk", "controlled-shutdown-not-restarted", "", tmp_path
+    )
+    assert "ControlledShutdown request" in timeline.evidence(victim.name)[1], timeline.evidence(victim.name)
 
 
 @pytest.fixture(scope="module")

@@ -38,7 +38,9 @@ from ctlplane.exporter.health.lifecycle import (
     just_running,
     registration_state,
     running_start,
+    shutdown_requests,
     zookeeper_deregistered,
+    zookeeper_shutdown_requests,
 )
 from ctlplane.exporter.health.metadata import is_frozen, is_stale, metadata_lag
 from ctlplane.exporter.health.model import (
@@ -140,13 +142,15 @@ def evaluate_cluster(
     # gone (connection refused): fenced by the controller's registration or, where the controller has no
     # per-broker gauge (a 4.1+ controller restarted since the brokers registered), by FencedBrokerCount
     vanished = frozenset(n.node for n in cluster.nodes if n.failure is Failure.GONE)
+    nodes = {node.node: node for node in cluster.nodes}
     fenced = zookeeper_deregistered(cluster, active, infer_fenced(cluster, active, brokers, frozenset(registered)))
+    requests = shutdown_requests(cluster, active)
+    fenced = zookeeper_shutdown_requests(fenced, nodes, memory, requests)
     controlled_shutdowns = controllers_say(active, cluster, "kafka_controller_controlled_shutdown_brokers")
     decided = [
         with_quorum(cluster, active, broker, broker.node in vanished, thresholds)
         for broker in controlled_shutdown_evidence(controlled_shutdowns, fenced, vanished)
     ]
-    nodes = {node.node: node for node in cluster.nodes}
     leading = set(memory.leading & known)
     for node in cluster.nodes:
         if node.up and (count := node.value("kafka_broker_leader_partitions")) is not None:
@@ -188,6 +192,7 @@ def evaluate_cluster(
         leading=frozenset(leading),
         unplanned=frozenset(b.node for b in final if b.fenced_unplanned),
         timed_out_heartbeats=_timed_out_heartbeats(active, memory.timed_out_heartbeats),
+        shutdown_requests=requests,
         out_of_step_since=MappingProxyType(out_of_step),
         observer_since=MappingProxyType(observer_since),
     )

@@ -199,6 +199,71 @@ def zookeeper_deregistered(
     return result
 
 
+# The ZooKeeper-mode controller's count of ControlledShutdown requests handled: the timer of its
+# ControllerState.ControlledShutdown events (ControllerEventManager times each event it processes), made for
+# every state when the controller starts (ControllerStats), so read at 0 before any request. Not
+# RequestMetrics' RequestsPerSec: its meter per API version is made at the first request
+# (RequestChannel.Metrics.requestRate), after ctlplane last looked its MBean names up.
+SHUTDOWN_REQUESTS = "kafka_controller_controlled_shutdowns_total"
+
+
+def shutdown_requests(cluster: ClusterSnapshot, active: NodeSnapshot | None) -> tuple[str, float] | None:
+    """(active controller, the ControlledShutdown requests it has handled) in ZooKeeper mode, None where unread."""
+    if cluster.mode is not Mode.ZOOKEEPER or active is None or not active.up:
+        return None
+    count = active.value(SHUTDOWN_REQUESTS)
+    return None if count is None else (active.node, count)
+
+
+def zookeeper_shutdown_requests(
+    brokers: list[BrokerHealth],
+    nodes: Mapping[str, NodeSnapshot],
+    memory: ClusterMemory,
+    requests: tuple[str, float] | None,
+) -> list[BrokerHealth]:
+    """ZooKeeper mode: brokers gone since the last round whom the controller's ControlledShutdown requests
+    account for, SHUTDOWN; a controlled shutdown quicker than a round leaves no BrokerState to read.
+
+    A ZooKeeper-mode broker stopping cleanly sets PENDING_CONTROLLED_SHUTDOWN and asks the controller, which
+    moves its leadership away (KafkaServer.controlledShutdown -> KafkaController.doControlledShutdown), one
+    request per attempt; a crashed one asks nothing. So where the same active controller handled exactly as
+    many requests since the last round as brokers vanished (connection refused) since then with no other
+    sign, and no other broker could have asked (one seen shutting down or restarting in either round), each
+    of them shut down on purpose. Anything less exact (a retried request, a controller change, a round
+    without the count) decides nothing: a crash must page.
+    """
+    last = memory.shutdown_requests
+    if requests is None or last is None or last[0] != requests[0] or requests[1] <= last[1]:
+        return brokers
+    gone = [
+        b
+        for b in brokers
+        if nodes[b.node].failure is Failure.GONE
+        and b.state in (Lifecycle.UNREACHABLE, Lifecycle.FENCED)
+        and memory.states.get(b.node) is Lifecycle.ACTIVE
+    ]
+    if (
+        not gone
+        or requests[1] - last[1] != len(gone)
+        or any(_may_have_asked(b, nodes[b.node], memory) for b in brokers if b not in gone)
+    ):
+        return brokers
+    said = (
+        f"the controller {requests[0]} handled {requests[1] - last[1]:g} ControlledShutdown request(s) since the "
+        "last round, one per broker gone since"
+    )
+    return [replace(b, state=Lifecycle.SHUTDOWN, evidence=f"{said}; {b.evidence}") if b in gone else b for b in brokers]
+
+
+def _may_have_asked(broker: BrokerHealth, node: NodeSnapshot, memory: ClusterMemory) -> bool:
+    """Whether this broker could have sent a ControlledShutdown request since the last round: shutting down
+    in this round or the last, or back from a stop (starting, or running a new JVM)."""
+    previous = memory.states.get(broker.node)
+    if Lifecycle.SHUTDOWN in (broker.state, previous) and (node.up or broker.node in memory.broker_state_read):
+        return True
+    return broker.state is Lifecycle.INITIAL or (node.up and just_running(node, memory.running_since))
+
+
 def registration_state(active: NodeSnapshot | None, cluster: ClusterSnapshot, node: NodeSnapshot) -> float | None:
     """The controller's BrokerRegistrationState for `node`: the active controller's, else any controller's.
 

@@ -232,6 +232,8 @@ class ClusterMemory:
     unplanned: frozenset[str] = frozenset()  # brokers last FENCED with the unplanned flag (held_fenced)
     # (active controller, its TimedOutBrokerHeartbeatCount) as last read: a rise names an overloaded controller
     timed_out_heartbeats: tuple[str, float] | None = None
+    # ZooKeeper mode: (active controller, ControlledShutdown requests it had served) as read last round
+    shutdown_requests: tuple[str, float] | None = None
     # KRaft controller -> when its raft state was first read outside leader/follower (an election under way)
     out_of_step_since: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     # controller -> when it was first seen running outside the voter set (an observer controller)

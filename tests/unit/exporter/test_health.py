@@ -736,6 +736,57 @@ def test_an_unreachable_zookeeper_mode_broker_that_the_controller_dropped_is_fen
     assert cluster.broker("b2").state is Lifecycle.UNREACHABLE  # type: ignore[union-attr]
 
 
+def _zk_rounds(*rounds: tuple[float | None, dict[str, float | None]]) -> list[dict[str, Lifecycle]]:
+    """ZooKeeper-mode rounds of controller b1 (its ControlledShutdown requests served, None: not read) and
+    brokers b2, b3 by BrokerState (None: gone, connection refused); each round's lifecycles."""
+    memory, seen = HealthMemory(), []
+    for at, (requests, brokers) in enumerate(rounds):
+        values: dict[str | tuple[str, tuple[tuple[str, str], ...]], float] = {
+            "kafka_broker_state": 3,
+            "kafka_controller_active": 1,
+        }
+        if requests is not None:
+            values["kafka_controller_controlled_shutdowns_total"] = requests
+        nodes = [node("b1", values, mode=Mode.ZOOKEEPER, node_id=1, at=float(at))]
+        for name, state in brokers.items():
+            number = int(name[1:])
+            if state is None:
+                nodes.append(node(name, mode=Mode.ZOOKEEPER, node_id=number, up=False, at=float(at)))
+            else:
+                nodes.append(node(name, {"kafka_broker_state": state}, mode=Mode.ZOOKEEPER, node_id=number))
+        cluster, memory = _health(*nodes, memory=memory, at=float(at))
+        seen.append({b.node: b.state for b in cluster.brokers if b.node != "b1"})
+    return seen
+
+
+def test_a_zookeeper_mode_broker_gone_between_rounds_with_its_controlled_shutdown_request_is_shut_down() -> None:
+    """A clean stop quicker than a round leaves no BrokerState to read; the controller handled one
+    ControlledShutdown request for it (KafkaServer.controlledShutdown -> KafkaController.doControlledShutdown):
+    SHUTDOWN, and it stays so. A crash asks nothing: no SHUTDOWN."""
+    stopped = _zk_rounds((0, {"b2": 3, "b3": 3}), (1, {"b2": None, "b3": 3}), (1, {"b2": None, "b3": 3}))
+    assert [r["b2"] for r in stopped] == [Lifecycle.ACTIVE, Lifecycle.SHUTDOWN, Lifecycle.SHUTDOWN]
+    crashed = _zk_rounds((0, {"b2": 3, "b3": 3}), (0, {"b2": None, "b3": 3}), (1, {"b2": None, "b3": None}))
+    assert [r["b2"] for r in crashed] == [Lifecycle.ACTIVE, Lifecycle.UNREACHABLE, Lifecycle.UNREACHABLE]
+    # b3 then stopped cleanly: the request is its, not a late word on b2's crash
+    assert crashed[-1]["b3"] is Lifecycle.SHUTDOWN
+
+
+def test_controlled_shutdown_requests_that_do_not_account_exactly_for_who_left_decide_nothing() -> None:
+    """A crash must page: one request while two brokers vanished, two requests for one (a retry, or a broker
+    that also asked), a round without the count, or a broker seen shutting down that may have asked."""
+    one_for_two = _zk_rounds((0, {"b2": 3, "b3": 3}), (1, {"b2": None, "b3": None}))
+    assert one_for_two[-1] == {"b2": Lifecycle.UNREACHABLE, "b3": Lifecycle.UNREACHABLE}
+    two_for_one = _zk_rounds((0, {"b2": 3, "b3": 3}), (2, {"b2": None, "b3": 3}))
+    assert two_for_one[-1]["b2"] is Lifecycle.UNREACHABLE
+    unread = _zk_rounds((None, {"b2": 3, "b3": 3}), (1, {"b2": None, "b3": 3}))
+    assert unread[-1]["b2"] is Lifecycle.UNREACHABLE
+    # b3 is in its own controlled shutdown: the request may be b3's
+    asked = _zk_rounds((0, {"b2": 3, "b3": 3}), (1, {"b2": None, "b3": 6}))
+    assert asked[-1] == {"b2": Lifecycle.UNREACHABLE, "b3": Lifecycle.SHUTDOWN}
+    both = _zk_rounds((0, {"b2": 3, "b3": 3}), (2, {"b2": None, "b3": None}))
+    assert both[-1] == {"b2": Lifecycle.SHUTDOWN, "b3": Lifecycle.SHUTDOWN}
+
+
 def _zk_broker(name: str, node_id: int, *, active: bool = False, migrating: bool = True) -> NodeSnapshot:
     """A ZooKeeper-mode broker; with `migrating` (KIP-866) it also runs a raft observer."""
     values: dict[str | tuple[str, tuple[tuple[str, str], ...]], float] = {
