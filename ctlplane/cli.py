@@ -607,7 +607,9 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     check_java(settings)  # the config, and whether this host can read its clusters
     nodes = sum(len(cluster.nodes) for cluster in settings.clusters)
     discovering = sum(cluster.discovery is not None for cluster in settings.clusters)
+    alone = sum(cluster.admin_only for cluster in settings.clusters)
     found = f", {discovering} with discovery" if discovering else ""
+    found += f", {alone} through the Admin API alone" if alone else ""
     sys.stdout.write(f"{args.config}: OK ({len(settings.clusters)} cluster(s), {nodes} listed node(s){found})\n")
     return 0
 

@@ -110,6 +110,13 @@ RULES: tuple[Rule, ...] = (
         "integration",
         "zookeeper",
     ),
+    # Two lanes of their own clusters, next longest (fresh-clone run of 2026-11-28 on 4 workers: ~7.5 and
+    # ~6.5 min): behind Spark on one worker they ended that run ~3 min after every other lane.
+    # A controller partitioned from the other voters, on a cluster of its own wired through links:
+    Rule(("tests/integration/test_partitioned_controller.py",), "fault_table", "partitioned-controller"),
+    # the metrics-endpoint sources' own clusters (jmx_exporter's javaagent on every node): a KRaft cluster read
+    # by three tests, a crash row among them; a Strimzi-named and a ZooKeeper-mode one, ~1 min each
+    Rule(("tests/integration/test_endpoint_source.py",), "fault_table", "endpoint-sources"),
     # Spark, one after the other on one worker: the local Spark JVM (a worker process keeps it, ~1-3 min),
     # then a standalone master and two workers (~3-5 min of both cores). Side by side on two workers they
     # took each other's CPU and the cluster's jobs ran past the test's 600 s (a fresh-clone run on 3 workers)
@@ -118,14 +125,10 @@ RULES: tuple[Rule, ...] = (
     Rule(("tests/integration/test_spark_cluster.py",), "spark", "spark"),
     # the dynamic quorum's own cluster (4 controllers, a broker): its voter changes at the 15 s round, ~2.5 min
     Rule(("tests/integration/test_dynamic_quorum.py",), "fault_table", "dynamic-quorum"),
-    # a controller partitioned from the other voters, on a cluster of its own wired through links, ~4 min
-    Rule(("tests/integration/test_partitioned_controller.py",), "fault_table", "partitioned-controller"),
     # a broker stopped inside a real GC pause, on a KRaft cluster of its own (3 JVMs), ~1.5 min
     Rule(("tests/integration/test_gc_pause.py",), "fault_table", "gc-pause"),
-    # the metrics-endpoint sources' own clusters (jmx_exporter's javaagent on every node: a KRaft cluster read
-    # by three tests, a crash row among them, ~3.5 min; a Strimzi-named and a ZooKeeper-mode one, ~1 min each)
-    Rule(("tests/integration/test_endpoint_source.py",), "fault_table", "endpoint-sources"),
-    # discovery's own clusters (a KRaft and a ZooKeeper-mode one, module fixtures): one copy of each, ~3 min
+    # discovery's own clusters (a KRaft and a ZooKeeper-mode one, module fixtures; the Admin API alone reads
+    # them too): one copy of each, ~4.5 min
     Rule(("tests/integration/test_discovery.py",), "integration", "discovery"),
     # one Chromium, ~1.5 min
     Rule(("tests/e2e/test_dashboard_browser.py",), "browser", "browser"),

@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from ctlplane.exporter.discovery import JmxRule, check_template
+from ctlplane.exporter.model import DEFAULT_NODE_NAME
 from ctlplane.exporter.shards import parse_shard, resolve_shard
 from ctlplane.exporter.thresholds import HEALTH, Thresholds
 
@@ -256,7 +257,7 @@ class DiscoveryConfig(_Strict):
     broker_jmx: str | None = Field(default=None, description="a broker's JMX address, e.g. {host}:9999")
     controller_jmx: str | None = Field(default=None, description="a controller's, e.g. ctl-{id}.kafka:9999")
     overrides: dict[int, str] = Field(default_factory=dict, description="node id -> JMX host:port")
-    node_name: str = Field(default="{role}-{id}", min_length=1, description="the `node` label: {role}, {id}")
+    node_name: str = Field(default=DEFAULT_NODE_NAME, min_length=1, description="the `node` label: {role}, {id}")
     forget_after_seconds: float = Field(
         default=300.0,
         ge=0,
@@ -365,6 +366,11 @@ class ClusterConfig(_Strict):
         "remote JMX; the nodes' addresses are then the endpoints' host:port",
     )
 
+    @property
+    def admin_only(self) -> bool:
+        """No node to read, listed or discovered: the cluster's Admin API answers alone (health/admin.py)."""
+        return not self.nodes and self.discovery is None
+
     @field_validator("bootstrap_servers", "bootstrap_controllers")
     @classmethod
     def _bootstrap_addresses(cls, values: list[str]) -> list[str]:
@@ -372,8 +378,16 @@ class ClusterConfig(_Strict):
 
     @model_validator(mode="after")
     def _unique_nodes(self) -> ClusterConfig:
-        if not self.nodes and self.discovery is None:
-            raise ValueError(f"cluster {self.name!r}: list its nodes, or set discovery (and a bootstrap address)")
+        bootstrap = bool(self.bootstrap_servers or self.bootstrap_controllers)
+        if not self.nodes and self.discovery is None and not bootstrap:
+            raise ValueError(
+                f"cluster {self.name!r}: list its nodes, set discovery, or give a bootstrap address alone (the "
+                "Admin API's view only)"
+            )
+        if not self.nodes and self.discovery is None and self.metrics is not None:
+            raise ValueError(
+                f"cluster {self.name!r}: metrics says how to read its nodes' endpoints: list the nodes or set discovery"
+            )
         if (
             self.discovery is not None
             and not self.discovery.dns

@@ -28,7 +28,7 @@ from ctlplane.exporter.catalog import Role
 from ctlplane.exporter.departures import Departure, RegistrationsSeen, departures
 from ctlplane.exporter.families import Family, discovery_families
 from ctlplane.exporter.health import Lifecycle
-from ctlplane.exporter.model import ClusterSnapshot, Member, merge_roles, merged
+from ctlplane.exporter.model import DEFAULT_NODE_NAME, ClusterSnapshot, Member, member_label, merge_roles, merged
 from ctlplane.exporter.scraper import Target
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ class JmxRule:
     broker: str | None = None
     controller: str | None = None
     overrides: Mapping[int, str] = field(default_factory=lambda: MappingProxyType({}))
-    name: str = "{role}-{id}"  # the `node` label of a discovered node
+    name: str = DEFAULT_NODE_NAME  # the `node` label of a discovered node
     # how long the evidence that a node left the cluster must hold before it is no longer watched
     forget_after_seconds: float = 300.0
 
@@ -102,8 +102,7 @@ class JmxRule:
         return "the cluster's answers give no host for it, and its JMX address rule needs {host}"
 
     def label(self, member: Member) -> str:
-        role = member.role.value if member.role is not Role.UNKNOWN else "node"
-        return self.name.replace("{role}", role).replace("{id}", str(member.node_id))
+        return member_label(member, self.name)
 
 
 @dataclass(frozen=True)

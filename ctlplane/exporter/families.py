@@ -32,7 +32,7 @@ from ctlplane.exporter.catalog import (
 )
 from ctlplane.exporter.health import MIGRATION_PHASES, FleetHealth, Lifecycle
 from ctlplane.exporter.kafka_admin import CLIENT_VERSION
-from ctlplane.exporter.model import ClusterSnapshot, FleetSnapshot, NodeSnapshot, Sample
+from ctlplane.exporter.model import ClusterSnapshot, FleetSnapshot, NodeSnapshot, Sample, member_label, merged
 from ctlplane.exporter.readings import LISTENER_EVIDENCE
 
 NODE_LABELS = ("cluster", "node", "role")
@@ -307,7 +307,8 @@ def health_families(health: FleetHealth) -> list[Family]:
         if cluster.migration_phase is not None:
             for phase in MIGRATION_PHASES.values():
                 migration.add((cluster.name, phase), 1.0 if phase == cluster.migration_phase else 0.0)
-        active.add((cluster.name,), float(cluster.active_controllers))
+        if controller.known:  # an unanswered round of the Admin API alone says neither 0 nor 1
+            active.add((cluster.name,), float(cluster.active_controllers))
         reachable.add((cluster.name,), float(controller.reachable_controllers))
         if controller.node is not None:
             node_id = "" if controller.node_id is None else str(controller.node_id)
@@ -454,7 +455,9 @@ def quorum_families(snapshot: FleetSnapshot) -> list[Family]:
 
 def _node_names(cluster: ClusterSnapshot) -> dict[int, str]:
     """Node id -> the configured node's name. In a combined-mode cluster a node id is one process, so the
-    first node with the id names it."""
+    first node with the id names it. Watched through the Admin API alone, the names its health gives them."""
+    if cluster.admin_only and cluster.quorum is not None:
+        return {node_id: member_label(member) for node_id, member in merged(cluster.quorum.members).items()}
     names: dict[int, str] = {}
     for node in cluster.nodes:
         if node.node_id is not None:

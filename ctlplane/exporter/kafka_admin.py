@@ -377,7 +377,7 @@ class QuorumReader:
                 options = _java_class("org.apache.kafka.clients.admin.DescribeMetadataQuorumOptions")()
                 options.timeoutMs(jpype.JInt(self.timeout_ms))
                 quorum_future = admin.describeMetadataQuorum(options).quorumInfo()
-                cluster_future = self._describe_cluster(admin, include_fenced=self._fenced_listed)
+                described = self._describe_cluster(admin, include_fenced=self._fenced_listed)
             except AdminClientError as exc:
                 return QuorumView(read_at=time.time(), error=str(exc))
             except jpype.JException as exc:
@@ -387,12 +387,15 @@ class QuorumReader:
             # no longer than for one call, also when neither answers
             deadline = time.monotonic() + self.timeout_ms / 1000 + 1
             info, error = self._answer(quorum_future, deadline)
-            nodes, nodes_error = self._answer(cluster_future, deadline)
+            nodes, nodes_error = self._answer(described.nodes(), deadline)
             if nodes_error is not None and self._fenced_listed and "UnsupportedVersion" in nodes_error:
                 # brokers before 4.0 cannot list fenced ones (DescribeCluster v2, KIP-1073): ask as they can
                 self._fenced_listed, self._fenced_refusal = False, nodes_error
                 again = time.monotonic() + self.timeout_ms / 1000 + 1
-                nodes, nodes_error = self._answer(self._describe_cluster(admin, include_fenced=False), again)
+                described = self._describe_cluster(admin, include_fenced=False)
+                nodes, nodes_error = self._answer(described.nodes(), again)
+            # the same response's controller (one DescribeCluster answers both futures)
+            controller = self._answer(described.controller(), deadline)[0] if nodes is not None else None
             now = time.time()
             role = Role.CONTROLLER if self.controllers else Role.BROKER
             members = [Member(int(n.id()), role, str(n.host()) or None) for n in nodes or ()]
@@ -421,6 +424,7 @@ class QuorumReader:
                 registrations_error=registrations_error,
                 members=tuple(members),
                 members_error=None if nodes is not None else f"{self._where}: {nodes_error}",
+                controller_id=int(controller.id()) if controller is not None and int(controller.id()) >= 0 else None,
             )
 
     def _describe_cluster(self, admin: Any, *, include_fenced: bool) -> Any:
@@ -430,7 +434,7 @@ class QuorumReader:
         options.timeoutMs(jpype.JInt(self.timeout_ms))
         if include_fenced and not self.controllers:
             options.includeFencedBrokers(True)
-        return admin.describeCluster(options).nodes()
+        return admin.describeCluster(options)
 
     def _answer(self, future: Any, deadline: float) -> tuple[Any, str | None]:
         """A future's value, or (None, why) at `deadline` (time.monotonic()): a second past the client's own,

@@ -151,6 +151,16 @@ class Member:
     current: bool = True
 
 
+# The `node` label of a node ctlplane knows from the cluster's answers: discovery's default
+# (discovery.node_name), and every node of a cluster watched through the Admin API alone.
+DEFAULT_NODE_NAME = "{role}-{id}"
+
+
+def member_label(member: Member, template: str = DEFAULT_NODE_NAME) -> str:
+    role = member.role.value if member.role is not Role.UNKNOWN else "node"
+    return template.replace("{role}", role).replace("{id}", str(member.node_id))
+
+
 def merge_roles(first: Role, second: Role) -> Role:
     if first is second or second is Role.UNKNOWN:
         return first
@@ -200,6 +210,10 @@ class QuorumView:
     # the brokers said they have no metadata quorum to describe (ZooKeeper mode: DescribeQuorum unsupported),
     # so describeCluster's brokers are the whole cluster
     no_quorum: bool = False
+    # describeCluster's controller: the active controller where ZooKeeper-mode brokers or KRaft controllers
+    # (KIP-919) answer; a random live broker where KRaft brokers do (KafkaApis.handleDescribeCluster), so
+    # not a controller's identity there. None where describeCluster did not answer or named none.
+    controller_id: int | None = None
 
     @property
     def up(self) -> bool:
@@ -227,12 +241,24 @@ class ClusterSnapshot:
 
     @property
     def mode(self) -> Mode | None:
-        """The cluster's mode: what its reachable nodes say, migration winning over plain KRaft."""
+        """The cluster's mode: what its reachable nodes say, migration winning over plain KRaft; for a cluster
+        watched through the Admin API alone, what its answers say (a quorum, or brokers that have none)."""
         modes = {node.mode for node in self.nodes if node.mode is not None}
         for mode in (Mode.MIGRATION, Mode.KRAFT, Mode.ZOOKEEPER):
             if mode in modes:
                 return mode
+        if self.admin_only and self.quorum is not None:
+            if self.quorum.no_quorum:
+                return Mode.ZOOKEEPER
+            if self.quorum.up:
+                return Mode.KRAFT
         return None
+
+    @property
+    def admin_only(self) -> bool:
+        """Watched through the Admin API alone: no node of it is read (none listed, none discovered), its
+        quorum's view is all the evidence (health/admin.py)."""
+        return not self.nodes and self.quorum is not None
 
     def node(self, name: str) -> NodeSnapshot | None:
         return next((node for node in self.nodes if node.node == name), None)
@@ -240,7 +266,7 @@ class ClusterSnapshot:
     def unwatched(self) -> list[Member]:
         """The nodes this round's answers name that no node ctlplane reads is (by node id): not listed and
         not discovered, or listed but never read. Discovery on or off: the cluster's own word on what it has."""
-        if self.quorum is None:
+        if self.quorum is None or self.admin_only:  # the Admin API alone watches every node it names
             return []
         read = {node.node_id for node in self.nodes if node.node_id is not None}
         return [member for node_id, member in sorted(merged(self.quorum.members).items()) if node_id not in read]

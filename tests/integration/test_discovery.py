@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from ctlplane.cli import build_discovery, build_dns_watch, build_scraper, format_watch_list
-from ctlplane.exporter.catalog import Role
+from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.config import Settings
 from ctlplane.exporter.config_file import parse_settings
 from ctlplane.exporter.discovery import NodeDiscovery
 from ctlplane.exporter.families import quorum_families
-from ctlplane.exporter.health import Lifecycle
+from ctlplane.exporter.health import Cause, Lifecycle
 from ctlplane.exporter.scraper import Scraper
 from ctlplane.exporter.state import ExporterState, Observation
 from ctlplane.exporter.thresholds import Thresholds
@@ -458,3 +458,89 @@ def test_a_listed_node_that_answers_as_another_clusters_node_is_unknown_to_its_c
         assert unknown(read) == [(ZK_NAME, "pasted", "controller")]
     finally:
         stop_scraper(scraper)
+
+
+ALONE = "admin-alone"  # the same clusters given as a bootstrap address alone: no node read (health/admin.py)
+
+
+def _alone(address: str) -> Rounds:
+    settings = parse_settings(
+        {
+            "clusters": [{"name": ALONE, "bootstrap_servers": [address]}],
+            "scrape": {"interval_seconds": 2, "timeout_seconds": 2},
+        }
+    )
+    return Rounds(build_scraper(settings, shared_client()))
+
+
+def _alone_states(o: Observation) -> dict[str, Lifecycle]:
+    health = o.health.cluster(ALONE)
+    return {} if health is None else {b.node: b.state for b in health.brokers}
+
+
+def test_the_admin_api_alone_names_the_active_controller_every_broker_and_a_killed_one_fenced(
+    cluster: tuple[KafkaCluster, int],
+) -> None:
+    """KRaft 4.3.1 given one broker's address and nothing else (a managed service that opens no node's
+    metrics): the quorum's leader is the active controller, describeCluster (includeFencedBrokers, 4.0+)
+    names every registered broker unfenced; a broker killed is FENCED by the controller's word once its
+    session times out, with no cause the answers can name, and ACTIVE again once restarted."""
+    kafka, _ = cluster
+    rounds = _alone(kafka.node("broker-1").address)
+    running = {b.name: Lifecycle.ACTIVE for b in kafka.brokers() if b.is_running}
+    try:
+
+        def healthy(o: Observation) -> bool:
+            health = o.health.cluster(ALONE)
+            return health is not None and health.controller.node == "controller-101" and _alone_states(o) == running
+
+        seen = rounds.until(healthy, 60, f"controller-101 active, {running}")
+        alone = seen.snapshot.cluster(ALONE)
+        assert alone is not None and alone.nodes == () and alone.admin_only
+        assert not [f for f in quorum_families(seen.snapshot) if f.name == "kafka_cluster_node_unwatched"]
+        victim = kafka.node("broker-2")
+        victim.kill()
+        try:
+            fenced = rounds.until(lambda o: _alone_states(o).get(victim.name) is Lifecycle.FENCED, 60, "FENCED")
+            health = fenced.health.cluster(ALONE)
+            broker = health.broker(victim.name) if health is not None else None
+            assert broker is not None and broker.cause is Cause.NO_NODE_METRICS, broker
+            assert "fenced (describeCluster)" in broker.evidence and "cannot tell" in broker.evidence
+            assert _alone_states(fenced)["broker-1"] is Lifecycle.ACTIVE
+        finally:
+            victim.start()
+        rounds.until(lambda o: _alone_states(o).get(victim.name) is Lifecycle.ACTIVE, 120, "back ACTIVE")
+    finally:
+        stop_scraper(rounds.scraper)
+
+
+def test_zookeeper_mode_the_admin_api_alone_names_the_controller_and_a_broker_that_deregisters(
+    discovered_zk: tuple[KafkaCluster, int],
+) -> None:
+    """ZooKeeper mode given one broker's address alone: describeCluster's brokers are those registered and
+    its controller the active one (ZkCachedControllerId); a killed broker's session expires, describeCluster
+    stops naming it, and it is FENCED (not forgotten) until it registers again."""
+    kafka, _ = discovered_zk
+    rounds = _alone(kafka.brokers()[0].address)
+    try:
+
+        def healthy(o: Observation) -> bool:
+            health = o.health.cluster(ALONE)
+            both = {b.name: Lifecycle.ACTIVE for b in kafka.brokers()}
+            return health is not None and health.controller.node is not None and _alone_states(o) == both
+
+        seen = rounds.until(healthy, 60, "both brokers ACTIVE, a controller named")
+        health = seen.health.cluster(ALONE)
+        assert health is not None and health.mode is Mode.ZOOKEEPER and health.active_controllers == 1
+        victim = next(b for b in kafka.brokers() if b.name != health.controller.node)
+        victim.kill()
+        try:
+            fenced = rounds.until(lambda o: _alone_states(o).get(victim.name) is Lifecycle.FENCED, 90, "FENCED")
+            after = fenced.health.cluster(ALONE)
+            broker = after.broker(victim.name) if after is not None else None
+            assert broker is not None and "no longer registered" in broker.evidence, broker
+        finally:
+            victim.start()
+        rounds.until(lambda o: _alone_states(o).get(victim.name) is Lifecycle.ACTIVE, 120, "back ACTIVE")
+    finally:
+        stop_scraper(rounds.scraper)

@@ -72,7 +72,8 @@ def broker_view(
     snapshot = observation.snapshot.cluster(cluster)
     broker = health.broker(node) if health is not None else None
     back = dcc.Link(f"cluster {cluster}", href=f"{url_prefix}cluster/{cluster}")
-    if health is None or snapshot is None or broker is None or snapshot.node(node) is None:
+    unread = snapshot is not None and snapshot.node(node) is None and not snapshot.admin_only
+    if health is None or snapshot is None or broker is None or unread:
         return html.Div(
             [
                 html.H2(node),

@@ -224,11 +224,33 @@ def node_table(
 ) -> Component:
     """Every node of the cluster (`only`: that one): brokers with their lifecycle, controllers with their
     identity. With `url_prefix`, a broker's name links to its page."""
-    nodes = [node for node in snapshot.nodes if only is None or node.node == only]
+    listed = snapshot.nodes if not snapshot.admin_only else _not_read(snapshot, health)
+    nodes = [node for node in listed if only is None or node.node == only]
     rows = [_node_row(node, health.broker(node.node), health.controller.node, url_prefix) for node in nodes]
     return html.Table(
         [html.Thead(html.Tr([html.Th(c) for c in NODE_COLUMNS])), html.Tbody(rows)],
         className="node-table",
+    )
+
+
+def _not_read(snapshot: ClusterSnapshot, health: ClusterHealth) -> tuple[NodeSnapshot, ...]:
+    """Watched through the Admin API alone: a row per broker its health names, none of them read."""
+    return tuple(
+        NodeSnapshot(
+            cluster=snapshot.name,
+            node=broker.node,
+            address="",
+            role=broker.role,
+            mode=health.mode,
+            node_id=broker.node_id,
+            version=None,
+            up=False,
+            scrape_duration_seconds=0.0,
+            error="not read: the Admin API alone",
+            errors_total=0,
+            scraped_at=health.evaluated_at,
+        )
+        for broker in health.brokers
     )
 
 

@@ -15,6 +15,7 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from ctlplane.exporter.catalog import Mode
+from ctlplane.exporter.health.admin import admin_brokers, admin_controller
 from ctlplane.exporter.health.cause import TIMED_OUT_HEARTBEATS, heartbeats_timing_out, with_cause
 from ctlplane.exporter.health.control_plane import control_plane_listener
 from ctlplane.exporter.health.controller import (
@@ -82,6 +83,8 @@ log = logging.getLogger(__name__)
 def evaluate_cluster(
     cluster: ClusterSnapshot, memory: ClusterMemory, thresholds: Thresholds, now: float
 ) -> tuple[ClusterHealth, ClusterMemory]:
+    if cluster.admin_only:
+        return _evaluate_admin_only(cluster, memory, thresholds, now)
     controller, active, memory = controller_view(cluster, memory, now)
     mode = cluster.mode
     offsets = dict(memory.offsets)
@@ -210,6 +213,34 @@ def evaluate_cluster(
         fenced_unnamed=fenced_unnamed(cluster, active, final),
         redundancy=quorum_redundancy(cluster, thresholds) if kraft else None,
         elections=voters,
+        voter_set=members,
+    )
+    return health, memory
+
+
+def _evaluate_admin_only(
+    cluster: ClusterSnapshot, memory: ClusterMemory, thresholds: Thresholds, now: float
+) -> tuple[ClusterHealth, ClusterMemory]:
+    """No node read: the cluster's own answers alone (health/admin.py), the quorum's health as for any cluster."""
+    controller, memory = admin_controller(cluster, memory, now)
+    brokers, memory = admin_brokers(cluster, memory, thresholds)
+    mode = cluster.mode
+    kraft = mode is Mode.KRAFT
+    members, observer_since = voter_set(cluster, memory.observer_since, now, thresholds) if kraft else (None, {})
+    memory = replace(
+        memory,
+        states=MappingProxyType({b.node: b.state for b in brokers}),
+        observer_since=MappingProxyType(observer_since),
+    )
+    quorum = cluster.quorum
+    health = ClusterHealth(
+        cluster.name,
+        mode,
+        controller,
+        tuple(brokers),
+        now,
+        quorum_leader_id=quorum.leader_id if quorum is not None and quorum.up else None,
+        redundancy=quorum_redundancy(cluster, thresholds) if kraft else None,
         voter_set=members,
     )
     return health, memory

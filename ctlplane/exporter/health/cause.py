@@ -117,6 +117,14 @@ CAUSE_TEXT: dict[Cause, CauseText] = {
         "Compare ctlplane's `jmx:` credentials with the broker's `jmxremote.password` and `jmxremote.access` "
         "files; `ctlplane probe --config <file>` names the node whose JMX refuses them.",
     ),
+    Cause.NO_NODE_METRICS: CauseText(
+        "cause not visible without the node's metrics",
+        "ctlplane watches this cluster through the Admin API alone and reads no metrics of the broker: the "
+        "cluster's answers say it is fenced or no longer registered, never whether it crashed, hangs, is cut off "
+        "or was stopped on purpose",
+        "See when the quorum last heard from it (`kafka-metadata-quorum.sh --bootstrap-server <broker:port> "
+        "describe --replication`), then its process and `server.log` on its host or in the service's console.",
+    ),
     Cause.UNKNOWN: CauseText(
         "cause unknown",
         "the evidence names no cause: ctlplane reads the broker but nothing it says explains the state",
@@ -125,8 +133,8 @@ CAUSE_TEXT: dict[Cause, CauseText] = {
     ),
 }
 
-# The causes `fault_cause` gives a broker in each lifecycle state (tests/unit/exporter/test_cause.py holds it
-# to that): a rule on one state names those, and its runbook has a section for each.
+# The causes `fault_cause` (and health/admin.py) give a broker in each lifecycle state (tests/unit/exporter/
+# test_cause.py holds it to that): a rule on one state names those, and its runbook has a section for each.
 CAUSES_OF_STATE: dict[Lifecycle, tuple[Cause, ...]] = {
     Lifecycle.FENCED: (
         Cause.PROCESS_GONE,
@@ -135,6 +143,7 @@ CAUSES_OF_STATE: dict[Lifecycle, tuple[Cause, ...]] = {
         Cause.LONG_GC_PAUSE,
         Cause.CONTROLLER_OVERLOADED,
         Cause.ZOOKEEPER_SESSION_LOST,
+        Cause.NO_NODE_METRICS,
         Cause.UNKNOWN,
     ),
     Lifecycle.UNREACHABLE: (
@@ -142,6 +151,7 @@ CAUSES_OF_STATE: dict[Lifecycle, tuple[Cause, ...]] = {
         Cause.HUNG_OR_ISOLATED,
         Cause.JMX_AUTH_FAILED,
         Cause.ZOOKEEPER_SESSION_LOST,
+        Cause.NO_NODE_METRICS,
         Cause.UNKNOWN,
     ),
     Lifecycle.SHUTDOWN: (Cause.CONTROLLED_SHUTDOWN,),

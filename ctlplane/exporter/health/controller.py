@@ -106,16 +106,7 @@ def controller_view(
     if active is not None and active.value("kafka_raft_current_epoch") is not None:
         epoch = active.value("kafka_raft_current_epoch")
     if active is not None:
-        current = (active.node, epoch)
-        if memory.leader is not None and current != memory.leader:
-            # A new identity, or the same node re-elected in a later epoch. An epoch bump with no
-            # known leader (a failed vote) is not counted until a leader is known again.
-            earlier_epoch = memory.leader[1]
-            if current[0] != memory.leader[0] or (
-                epoch is not None and earlier_epoch is not None and epoch > earlier_epoch
-            ):
-                memory = replace(memory, failovers_total=memory.failovers_total + 1, last_failover_at=now)
-        memory = replace(memory, leader=current)
+        memory = with_leader(memory, active.node, epoch, now)
     view = ControllerView(
         claimants=tuple(sorted(n.node for n in _claimants(cluster))),
         node=active.node if active else None,
@@ -126,6 +117,17 @@ def controller_view(
         reachable_controllers=len(controller_nodes(cluster)),
     )
     return view, active, memory
+
+
+def with_leader(memory: ClusterMemory, node: str, epoch: float | None, now: float) -> ClusterMemory:
+    """The memory with this round's active controller, a failover counted where it is a new identity or the
+    same node re-elected in a later epoch. An epoch bump with no known leader (a failed vote) is not counted
+    until a leader is known again."""
+    if memory.leader is not None and (node, epoch) != memory.leader:
+        earlier_epoch = memory.leader[1]
+        if node != memory.leader[0] or (epoch is not None and earlier_epoch is not None and epoch > earlier_epoch):
+            memory = replace(memory, failovers_total=memory.failovers_total + 1, last_failover_at=now)
+    return replace(memory, leader=(node, epoch))
 
 
 def controller_views_disagree(cluster: ClusterSnapshot, controller: ControllerView) -> bool:

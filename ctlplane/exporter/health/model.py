@@ -10,7 +10,7 @@ from types import MappingProxyType
 from typing import TypeVar
 
 from ctlplane.exporter.catalog import Mode, Role
-from ctlplane.exporter.model import NodeSnapshot
+from ctlplane.exporter.model import Member, NodeSnapshot
 
 T = TypeVar("T")
 
@@ -60,6 +60,9 @@ class Cause(StrEnum):
     STARTING = "starting"  # loading logs, registering, catching up on metadata
     JMX_UNREACHABLE = "jmx_unreachable"  # only ctlplane cannot read it: the quorum says it is fine
     JMX_AUTH_FAILED = "jmx_auth_failed"  # ctlplane's JMX credentials are refused
+    # no node metrics at all (the Admin API alone, health/admin.py): the cluster's answers say fenced or gone,
+    # never why
+    NO_NODE_METRICS = "no_node_metrics"
     UNKNOWN = "unknown"  # not ACTIVE, and the evidence names none of the above
 
 
@@ -103,6 +106,9 @@ class ControllerView:
     failovers_total: int
     last_failover_at: float | None
     reachable_controllers: int
+    # False where no evidence says who the active controller is, or that there is none: a cluster watched
+    # through the Admin API alone whose answer did not come this round (then no count is served)
+    known: bool = True
 
 
 @dataclass(frozen=True)
@@ -232,6 +238,9 @@ class ClusterMemory:
     unplanned: frozenset[str] = frozenset()  # brokers last FENCED with the unplanned flag (held_fenced)
     # (active controller, its TimedOutBrokerHeartbeatCount) as last read: a rise names an overloaded controller
     timed_out_heartbeats: tuple[str, float] | None = None
+    # The Admin API alone: broker id -> the broker as last named, every broker the answers named since ctlplane started
+    # (health/admin.py): one no answer names any more is not gone from the cluster unless Kafka says so
+    admin_brokers: Mapping[int, Member] = field(default_factory=lambda: MappingProxyType({}))
     # ZooKeeper mode: (active controller, ControlledShutdown requests it had served) as read last round
     shutdown_requests: tuple[str, float] | None = None
     # KRaft controller -> when its raft state was first read outside leader/follower (an election under way)

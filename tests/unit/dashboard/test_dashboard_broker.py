@@ -10,7 +10,7 @@ from ctlplane.dashboard.source import NO_ALERTS
 from ctlplane.dashboard.trail import Trail
 from ctlplane.exporter.health import Cause, Lifecycle
 from ctlplane.exporter.health.cause import CAUSE_TEXT
-from ctlplane.exporter.model import ClusterSnapshot, Failure
+from ctlplane.exporter.model import ClusterSnapshot, Failure, QuorumView
 from ctlplane.exporter.state import Observation
 from tests.unit.dashboard.builders import T0, as_dict, broker, cluster_health, find, node, observation, texts
 
@@ -90,3 +90,21 @@ def test_a_broker_not_in_the_round_says_so_and_the_cluster_table_links_each_brok
     assert any("No broker 'nope' in cluster 'c1'" in text for text in missing), missing
     table = as_dict(views.cluster_view("c1", current, (), NO_ALERTS, T0, "/dashboard/"))
     assert find(table, href="/dashboard/cluster/c1/broker/b1") and find(table, href="/dashboard/cluster/c1/broker/b2")
+
+
+def test_a_cluster_watched_through_the_admin_api_alone_lists_its_brokers_unread_with_their_evidence() -> None:
+    """No node read (health/admin.py): the cluster's table and each broker's page come from its health."""
+    fenced = replace(
+        broker("broker-2", Lifecycle.FENCED, node_id=2),
+        up=False,
+        cause=Cause.NO_NODE_METRICS,
+        evidence="fenced (describeCluster); no node metrics (the Admin API alone)",
+    )
+    health = cluster_health(brokers=(replace(broker("broker-1", node_id=1), up=False), fenced))
+    snapshot = ClusterSnapshot("c1", (), QuorumView(read_at=T0, leader_id=101))
+    current = observation(((snapshot, health),))
+    table = as_dict(views.cluster_view("c1", current, (), NO_ALERTS, T0, "/dashboard/"))
+    words = " ".join(texts(table))
+    assert "broker-1 (id 1)" in words and "broker-2 (id 2)" in words and "the Admin API alone" in words
+    page = " ".join(texts(as_dict(views.broker_view("c1", "broker-2", current, (), (), T0, "/dashboard/"))))
+    assert "No broker" not in page and "FENCED" in page and "fenced (describeCluster)" in page

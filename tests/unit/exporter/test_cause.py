@@ -16,6 +16,7 @@ from ctlplane.exporter.model import Failure, Sample
 from ctlplane.exporter.state import Observation
 from ctlplane.exporter.thresholds import Thresholds
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller, node
+from tests.unit.exporter.health.test_admin import admin_rounds, kraft_answers, zookeeper_answers
 
 FENCED, SHUTDOWN, ACTIVE, INITIAL = 10.0, 20.0, 30.0, -1.0  # BrokerRegistrationState values
 
@@ -169,6 +170,18 @@ def test_every_cause_a_state_can_carry_is_listed_for_it_and_has_its_words() -> N
                             continue
                         assert cause in CAUSES_OF_STATE[state], (state, up, failure, broker_state, mode, session)
                         seen.add((state, cause))
+    # and what the Admin API alone gives (health/admin.py): fenced, gone from describeCluster, not fetching
+    for answers in (
+        admin_rounds(kraft_answers({1: True}, {1: 40}, observers=(1,))),
+        admin_rounds(zookeeper_answers((1, 2), 1), zookeeper_answers((1,), 1)),
+        admin_rounds(kraft_answers(None, {1: 20}, observers=(1,))),
+    ):
+        for broker in answers[-1].brokers:
+            if broker.state is Lifecycle.ACTIVE:
+                assert broker.cause is None, broker
+                continue
+            assert broker.cause is not None and broker.cause in CAUSES_OF_STATE[broker.state], broker
+            seen.add((broker.state, broker.cause))
     assert seen == {(state, cause) for state, causes in CAUSES_OF_STATE.items() for cause in causes}
     assert set(CAUSE_TEXT) == set(Cause)
 

@@ -140,8 +140,12 @@ def test_discovery_in_the_config_needs_a_bootstrap_address_and_a_jmx_rule() -> N
     def settings(cluster: dict[str, object]) -> Settings:
         return parse_settings({"clusters": [{"name": "prod", **cluster}]})
 
-    with pytest.raises(ConfigError, match="list its nodes, or set discovery"):
+    with pytest.raises(ConfigError, match="list its nodes, set discovery, or give a bootstrap address alone"):
         settings({})
+    # a bootstrap address alone: the Admin API's view only (health/admin.py)
+    assert settings({"bootstrap_servers": ["k:9092"]}).clusters[0].admin_only
+    with pytest.raises(ConfigError, match="metrics says how to read its nodes' endpoints"):
+        settings({"bootstrap_servers": ["k:9092"], "metrics": {"naming": "jmx_exporter"}})
     with pytest.raises(ConfigError, match="bootstrap_servers or bootstrap_controllers"):
         settings({"discovery": {"jmx_port": 9999}})
     with pytest.raises(ConfigError, match="say how to reach a node's JMX"):
