@@ -249,6 +249,11 @@ def build_quorum_sources(
     return sources
 
 
+def admin_only(settings: Settings) -> frozenset[str]:
+    """The clusters watched through the Admin API alone (ClusterConfig.admin_only)."""
+    return frozenset(cluster.name for cluster in settings.clusters if cluster.admin_only)
+
+
 def _quorum_settings(cluster: ClusterConfig, settings: Settings) -> tuple[object, ...]:
     return (cluster.bootstrap_servers, cluster.bootstrap_controllers, cluster.admin, settings.scrape.timeout_seconds)
 
@@ -264,6 +269,7 @@ def build_scraper(settings: Settings, client: NodeSource | None = None) -> Scrap
         workers=settings.scrape.workers,
         quorum_sources=build_quorum_sources(settings),
         slow_interval_seconds=settings.scrape.slow_interval_seconds,
+        admin_only=admin_only(settings),
     )
     return scraper
 
@@ -387,7 +393,9 @@ class ConfigReload:
                 return reason
             old, self.settings = self.settings, new
             needs_restart = [name for name in RESTART_ONLY if _setting(old, name) != _setting(new, name)]
-            self.scraper.set_quorum_sources(build_quorum_sources(new, self.scraper.quorum_sources, old))
+            self.scraper.set_quorum_sources(
+                build_quorum_sources(new, self.scraper.quorum_sources, old), admin_only(new)
+            )
             self.scraper.interval_seconds = new.scrape.interval_seconds
             self.scraper.timeout_seconds = new.scrape.timeout_seconds
             if isinstance(self.scraper.client, Sources):

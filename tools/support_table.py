@@ -30,8 +30,9 @@ def _label(mode: Mode, line: str, listener: bool = True) -> str:
 
 
 # Rows of a source, not of a release: read through the nodes' metrics endpoints (tests/integration/
-# test_endpoint_source.py, docs/sources.md) on the pinned release, what every release's remote-JMX rows prove
-SOURCE_ROWS = "endpoint-"
+# test_endpoint_source.py) or the Admin API alone (test_discovery.py) on the pinned release (docs/sources.md),
+# not what every release's remote-JMX rows prove
+SOURCE_ROWS = ("endpoint-", "admin-alone-")
 
 
 def _recorded() -> dict[str, set[str]]:

@@ -238,6 +238,10 @@ class ClusterSnapshot:
     name: str
     nodes: tuple[NodeSnapshot, ...]
     quorum: QuorumView | None = None  # None: the cluster has no bootstrap address configured
+    # Watched through the Admin API alone (config: a bootstrap address, no node listed, no discovery): no node
+    # of it is ever read, its quorum's view is all the evidence (health/admin.py). Not merely no node yet: a
+    # discovering cluster has none until its first answer, and then reads them.
+    admin_only: bool = False
 
     @property
     def mode(self) -> Mode | None:
@@ -253,12 +257,6 @@ class ClusterSnapshot:
             if self.quorum.up:
                 return Mode.KRAFT
         return None
-
-    @property
-    def admin_only(self) -> bool:
-        """Watched through the Admin API alone: no node of it is read (none listed, none discovered), its
-        quorum's view is all the evidence (health/admin.py)."""
-        return not self.nodes and self.quorum is not None
 
     def node(self, name: str) -> NodeSnapshot | None:
         return next((node for node in self.nodes if node.node == name), None)

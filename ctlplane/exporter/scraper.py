@@ -24,7 +24,7 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -251,6 +251,7 @@ def _assemble(
     duration: float,
     quorums: Mapping[str, QuorumView] | None = None,
     cluster_names: Sequence[str] = (),
+    admin_only: Collection[str] = (),
 ) -> FleetSnapshot:
     clusters: dict[str, list[NodeSnapshot]] = {name: [] for name in cluster_names}
     for target in targets:
@@ -262,7 +263,10 @@ def _assemble(
         sequence=sequence,
         taken_at=taken_at,
         round_duration_seconds=duration,
-        clusters=tuple(ClusterSnapshot(name, tuple(members), views.get(name)) for name, members in clusters.items()),
+        clusters=tuple(
+            ClusterSnapshot(name, tuple(members), views.get(name), admin_only=name in admin_only)
+            for name, members in clusters.items()
+        ),
     )
 
 
@@ -289,8 +293,11 @@ class Scraper:
         clock: Callable[[], float] = time.time,
         quorum_sources: Mapping[str, QuorumSource] | None = None,
         slow_interval_seconds: float | None = None,
+        admin_only: Collection[str] = (),
     ) -> None:
         self.targets = tuple(targets)
+        # clusters watched through their quorum source alone (ClusterSnapshot.admin_only)
+        self.admin_only = frozenset(admin_only)
         # cluster -> its quorum's view (docs/configuration.md "The quorum's view"); a thread each, apart from the JMX
         # workers, so a quorum that does not answer never takes a node read's worker
         self.quorum_sources = dict(quorum_sources or {})
@@ -320,6 +327,7 @@ class Scraper:
         self._pending_lock = threading.Lock()
         self._pending_targets: tuple[Target, ...] | None = None
         self._pending_sources: dict[str, QuorumSource] | None = None
+        self._pending_admin_only: frozenset[str] = frozenset()
         self._place(self.targets)
         self._latest = empty_snapshot(self.targets, clock(), self.cluster_names)
         self._subscribers: Subscribers[FleetSnapshot] = Subscribers("snapshot")
@@ -336,22 +344,26 @@ class Scraper:
         with self._pending_lock:
             self._pending_targets = tuple(targets)
 
-    def set_quorum_sources(self, sources: Mapping[str, QuorumSource]) -> None:
-        """Ask these clusters' quorums from the next round on (a reload). A source object kept is kept (its
-        Admin client and its read under way); a source left out is closed once its read is done."""
+    def set_quorum_sources(self, sources: Mapping[str, QuorumSource], admin_only: Collection[str] = ()) -> None:
+        """Ask these clusters' quorums from the next round on (a reload), `admin_only` of them watched through
+        it alone. A source object kept is kept (its Admin client and its read under way); a source left out is
+        closed once its read is done."""
         with self._pending_lock:
             self._pending_sources = dict(sources)
+            self._pending_admin_only = frozenset(admin_only)
 
     def _apply_pending(self) -> None:
         with self._pending_lock:
             targets, self._pending_targets = self._pending_targets, None
             sources, self._pending_sources = self._pending_sources, None
+            admin_only = self._pending_admin_only
         if targets is not None and targets != self.targets:
             self._place(targets)
             self.targets = targets
         if sources is not None:
             dropped = [s for name, s in self.quorum_sources.items() if sources.get(name) is not s]
             self.quorum_sources = sources
+            self.admin_only = admin_only
             self._quorum_reads = {c: r for c, r in self._quorum_reads.items() if c in sources}
             old_pool = self._quorum_pool
             self._quorum_pool = (
@@ -466,6 +478,7 @@ class Scraper:
             duration=time.perf_counter() - started,
             quorums=quorums,
             cluster_names=self.cluster_names,
+            admin_only=self.admin_only,
         )
         self._latest = snapshot
         if log.isEnabledFor(logging.DEBUG):

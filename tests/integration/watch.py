@@ -90,8 +90,10 @@ class Watch:
         quorum_sources: Mapping[str, QuorumSource] | None = None,
         omit: Collection[str] = (),
         targets: Sequence[Target] | None = None,
+        alone: Collection[str] = (),
     ) -> None:
-        """`targets`: these instead of every node's JMX (endpoint_targets), read through the node sources."""
+        """`targets`: these instead of every node's JMX (endpoint_targets), read through the node sources;
+        `alone`: clusters watched through their quorum source alone (ClusterSnapshot.admin_only)."""
         client: NodeSource = shared_client()
         if targets is not None:
             client = Sources(shared_client, EndpointClient(timeout, ScrapeConfig().read_deadline_seconds))
@@ -102,6 +104,7 @@ class Watch:
             timeout_seconds=timeout,
             workers=8,
             quorum_sources=quorum_sources,
+            admin_only=alone,
         )
         self.state = ExporterState(self.scraper.latest(), thresholds or Thresholds())
         self.scraper.subscribe(self.state.observe)

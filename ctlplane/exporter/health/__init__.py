@@ -39,6 +39,7 @@ from ctlplane.exporter.health.lifecycle import (
     just_running,
     registration_state,
     running_start,
+    shutdown_baselines,
     shutdown_requests,
     zookeeper_deregistered,
     zookeeper_shutdown_requests,
@@ -195,7 +196,7 @@ def evaluate_cluster(
         leading=frozenset(leading),
         unplanned=frozenset(b.node for b in final if b.fenced_unplanned),
         timed_out_heartbeats=_timed_out_heartbeats(active, memory.timed_out_heartbeats),
-        shutdown_requests=requests,
+        shutdown_requests=MappingProxyType(shutdown_baselines(final, memory, requests, known)),
         out_of_step_since=MappingProxyType(out_of_step),
         observer_since=MappingProxyType(observer_since),
     )

@@ -221,38 +221,57 @@ def zookeeper_shutdown_requests(
     memory: ClusterMemory,
     requests: tuple[str, float] | None,
 ) -> list[BrokerHealth]:
-    """ZooKeeper mode: brokers gone since the last round whom the controller's ControlledShutdown requests
-    account for, SHUTDOWN; a controlled shutdown quicker than a round leaves no BrokerState to read.
+    """ZooKeeper mode: brokers gone since they were last read ACTIVE whom the controller's ControlledShutdown
+    requests account for, SHUTDOWN; a controlled shutdown quicker than a round leaves no BrokerState to read.
 
     A ZooKeeper-mode broker stopping cleanly sets PENDING_CONTROLLED_SHUTDOWN and asks the controller, which
     moves its leadership away (KafkaServer.controlledShutdown -> KafkaController.doControlledShutdown), one
     request per attempt; a crashed one asks nothing. So where the same active controller handled exactly as
-    many requests since the last round as brokers vanished (connection refused) since then with no other
-    sign, and no other broker could have asked (one seen shutting down or restarting in either round), each
-    of them shut down on purpose. Anything less exact (a retried request, a controller change, a round
+    many requests since each of them was last read ACTIVE (`ClusterMemory.shutdown_requests`) as brokers
+    vanished (connection refused) with no other sign, none decided before, and no other broker could have
+    asked (one seen shutting down or restarting in this round or the last), each of them shut down on
+    purpose. A round between may have read a vanishing broker's JMX failing otherwise (a JVM on its way out):
+    UNREACHABLE then, still undecided. Anything less exact (a retried request, a controller change, a round
     without the count) decides nothing: a crash must page.
     """
-    last = memory.shutdown_requests
-    if requests is None or last is None or last[0] != requests[0] or requests[1] <= last[1]:
+    if requests is None:
         return brokers
     gone = [
         b
         for b in brokers
         if nodes[b.node].failure is Failure.GONE
         and b.state in (Lifecycle.UNREACHABLE, Lifecycle.FENCED)
-        and memory.states.get(b.node) is Lifecycle.ACTIVE
+        and memory.states.get(b.node) in (Lifecycle.ACTIVE, Lifecycle.UNREACHABLE)
+        and (baseline := memory.shutdown_requests.get(b.node)) is not None
+        and baseline[0] == requests[0]
     ]
+    rises = {b.node: requests[1] - memory.shutdown_requests[b.node][1] for b in gone}
     if (
         not gone
-        or requests[1] - last[1] != len(gone)
+        or any(rise != len(gone) for rise in rises.values())
         or any(_may_have_asked(b, nodes[b.node], memory) for b in brokers if b not in gone)
     ):
         return brokers
     said = (
-        f"the controller {requests[0]} handled {requests[1] - last[1]:g} ControlledShutdown request(s) since the "
-        "last round, one per broker gone since"
+        f"the controller {requests[0]} handled {len(gone)} ControlledShutdown request(s) since it was last read "
+        "ACTIVE, one per broker gone since"
     )
     return [replace(b, state=Lifecycle.SHUTDOWN, evidence=f"{said}; {b.evidence}") if b in gone else b for b in brokers]
+
+
+def shutdown_baselines(
+    brokers: Sequence[BrokerHealth], memory: ClusterMemory, requests: tuple[str, float] | None, known: set[str]
+) -> dict[str, tuple[str, float]]:
+    """What the memory keeps for zookeeper_shutdown_requests: per broker, the controller's count in the last
+    round it was read ACTIVE (this round's where it was), none for brokers the cluster no longer has."""
+    kept = {node: count for node, count in memory.shutdown_requests.items() if node in known}
+    for b in brokers:
+        if b.up and b.state is Lifecycle.ACTIVE:
+            if requests is None:
+                kept.pop(b.node, None)  # no count this round: an older one would stretch the window
+            else:
+                kept[b.node] = requests
+    return kept
 
 
 def _may_have_asked(broker: BrokerHealth, node: NodeSnapshot, memory: ClusterMemory) -> bool:

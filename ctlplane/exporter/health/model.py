@@ -241,8 +241,9 @@ class ClusterMemory:
     # The Admin API alone: broker id -> the broker as last named, every broker the answers named since ctlplane started
     # (health/admin.py): one no answer names any more is not gone from the cluster unless Kafka says so
     admin_brokers: Mapping[int, Member] = field(default_factory=lambda: MappingProxyType({}))
-    # ZooKeeper mode: (active controller, ControlledShutdown requests it had served) as read last round
-    shutdown_requests: tuple[str, float] | None = None
+    # ZooKeeper mode: broker -> (active controller, ControlledShutdown requests it had handled) in the last
+    # round the broker was read ACTIVE (lifecycle.zookeeper_shutdown_requests)
+    shutdown_requests: Mapping[str, tuple[str, float]] = field(default_factory=lambda: MappingProxyType({}))
     # KRaft controller -> when its raft state was first read outside leader/follower (an election under way)
     out_of_step_since: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     # controller -> when it was first seen running outside the voter set (an observer controller)

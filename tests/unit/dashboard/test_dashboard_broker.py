@@ -101,7 +101,7 @@ def test_a_cluster_watched_through_the_admin_api_alone_lists_its_brokers_unread_
         evidence="fenced (describeCluster); no node metrics (the Admin API alone)",
     )
     health = cluster_health(brokers=(replace(broker("broker-1", node_id=1), up=False), fenced))
-    snapshot = ClusterSnapshot("c1", (), QuorumView(read_at=T0, leader_id=101))
+    snapshot = ClusterSnapshot("c1", (), QuorumView(read_at=T0, leader_id=101), admin_only=True)
     current = observation(((snapshot, health),))
     table = as_dict(views.cluster_view("c1", current, (), NO_ALERTS, T0, "/dashboard/"))
     words = " ".join(texts(table))

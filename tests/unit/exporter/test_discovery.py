@@ -7,6 +7,7 @@ from types import MappingProxyType
 
 import pytest
 
+from ctlplane.cli import admin_only
 from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.config import Settings
 from ctlplane.exporter.config_file import ConfigError, parse_settings
@@ -143,7 +144,9 @@ def test_discovery_in_the_config_needs_a_bootstrap_address_and_a_jmx_rule() -> N
     with pytest.raises(ConfigError, match="list its nodes, set discovery, or give a bootstrap address alone"):
         settings({})
     # a bootstrap address alone: the Admin API's view only (health/admin.py)
-    assert settings({"bootstrap_servers": ["k:9092"]}).clusters[0].admin_only
+    alone = settings({"bootstrap_servers": ["k:9092"]})
+    assert alone.clusters[0].admin_only and admin_only(alone) == {"prod"}
+    assert not settings({"bootstrap_servers": ["k:9092"], "discovery": {"jmx_port": 9999}}).clusters[0].admin_only
     with pytest.raises(ConfigError, match="metrics says how to read its nodes' endpoints"):
         settings({"bootstrap_servers": ["k:9092"], "metrics": {"naming": "jmx_exporter"}})
     with pytest.raises(ConfigError, match="bootstrap_servers or bootstrap_controllers"):

@@ -738,7 +738,8 @@ def test_an_unreachable_zookeeper_mode_broker_that_the_controller_dropped_is_fen
 
 def _zk_rounds(*rounds: tuple[float | None, dict[str, float | None]]) -> list[dict[str, Lifecycle]]:
     """ZooKeeper-mode rounds of controller b1 (its ControlledShutdown requests served, None: not read) and
-    brokers b2, b3 by BrokerState (None: gone, connection refused); each round's lifecycles."""
+    brokers b2, b3 by BrokerState (None: gone, connection refused; -1: its read timed out); each round's
+    lifecycles."""
     memory, seen = HealthMemory(), []
     for at, (requests, brokers) in enumerate(rounds):
         values: dict[str | tuple[str, tuple[tuple[str, str], ...]], float] = {
@@ -750,8 +751,9 @@ def _zk_rounds(*rounds: tuple[float | None, dict[str, float | None]]) -> list[di
         nodes = [node("b1", values, mode=Mode.ZOOKEEPER, node_id=1, at=float(at))]
         for name, state in brokers.items():
             number = int(name[1:])
-            if state is None:
-                nodes.append(node(name, mode=Mode.ZOOKEEPER, node_id=number, up=False, at=float(at)))
+            if state is None or state < 0:
+                failure = Failure.GONE if state is None else Failure.TIMEOUT
+                nodes.append(node(name, mode=Mode.ZOOKEEPER, node_id=number, up=False, failure=failure, at=float(at)))
             else:
                 nodes.append(node(name, {"kafka_broker_state": state}, mode=Mode.ZOOKEEPER, node_id=number))
         cluster, memory = _health(*nodes, memory=memory, at=float(at))
@@ -765,10 +767,14 @@ def test_a_zookeeper_mode_broker_gone_between_rounds_with_its_controlled_shutdow
     SHUTDOWN, and it stays so. A crash asks nothing: no SHUTDOWN."""
     stopped = _zk_rounds((0, {"b2": 3, "b3": 3}), (1, {"b2": None, "b3": 3}), (1, {"b2": None, "b3": 3}))
     assert [r["b2"] for r in stopped] == [Lifecycle.ACTIVE, Lifecycle.SHUTDOWN, Lifecycle.SHUTDOWN]
-    crashed = _zk_rounds((0, {"b2": 3, "b3": 3}), (0, {"b2": None, "b3": 3}), (1, {"b2": None, "b3": None}))
+    # a round between that read its dying JVM failing otherwise (UNREACHABLE): the count since it was ACTIVE
+    dying = _zk_rounds((0, {"b2": 3, "b3": 3}), (0, {"b2": -1, "b3": 3}), (1, {"b2": None, "b3": 3}))
+    assert [r["b2"] for r in dying] == [Lifecycle.ACTIVE, Lifecycle.UNREACHABLE, Lifecycle.SHUTDOWN]
+    crashed = _zk_rounds((0, {"b2": 3, "b3": 3}), (0, {"b2": None, "b3": 3}), (0, {"b2": None, "b3": 3}))
     assert [r["b2"] for r in crashed] == [Lifecycle.ACTIVE, Lifecycle.UNREACHABLE, Lifecycle.UNREACHABLE]
-    # b3 then stopped cleanly: the request is its, not a late word on b2's crash
-    assert crashed[-1]["b3"] is Lifecycle.SHUTDOWN
+    # b3 then stopped cleanly while b2's crash is still undecided: one request for two gone, neither credited
+    both = _zk_rounds((0, {"b2": 3, "b3": 3}), (0, {"b2": None, "b3": 3}), (1, {"b2": None, "b3": None}))
+    assert both[-1] == {"b2": Lifecycle.UNREACHABLE, "b3": Lifecycle.UNREACHABLE}
 
 
 def test_controlled_shutdown_requests_that_do_not_account_exactly_for_who_left_decide_nothing() -> None:
