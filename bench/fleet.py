@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.machine import load, own_cpu_seconds, process_cpu_seconds, status
 from ctlplane.demo.launch import start_simulator
 from ctlplane.exporter.config import DEFAULT_SLOW_INTERVAL_SECONDS
+from ctlplane.exporter.http.page import MetricsPage
 from ctlplane.exporter.memory import collect_garbage_per_round, release_free_memory
-from ctlplane.exporter.page import MetricsPage
 from ctlplane.exporter.scraper import Scraper, Target
 from ctlplane.exporter.sources.jmx.base import Endpoint
 from ctlplane.exporter.sources.jmx.jpype_client import JPypeJmxClient

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.machine import load, memory_breakdown, status
 from ctlplane.dashboard.source import InProcessSource
 from ctlplane.demo.launch import start_simulator
-from ctlplane.exporter.app import QuietServer, create_app, server_options
+from ctlplane.exporter.http.app import QuietServer, create_app, server_options
 from ctlplane.exporter.memory import collect_garbage_per_round, release_free_memory
 from ctlplane.exporter.model import FleetSnapshot
 from ctlplane.exporter.scraper import Scraper, Target

@@ -22,8 +22,8 @@ from ctlplane.exporter import kafka_admin
 from ctlplane.exporter.catalog import Role
 from ctlplane.exporter.config import ClusterConfig, MetricsEndpointConfig, Settings
 from ctlplane.exporter.config_file import ConfigError, load_settings, parse_settings
-from ctlplane.exporter.discovery import JmxRule, NodeDiscovery
-from ctlplane.exporter.dns import DnsName, DnsResolver, DnsWatch
+from ctlplane.exporter.discovery.answers import JmxRule, NodeDiscovery
+from ctlplane.exporter.discovery.dns import DnsName, DnsResolver, DnsWatch
 from ctlplane.exporter.families import Family, dashboard_family, reload_families
 from ctlplane.exporter.java_runtime import java_problem
 from ctlplane.exporter.memory import collect_garbage_per_round, release_free_memory
@@ -130,7 +130,7 @@ class DiscoveredTargets:
 
 
 def build_discovery(settings: Settings, scraper: Scraper, state: ExporterState) -> NodeDiscovery:
-    """Discovery for the clusters that ask for it (ctlplane/exporter/discovery.py), fed by every round's answers and
+    """Discovery for the clusters that ask for it (exporter/discovery/answers.py), fed by every round's answers and
     health; with none, it hands the scraper the listed nodes (and a reload's new list)."""
     discovery = NodeDiscovery(
         scraper.targets, discovery_rules(settings), DiscoveredTargets(settings), scraper.set_targets
@@ -140,7 +140,7 @@ def build_discovery(settings: Settings, scraper: Scraper, state: ExporterState) 
 
 
 def dns_sources(settings: Settings) -> dict[str, tuple[DnsResolver, Sequence[DnsName]]]:
-    """Each cluster's DNS names with a resolver of its name servers (ctlplane/exporter/dns.py)."""
+    """Each cluster's DNS names with a resolver of its name servers (ctlplane/exporter/discovery/dns.py)."""
     return {
         c.name: (
             DnsResolver(c.discovery.dns_nameservers, settings.scrape.timeout_seconds),
@@ -438,7 +438,7 @@ def build_app(
     clock: Callable[[], float] = time.time,
 ) -> FastAPI:
     """The exporter's HTTP app over the running parts (the dashboard is mounted on it afterwards)."""
-    from ctlplane.exporter.app import create_app
+    from ctlplane.exporter.http.app import create_app
 
     public_url = settings.dashboard.public_url if settings.dashboard.enabled else None
     dashboard = [dashboard_family(public_url)] if public_url is not None else []
@@ -463,7 +463,7 @@ def build_app(
 def serve(settings: Settings, config_path: Path | None = None, shard: str | None = None) -> int:
     """Scrape the configured clusters and serve HTTP until interrupted; with `config_path`, SIGHUP and
     POST /-/reload read it again (ConfigReload)."""
-    from ctlplane.exporter.app import http_server, run_until_stopped
+    from ctlplane.exporter.http.app import http_server, run_until_stopped
 
     scraper = build_scraper(settings)
     state = build_state(settings, scraper)

@@ -132,6 +132,27 @@ def render(source: str, values: Mapping[str, str], name: str = "a rule source") 
     return PLACEHOLDER.sub(value, source)
 
 
+# Every alert's runbook, linked in one place (as kubernetes-mixin does): alerts/runbooks/<alert>.md
+RUNBOOK_BASE = "https://github.com/ctlplane/ctlplane/blob/main/alerts/runbooks/"
+_ALERT = re.compile(r"^\s*- alert: (\S+)\s*$")
+_ANNOTATIONS = re.compile(r"^(\s*)annotations:\s*$")
+
+
+def with_runbook_links(text: str, name: str = "a rule source") -> str:
+    """Each alert's annotations with its `runbook_url` first: RUNBOOK_BASE + the alert's name + ".md". A source
+    that writes one itself is an error: the link has one home."""
+    lines, alert = [], None
+    for line in text.splitlines(keepends=True):
+        if "runbook_url:" in line:
+            raise ValueError(f"{name}: runbook_url is written by tools/alert_rules.py (RUNBOOK_BASE), not by hand")
+        lines.append(line)
+        if (match := _ALERT.match(line)) is not None:
+            alert = match.group(1)
+        elif (match := _ANNOTATIONS.match(line)) is not None and alert is not None:
+            lines.append(f'{match.group(1)}  runbook_url: "{RUNBOOK_BASE}{alert}.md"\n')
+    return "".join(lines)
+
+
 def rendered(thresholds: Mapping[str, str] | None = None, readable: bool = False) -> dict[Path, str]:
     """Every rule file as it should be on disk, path -> text: with `thresholds` (rule_values() if None) and
     the annotation templates (`readable`: as the manual shows them, READABLE)."""
@@ -140,7 +161,8 @@ def rendered(thresholds: Mapping[str, str] | None = None, readable: bool = False
         **(READABLE if readable else annotation_templates()),
     }
     return {
-        ALERTS / source.name: HEADER.format(name=source.name) + render(source.read_text(), values, source.name)
+        ALERTS / source.name: HEADER.format(name=source.name)
+        + with_runbook_links(render(source.read_text(), values, source.name), source.name)
         for source in sorted(SOURCES.glob("*.rules.yml"))
     }
 

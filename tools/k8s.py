@@ -265,7 +265,7 @@ def _pod_spec(env: list[dict[str, Any]]) -> dict[str, Any]:
                 "args": ["run", "--config", f"{CONFIG_DIR}/ctlplane.yaml"],
                 "env": [*secret_env, *env],
                 "ports": [{"name": PORT_NAME, "containerPort": PORT, "protocol": "TCP"}],
-                # /healthz: 200 once a round has completed and rounds keep coming (ctlplane/exporter/app.py);
+                # /healthz: 200 once a round has completed and rounds keep coming (ctlplane/exporter/http/app.py);
                 # unreachable brokers never make it fail. The first round waits for the JVM and every node.
                 "startupProbe": {**probe, "failureThreshold": 30},
                 "readinessProbe": probe,

@@ -34,7 +34,7 @@ from ctlplane.dashboard.source import (
     ObservationSource,
 )
 from ctlplane.dashboard.trail import EMPTY_TRAIL, ClusterTrail
-from ctlplane.exporter.httpguard import GuardedFastAPI
+from ctlplane.exporter.http.guard import GuardedFastAPI
 
 DEFAULT_PREFIX = "/dashboard/"
 LIVE_TYPE = "live"  # pattern-matching id type of the part of a page each refresh replaces

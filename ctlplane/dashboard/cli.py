@@ -75,10 +75,10 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     from fastapi.responses import RedirectResponse
 
     from ctlplane.dashboard.app import create_dashboard
-    from ctlplane.exporter.app import http_server, run_until_stopped
     from ctlplane.exporter.config import HttpConfig
     from ctlplane.exporter.config_file import ConfigError, tls_problems, with_web_config
-    from ctlplane.exporter.httpguard import GuardedFastAPI
+    from ctlplane.exporter.http.app import http_server, run_until_stopped
+    from ctlplane.exporter.http.guard import GuardedFastAPI
 
     auth = None
     if args.exporter_user:

@@ -8,7 +8,7 @@
 - `AlertSource` reads Alertmanager's `/api/v2/alerts` or Prometheus' `/api/v1/alerts`.
 - `HistorySource` reads the Spark pipeline's episode, sweep and report files (`read_history`) in the background.
 
-Parsing is kept in pure functions (`ctlplane.exporter.jsonapi.health_from_dict`, `parse_alertmanager`,
+Parsing is kept in pure functions (`ctlplane.exporter.http.jsonapi.health_from_dict`, `parse_alertmanager`,
 `parse_prometheus`) so it is tested on documents, not servers.
 """
 
@@ -29,7 +29,7 @@ import httpx
 
 from ctlplane.dashboard.trail import ClusterTrail, Trail
 from ctlplane.exporter.health import ClusterHealth, FleetHealth
-from ctlplane.exporter.jsonapi import health_from_dict, snapshot_from_dict
+from ctlplane.exporter.http.jsonapi import health_from_dict, snapshot_from_dict
 from ctlplane.exporter.model import ClusterSnapshot, FleetSnapshot
 from ctlplane.exporter.state import ExporterState, Observation
 

@@ -1,0 +1,14 @@
+"""The domain at the bottom of ctlplane: Kafka's nodes and answers read into snapshots, and what follows from
+them. Nothing here imports the faces (dashboard, pipeline, demo) or the CLI that wires them.
+
+- catalog.py, releases.py: which MBean becomes which series, on which release (one declarative table)
+- sources/: where a node's readings come from (remote JMX, a node's metrics endpoint); kafka_admin.py: the
+  cluster's own answers (the Admin API); readings.py: readings into samples
+- scraper.py: one round over every node, into model.py's snapshot
+- discovery/: which nodes to read (the cluster's answers, DNS records, the evidence that a node left)
+- health/: the health model, a pure function of snapshots
+- families.py: the Prometheus series; history/: the Parquet rows; state.py: the latest observation
+- http/: the HTTP face (/metrics, /api/v1, the guard in front of both)
+- config.py, config_file.py, thresholds.py: the one typed config, loaded once; every threshold's one home
+- java_runtime.py, javac.py, memory.py, shards.py, subscribers.py: the process's own needs
+"""

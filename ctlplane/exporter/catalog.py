@@ -529,6 +529,10 @@ CATALOG: tuple[MetricSpec, ...] = (
 
 SPECS_BY_SERIES: Mapping[str, MetricSpec] = MappingProxyType({spec.series: spec for spec in CATALOG})
 
+# A node's JVM start time: a new value is a new process (a restart between two reads), for the health model's
+# memory (health/lifecycle.py, health/gc.py) and discovery's departures alike
+START_TIME = SPECS_BY_SERIES["kafka_node_start_time_seconds"].series
+
 # The slow tier (MetricSpec.slow), one definition for what is read and what is served as read earlier: an
 # MBean pattern is read on it only if every row reading that pattern is slow (one read serves them all),
 # and a series is slow exactly when its pattern is, so a series read every round is never also served old.

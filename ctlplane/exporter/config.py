@@ -24,7 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from ctlplane.exporter.discovery import JmxRule, check_template
+from ctlplane.exporter.discovery.answers import JmxRule, check_template
 from ctlplane.exporter.model import DEFAULT_NODE_NAME
 from ctlplane.exporter.shards import parse_shard, resolve_shard
 from ctlplane.exporter.thresholds import HEALTH, Thresholds
@@ -230,7 +230,7 @@ class NodeConfig(_Strict):
 
 
 class DnsNameConfig(_Strict):
-    """A DNS name whose records are nodes (ctlplane/exporter/dns.py): SRV, e.g. a headless Service's
+    """A DNS name whose records are nodes (ctlplane/exporter/discovery/dns.py): SRV, e.g. a headless Service's
     `_jmx._tcp.<service>.<namespace>.svc.cluster.local` (each target a node, named by its first label, at the
     record's port), or A (each IPv4/IPv6 address a node, named by the address, at `port`)."""
 
@@ -248,7 +248,7 @@ class DnsNameConfig(_Strict):
 
 
 class DiscoveryConfig(_Strict):
-    """Every node found from the cluster's own answers (ctlplane/exporter/discovery.py; docs/configuration.md
+    """Every node found from the cluster's own answers (ctlplane/exporter/discovery/answers.py; docs/configuration.md
     "Watching your own clusters"): needs the cluster's bootstrap_servers or bootstrap_controllers. Kafka
     advertises no JMX port, so the JMX address comes from here: `jmx_port` on each node's own host, or a
     template per role over {host}, {id} and {id+N}; `overrides` by node id win."""

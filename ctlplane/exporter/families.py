@@ -1,5 +1,5 @@
-"""Prometheus families as a pure function of a FleetSnapshot (their text: encoding.py; the /metrics page
-made once per round and gzipped: page.py).
+"""Prometheus families as a pure function of a FleetSnapshot (their text: http/encoding.py; the /metrics page
+made once per round and gzipped: http/page.py).
 
 Example output (one ZooKeeper-mode broker with the control-plane listener):
 
@@ -516,7 +516,7 @@ def reload_families(successful: bool, last_success_at: float, failures_total: in
 
 
 def discovery_families(discovered: Mapping[str, int], forgotten_total: Mapping[tuple[str, str], int]) -> list[Family]:
-    """Discovery's self-metrics (ctlplane/exporter/discovery.py NodeDiscovery), made per request."""
+    """Discovery's self-metrics (ctlplane/exporter/discovery/answers.py NodeDiscovery), made per request."""
     watched = Family("ctlplane_discovered_nodes", DERIVED_SERIES["ctlplane_discovered_nodes"], "gauge", ["cluster"])
     for cluster, count in sorted(discovered.items()):
         watched.add((cluster,), float(count))

@@ -140,7 +140,7 @@ class QuorumReplica:
 @dataclass(frozen=True)
 class Member:
     """A node as one of the cluster's answers names it (describeCluster, the quorum's voters and observers):
-    what discovery (ctlplane/exporter/discovery.py) finds the nodes to watch from."""
+    what discovery (ctlplane/exporter/discovery/answers.py) finds the nodes to watch from."""
 
     node_id: int
     role: Role  # BROKER, CONTROLLER, or COMBINED when answers name it as both

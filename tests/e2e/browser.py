@@ -21,7 +21,7 @@ from playwright.sync_api import Browser, ConsoleMessage, Page, Playwright, sync_
 
 from ctlplane.dashboard.app import create_dashboard
 from ctlplane.dashboard.source import InProcessSource
-from ctlplane.exporter.app import QuietServer, create_app, server_options
+from ctlplane.exporter.http.app import QuietServer, create_app, server_options
 from ctlplane.exporter.scraper import Scraper, Target
 from ctlplane.exporter.state import ExporterState
 from ctlplane.exporter.thresholds import Thresholds

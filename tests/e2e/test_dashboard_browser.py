@@ -25,8 +25,8 @@ from playwright.sync_api import Error as PlaywrightError
 from ctlplane.dashboard.app import create_dashboard
 from ctlplane.dashboard.source import AlertSource, InProcessSource
 from ctlplane.demo.launch import start_simulator
-from ctlplane.exporter.app import create_app
 from ctlplane.exporter.catalog import Mode, Role
+from ctlplane.exporter.http.app import create_app
 from ctlplane.exporter.model import ClusterSnapshot, FleetSnapshot, NodeSnapshot, Sample
 from ctlplane.exporter.scraper import Target
 from ctlplane.exporter.sources.jmx.base import Endpoint

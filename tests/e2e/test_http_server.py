@@ -5,7 +5,7 @@ from __future__ import annotations
 import http.client
 import time
 
-from ctlplane.exporter.app import create_app
+from ctlplane.exporter.http.app import create_app
 from ctlplane.exporter.model import FleetSnapshot
 from ctlplane.exporter.state import ExporterState
 from ctlplane.exporter.thresholds import Thresholds

@@ -19,7 +19,7 @@ from ctlplane.cli import build_discovery, build_dns_watch, build_scraper, format
 from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.config import Settings
 from ctlplane.exporter.config_file import parse_settings
-from ctlplane.exporter.discovery import NodeDiscovery
+from ctlplane.exporter.discovery.answers import NodeDiscovery
 from ctlplane.exporter.families import quorum_families
 from ctlplane.exporter.health import Cause, Lifecycle
 from ctlplane.exporter.kafka_admin import QuorumReader
@@ -215,7 +215,7 @@ def test_a_discovered_broker_shut_down_and_unregistered_leaves_the_watched_set_a
     """KRaft, a broker unregistered (`kafka-cluster.sh unregister`) after a clean stop. Through the brokers
     (4.0+), describeCluster with includeFencedBrokers lists every registered broker, so one missing from it
     was unregistered; through the controllers alone, the controller's JVM dropped the broker's
-    BrokerRegistrationState gauge (4.1+), which it does only for an unregistration (ctlplane/exporter/departures.py).
+    BrokerRegistrationState gauge (4.1+), which it does only for an unregistration (exporter/discovery/departures.py).
 
     The broker leads a partition when it stops, as a broker in service does: the controller then marks its
     controlled shutdown (ControlledShutdownBrokerCount), which is what tells a clean stop from a crash when

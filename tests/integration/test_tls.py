@@ -1,4 +1,4 @@
-"""HTTPS as ctlplane serves it (ctlplane/exporter/app.py http_server, the function `ctlplane run` uses): a real
+"""HTTPS as ctlplane serves it (ctlplane/exporter/http/app.py http_server, the function `ctlplane run` uses): a real
 uvicorn server on loopback with certificates made by openssl, and real TLS clients."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ctlplane.exporter.app import create_app, http_server
 from ctlplane.exporter.config import TlsConfig
 from ctlplane.exporter.config_file import load_settings
+from ctlplane.exporter.http.app import create_app, http_server
 from ctlplane.exporter.state import ExporterState
 from ctlplane.exporter.thresholds import Thresholds
 from harness.localkafka import free_port, make_local_pki

@@ -7,7 +7,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 
 from ctlplane.exporter.catalog import Role
 from ctlplane.exporter.config import ScrapeConfig
-from ctlplane.exporter.discovery import JmxRule, NodeDiscovery
+from ctlplane.exporter.discovery.answers import JmxRule, NodeDiscovery
 from ctlplane.exporter.health import ClusterHealth
 from ctlplane.exporter.kafka_admin import QuorumReader
 from ctlplane.exporter.model import ClusterSnapshot

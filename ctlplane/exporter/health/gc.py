@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ctlplane.exporter.departures import START_TIME
+from ctlplane.exporter.catalog import START_TIME
 from ctlplane.exporter.health.model import BrokerHealth, Lifecycle
 from ctlplane.exporter.model import NodeSnapshot
 

@@ -7,8 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from ctlplane.exporter.catalog import Mode, Role
-from ctlplane.exporter.departures import START_TIME
+from ctlplane.exporter.catalog import START_TIME, Mode, Role
 from ctlplane.exporter.health.controller import controller_nodes
 from ctlplane.exporter.health.model import (
     BROKER_STATE_NAMES,

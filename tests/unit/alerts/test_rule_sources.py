@@ -12,7 +12,16 @@ import yaml
 from ctlplane.exporter.health.cause import CAUSES_OF_STATE
 from ctlplane.exporter.thresholds import ALERTS, HEALTH, rule_values
 from tools import alert_rules
-from tools.alert_rules import NOT_REPORTED, SOURCES, UnknownThreshold, render, rendered, states_paged_with_a_cause
+from tools.alert_rules import (
+    NOT_REPORTED,
+    RUNBOOK_BASE,
+    SOURCES,
+    UnknownThreshold,
+    render,
+    rendered,
+    states_paged_with_a_cause,
+    with_runbook_links,
+)
 
 # A comparison with a number in an expr: `> 30`, `>= bool 1`
 COMPARISON = re.compile(r"(?:>=|<=|==|!=|>|<)\s*(?:bool\s+)?(-?\d[\d.e+]*)")
@@ -90,3 +99,14 @@ def test_each_cause_a_page_can_carry_has_its_runbook_section_where_pagerduty_lin
         anchors = {_github_anchor(line.lstrip("#")) for line in runbook.splitlines() if line.startswith("#")}
         for cause in {c for state in paged for c in CAUSES_OF_STATE[state]} | {NOT_REPORTED}:
             assert f"cause-{cause}" in anchors, f"{alert}.md has no section for {cause}"
+
+
+def test_each_alert_links_its_runbook_from_one_place_and_no_source_writes_one() -> None:
+    source = (
+        "groups:\n  - name: g\n    rules:\n      - alert: KafkaX\n        expr: up == 0\n"
+        "        annotations:\n          summary: x\n"
+    )
+    linked = yaml.safe_load(with_runbook_links(source))
+    assert linked["groups"][0]["rules"][0]["annotations"] == {"runbook_url": f"{RUNBOOK_BASE}KafkaX.md", "summary": "x"}
+    with pytest.raises(ValueError, match=r"runbook_url is written by tools/alert_rules\.py"):
+        with_runbook_links(source + '          runbook_url: "https://example.com/x.md"\n', "x.rules.yml")

@@ -14,9 +14,9 @@ import yaml
 from ctlplane.exporter.catalog import Mode, Role, all_series_names
 from ctlplane.exporter.health import Lifecycle
 from tests.e2e.paging_stack import duration_seconds
+from tools.alert_rules import RUNBOOK_BASE
 
 ALERTS = Path(__file__).resolve().parents[3] / "alerts"
-RUNBOOK_BASE = "https://github.com/ctlplane/ctlplane/blob/main/alerts/runbooks/"
 SEVERITIES = {"critical", "warning", "info"}
 # Series Prometheus itself writes for every target; ctlplane cannot put them in its catalogue.
 PROMETHEUS_SERIES = frozenset({"up"})

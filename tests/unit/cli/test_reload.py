@@ -30,10 +30,10 @@ from ctlplane.cli import (
     build_state,
     build_targets,
 )
-from ctlplane.exporter.app import create_app
 from ctlplane.exporter.catalog import Role
 from ctlplane.exporter.config_file import load_settings
 from ctlplane.exporter.health import BrokerHealth
+from ctlplane.exporter.http.app import create_app
 from ctlplane.exporter.kafka_admin import QuorumReader
 from ctlplane.exporter.model import MBeanQuery, RawReading
 from ctlplane.exporter.scraper import Scraper

@@ -11,8 +11,8 @@ from ctlplane.dashboard import cli as dashboard_cli
 from ctlplane.dashboard.app import DEFAULT_PREFIX, Route, create_dashboard, route
 from ctlplane.dashboard.cli import add_dashboard_arguments, mount_dashboard
 from ctlplane.dashboard.source import InProcessSource
-from ctlplane.exporter.app import create_app
 from ctlplane.exporter.catalog import Role
+from ctlplane.exporter.http.app import create_app
 from ctlplane.exporter.model import ClusterSnapshot, FleetSnapshot
 from ctlplane.exporter.state import ExporterState
 from ctlplane.exporter.thresholds import Thresholds

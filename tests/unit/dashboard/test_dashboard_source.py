@@ -28,9 +28,9 @@ from ctlplane.dashboard.source import (
     split_credentials,
 )
 from ctlplane.dashboard.views import alerts_view
-from ctlplane.exporter.app import create_app
 from ctlplane.exporter.catalog import Role
-from ctlplane.exporter.jsonapi import health_from_dict, health_to_dict
+from ctlplane.exporter.http.app import create_app
+from ctlplane.exporter.http.jsonapi import health_from_dict, health_to_dict
 from ctlplane.exporter.model import ClusterSnapshot, FleetSnapshot
 from ctlplane.exporter.state import ExporterState
 from ctlplane.exporter.thresholds import Thresholds

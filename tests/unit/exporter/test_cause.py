@@ -11,7 +11,7 @@ from ctlplane.exporter.families import health_families
 from ctlplane.exporter.health import Cause, HealthMemory, Lifecycle, evaluate
 from ctlplane.exporter.health.cause import CAUSE_TEXT, CAUSES_OF_STATE, fault_cause
 from ctlplane.exporter.history.rows import observation_rows
-from ctlplane.exporter.jsonapi import health_from_dict, health_to_dict
+from ctlplane.exporter.http.jsonapi import health_from_dict, health_to_dict
 from ctlplane.exporter.model import Failure, Sample
 from ctlplane.exporter.state import Observation
 from ctlplane.exporter.thresholds import Thresholds

@@ -10,8 +10,8 @@ from prometheus_client.exposition import generate_latest
 from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.families import render_families
 from ctlplane.exporter.health import HealthMemory, evaluate
+from ctlplane.exporter.http.page import MetricsPage
 from ctlplane.exporter.model import FleetSnapshot
-from ctlplane.exporter.page import MetricsPage
 from ctlplane.exporter.thresholds import Thresholds
 from tests.golden import UPDATE, assert_matches_golden
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller, node

@@ -15,7 +15,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 from ctlplane.cli import main
-from ctlplane.exporter.app import create_app
 from ctlplane.exporter.config import DEFAULT_COMPACT_AFTER_SECONDS
 from ctlplane.exporter.history.archive import (
     COMPACTED_MARK,
@@ -30,6 +29,7 @@ from ctlplane.exporter.history.archive import (
 from ctlplane.exporter.history.rows import rows_table
 from ctlplane.exporter.history.table import HISTORY_SCHEMA, format_labels
 from ctlplane.exporter.history.writer import HistoryWriter
+from ctlplane.exporter.http.app import create_app
 from ctlplane.exporter.model import Sample
 from ctlplane.exporter.state import ExporterState, Observation
 from ctlplane.exporter.thresholds import Thresholds

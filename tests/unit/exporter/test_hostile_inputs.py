@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from ctlplane.cli import main
 from ctlplane.dashboard.cli import mount_dashboard
-from ctlplane.exporter.app import create_app
+from ctlplane.exporter.http.app import create_app
 from ctlplane.exporter.state import ExporterState
 from ctlplane.exporter.thresholds import Thresholds
 from tests.unit.exporter.test_families import sample_fleet

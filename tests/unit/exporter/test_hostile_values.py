@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ctlplane.exporter.catalog import CATALOG, Kind, SeriesType
+from ctlplane.exporter.http.page import MetricsPage
 from ctlplane.exporter.model import MBeanQuery, RawReading
-from ctlplane.exporter.page import MetricsPage
 from ctlplane.exporter.readings import parse_object_name
 from ctlplane.exporter.scraper import Scraper, Target
 from ctlplane.exporter.sources.jmx.base import Endpoint

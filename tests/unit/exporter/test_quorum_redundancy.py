@@ -8,7 +8,7 @@ from dataclasses import replace
 from ctlplane.exporter.families import health_families
 from ctlplane.exporter.health import HealthMemory, evaluate
 from ctlplane.exporter.health.model import Redundancy
-from ctlplane.exporter.jsonapi import health_from_dict, health_to_dict
+from ctlplane.exporter.http.jsonapi import health_from_dict, health_to_dict
 from ctlplane.exporter.model import ClusterSnapshot, FleetSnapshot, NodeSnapshot, QuorumReplica, QuorumView
 from ctlplane.exporter.thresholds import Thresholds
 from tests.unit.exporter.builders import kraft_broker, kraft_controller, node

@@ -15,7 +15,7 @@ from ctlplane.exporter import kafka_admin
 from ctlplane.exporter.config_file import ConfigError, parse_settings
 from ctlplane.exporter.families import Family, health_families, quorum_families
 from ctlplane.exporter.health import ClusterHealth, FleetHealth, HealthMemory, Lifecycle, evaluate
-from ctlplane.exporter.jsonapi import snapshot_from_dict, snapshot_to_dict
+from ctlplane.exporter.http.jsonapi import snapshot_from_dict, snapshot_to_dict
 from ctlplane.exporter.model import ClusterSnapshot, Failure, FleetSnapshot, NodeSnapshot, QuorumReplica, QuorumView
 from ctlplane.exporter.scraper import Scraper, Target
 from ctlplane.exporter.sources.jmx.base import Endpoint

@@ -9,7 +9,7 @@ from ctlplane.exporter.catalog import Role
 from ctlplane.exporter.families import health_families
 from ctlplane.exporter.health import HealthMemory, evaluate
 from ctlplane.exporter.health.model import ClusterHealth, QuorumMember, Redundancy
-from ctlplane.exporter.jsonapi import health_from_dict, health_to_dict
+from ctlplane.exporter.http.jsonapi import health_from_dict, health_to_dict
 from ctlplane.exporter.model import ClusterSnapshot, FleetSnapshot, Member, NodeSnapshot, QuorumReplica, QuorumView
 from ctlplane.exporter.thresholds import Thresholds
 from tests.unit.exporter.builders import kraft_broker, kraft_controller, node

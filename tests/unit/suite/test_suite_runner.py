@@ -77,7 +77,7 @@ def test_togethers_first_then_the_rest_long_groups_first_and_unit_tests_last() -
         "tests/unit/pipeline/test_transforms.py::test_c",
         "tests/e2e/test_paging_simulated.py::test_d",
         "tests/integration/test_fault_table.py::test_a_hung_broker_x",
-        "tests/unit/exporter/test_app.py::test_e",
+        "tests/unit/exporter/http/test_app.py::test_e",
     ]
     items = [_Item(name) for name in names]
     pytest_collection_modifyitems(items)  # type: ignore[arg-type]
@@ -87,7 +87,7 @@ def test_togethers_first_then_the_rest_long_groups_first_and_unit_tests_last() -
         "tests/e2e/test_paging_simulated.py::test_d",  # in none: e2e before integration before unit
         "tests/integration/test_tls.py::test_b",
         "tests/unit/exporter/test_config.py::test_a",
-        "tests/unit/exporter/test_app.py::test_e",
+        "tests/unit/exporter/http/test_app.py::test_e",
     ]
 
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 from prometheus_client.exposition import choose_encoder
 
-from ctlplane.exporter.encoding import encode
 from ctlplane.exporter.families import Family, RenderMemo, collect_families, snapshot_age_family
 from ctlplane.exporter.health import FleetHealth
+from ctlplane.exporter.http.encoding import encode
 from ctlplane.exporter.model import FleetSnapshot
 
 

@@ -1,5 +1,5 @@
-"""DNS discovery (ctlplane/exporter/dns.py, NodeDiscovery.set_dns): a headless Service's records, asked of a real DNS
-server on loopback; a node that leaves the answers is kept until it is seen elsewhere or proven gone."""
+"""DNS discovery (ctlplane/exporter/discovery/dns.py, NodeDiscovery.set_dns): a headless Service's records, asked
+of a real DNS server on loopback; a node that leaves the answers is kept until it is seen elsewhere or proven gone."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 
 from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.config_file import ConfigError, parse_settings
-from ctlplane.exporter.discovery import DnsNode, JmxRule, NodeDiscovery
-from ctlplane.exporter.dns import DnsError, DnsName, DnsResolver, DnsWatch
+from ctlplane.exporter.discovery.answers import DnsNode, JmxRule, NodeDiscovery
+from ctlplane.exporter.discovery.dns import DnsError, DnsName, DnsResolver, DnsWatch
 from ctlplane.exporter.model import ClusterSnapshot, FleetSnapshot, NodeSnapshot, QuorumView
 from ctlplane.exporter.scraper import Target
 from ctlplane.exporter.sources.jmx.base import Endpoint

@@ -6,7 +6,7 @@ sets `hostname` and `subdomain`, as Strimzi's and StatefulSet pods do). SRV is t
 first label (the pod name) names the node across reschedules, and the record carries the JMX port. A/AAAA
 records give addresses only: each node is named by its address, and the port comes from the config.
 
-What the names answered is handed to NodeDiscovery (ctlplane/exporter/discovery.py), which keeps a node that stops
+What the names answered is handed to NodeDiscovery (answers.py), which keeps a node that stops
 appearing (a crashed pod can leave the Service's endpoints) until there is evidence it left.
 """
 
@@ -22,7 +22,7 @@ import dns.exception
 import dns.rdatatype
 import dns.resolver
 
-from ctlplane.exporter.discovery import DnsNode
+from ctlplane.exporter.discovery.answers import DnsNode
 
 log = logging.getLogger(__name__)
 

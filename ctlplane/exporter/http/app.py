@@ -21,9 +21,9 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Res
 
 from ctlplane.exporter.config import TlsConfig
 from ctlplane.exporter.families import Family
-from ctlplane.exporter.httpguard import GuardedFastAPI
-from ctlplane.exporter.jsonapi import health_to_dict, snapshot_to_dict
-from ctlplane.exporter.page import MetricsPage, accepts_gzip
+from ctlplane.exporter.http.guard import GuardedFastAPI
+from ctlplane.exporter.http.jsonapi import health_to_dict, snapshot_to_dict
+from ctlplane.exporter.http.page import MetricsPage, accepts_gzip
 from ctlplane.exporter.state import Observation
 
 LatestObservation = Callable[[], Observation]
@@ -167,7 +167,7 @@ def create_app(
     fixed = interval_seconds
     interval: Callable[[], float] = fixed if callable(fixed) else lambda: fixed
     # Auth and the body cap wrap every route, the docs and the dashboard mounted later alike, and run
-    # before any of them reads a byte of the request (ctlplane/exporter/httpguard.py).
+    # before any of them reads a byte of the request (ctlplane/exporter/http/guard.py).
     app = GuardedFastAPI(
         users=basic_auth_users, title="ctlplane", version=version, docs_url="/api/docs", redoc_url=None
     )

@@ -1,6 +1,6 @@
 """The positive evidence that a node left its cluster for good (docs/configuration.md "When a node leaves for good").
 
-Pure: discovery (ctlplane/exporter/discovery.py) keeps every node it has seen, whatever the answers stop naming, and
+Pure: discovery (answers.py) keeps every node it has seen, whatever the answers stop naming, and
 lets one go only on what this module finds in a round's snapshot, round after round.
 """
 
@@ -12,12 +12,11 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Protocol
 
-from ctlplane.exporter.catalog import Mode, Role
+from ctlplane.exporter.catalog import START_TIME, Mode, Role
 from ctlplane.exporter.model import ClusterSnapshot, Member, merged
 
 REGISTRATION_STATE = "kafka_controller_broker_registration_state"
 UNREGISTERED_STATE = -1.0  # BrokerRegistrationState.UNREGISTERED: the gauge's value for an id it no longer holds
-START_TIME = "kafka_node_start_time_seconds"
 
 
 class Departure(StrEnum):
@@ -49,7 +48,7 @@ def departures(
     nodes whose lifecycle is SHUTDOWN (a controlled shutdown seen, ctlplane/exporter/health/); `unregistered`: the
     brokers a controller's own metrics saw unregistered (`RegistrationsSeen`).
 
-    Absence from an answer is never evidence (ctlplane/exporter/discovery.py's docstring); these are:
+    Absence from an answer is never evidence (ctlplane/exporter/discovery/answers.py's docstring); these are:
     - a KRaft broker missing from describeCluster asked with includeFencedBrokers (KIP-1073, brokers of
       4.0+): that answer lists every registered broker, fenced or not (Strimzi's KafkaNodeUnregistration
       lists the registered brokers the same way), so a broker missing from it has been unregistered;

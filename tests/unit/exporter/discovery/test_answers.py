@@ -1,5 +1,5 @@
-"""Discovery (ctlplane/exporter/discovery.py): JMX addresses from the operator's rule, and a watched set that the
-cluster's answers only ever add to (a node absent from an answer is the node that needs watching)."""
+"""Discovery (ctlplane/exporter/discovery/answers.py): JMX addresses from the operator's rule, and a watched set
+that the cluster's answers only ever add to (a node absent from an answer is the node that needs watching)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from ctlplane.cli import admin_only
 from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.config import Settings
 from ctlplane.exporter.config_file import ConfigError, parse_settings
-from ctlplane.exporter.departures import Departure, departures
-from ctlplane.exporter.discovery import (
+from ctlplane.exporter.discovery.answers import (
     Discovered,
     JmxRule,
     NodeDiscovery,
@@ -21,6 +20,7 @@ from ctlplane.exporter.discovery import (
     check_template,
     fill,
 )
+from ctlplane.exporter.discovery.departures import Departure, departures
 from ctlplane.exporter.model import ClusterSnapshot, FleetSnapshot, Member, NodeSnapshot, QuorumReplica, QuorumView
 from ctlplane.exporter.scraper import Target
 from ctlplane.exporter.sources.jmx.base import Endpoint

@@ -13,8 +13,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from ctlplane.dashboard.cli import mount_dashboard
-from ctlplane.exporter import httpguard
-from ctlplane.exporter.app import create_app
+from ctlplane.exporter.http import guard as httpguard
+from ctlplane.exporter.http.app import create_app
 from ctlplane.exporter.state import ExporterState
 from ctlplane.exporter.thresholds import Thresholds
 from tests.unit.exporter.test_families import sample_fleet

@@ -11,13 +11,13 @@ import pytest
 from prometheus_client.exposition import choose_encoder, generate_latest
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 
-from ctlplane.exporter import encoding
 from ctlplane.exporter.catalog import Mode, Role
-from ctlplane.exporter.encoding import _Families, encode
 from ctlplane.exporter.families import Family, collect_families, render_families, snapshot_age_family
 from ctlplane.exporter.health import HealthMemory, evaluate
+from ctlplane.exporter.http import encoding as encoding
+from ctlplane.exporter.http.encoding import _Families, encode
+from ctlplane.exporter.http.page import MetricsPage
 from ctlplane.exporter.model import FleetSnapshot, NodeSnapshot, Sample
-from ctlplane.exporter.page import MetricsPage
 from ctlplane.exporter.thresholds import Thresholds
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller, node
 

@@ -1,10 +1,11 @@
-"""The evidence a controller's own metrics give that a broker was unregistered (ctlplane/exporter/departures.py)."""
+"""The evidence a controller's own metrics give that a broker was unregistered
+(ctlplane/exporter/discovery/departures.py)."""
 
 from __future__ import annotations
 
 from ctlplane.exporter.catalog import Role
-from ctlplane.exporter.departures import Departure, RegistrationsSeen, departures
-from ctlplane.exporter.discovery import Watched
+from ctlplane.exporter.discovery.answers import Watched
+from ctlplane.exporter.discovery.departures import Departure, RegistrationsSeen, departures
 from ctlplane.exporter.model import ClusterSnapshot, Member, NodeSnapshot, QuorumView
 from tests.unit.exporter.builders import node
 

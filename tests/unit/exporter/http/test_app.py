@@ -8,10 +8,10 @@ from dataclasses import replace
 import bcrypt
 from fastapi.testclient import TestClient
 
-from ctlplane.exporter.app import PageResponse, create_app
-from ctlplane.exporter.jsonapi import snapshot_from_dict, snapshot_to_dict
+from ctlplane.exporter.http.app import PageResponse, create_app
+from ctlplane.exporter.http.jsonapi import snapshot_from_dict, snapshot_to_dict
+from ctlplane.exporter.http.page import MetricsPage
 from ctlplane.exporter.model import Sample
-from ctlplane.exporter.page import MetricsPage
 from ctlplane.exporter.state import ExporterState
 from ctlplane.exporter.thresholds import Thresholds
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller
@@ -80,7 +80,7 @@ def test_metrics_are_one_gzip_member_when_asked_the_page_deflated_once_per_round
 def test_each_rounds_page_is_made_when_the_round_ends_in_the_forms_scrapers_asked_for(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """A scrape after a round is served from the cache: the page (and its gzip) was made in the scrape
     thread when the round's observation came, for each form asked for lately, not at the first scrape."""
-    import ctlplane.exporter.page as page_module  # where the page makes its families
+    import ctlplane.exporter.http.page as page_module  # where the page makes its families
 
     made: list[int] = []
     collect = page_module.collect_families
@@ -108,7 +108,7 @@ def test_each_rounds_page_is_made_when_the_round_ends_in_the_forms_scrapers_aske
 
 
 def test_a_form_no_scraper_asked_for_lately_is_not_made_ahead(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import ctlplane.exporter.page as page_module  # where the page makes its families
+    import ctlplane.exporter.http.page as page_module  # where the page makes its families
 
     made: list[int] = []
     collect = page_module.collect_families
@@ -165,7 +165,7 @@ def test_basic_auth_guards_every_endpoint() -> None:
     http, _ = client(basic_auth_users={"prometheus": hashed})
     good = "Basic " + base64.b64encode(b"prometheus:pw").decode()
     bad = "Basic " + base64.b64encode(b"prometheus:nope").decode()
-    # /healthz is open by design (tests/unit/exporter/test_auth.py): status, sequence and age only
+    # /healthz is open by design (tests/unit/exporter/http/test_guard.py): status, sequence and age only
     for path in ("/metrics", "/api/v1/snapshot", "/api/v1/health", "/"):
         assert http.get(path).status_code == 401
         assert http.get(path, headers={"Authorization": bad}).status_code == 401
@@ -186,7 +186,7 @@ def test_an_idle_server_wakes_about_once_a_second(monkeypatch) -> None:  # type:
 
     import httpx
 
-    from ctlplane.exporter.app import http_server
+    from ctlplane.exporter.http.app import http_server
     from tests.e2e.browser import running
 
     ticks: list[int] = []

@@ -10,7 +10,7 @@ A node is never dropped because it stopped appearing: before Kafka 4.0 describeC
 broker, the quorum's leader forgets an observer silent for 5 minutes and knows none after a failover
 (shared/reference/kafka-mbeans.md, "Answered since"). A node that vanished from the answers is exactly the
 node that needs watching, so once seen it stays watched, and the faults it has page as a listed node's do.
-It leaves only on positive evidence that it left the cluster (ctlplane/exporter/departures.py), held for the rule's
+It leaves only on positive evidence that it left the cluster (departures.py), held for the rule's
 `forget_after_seconds`, with its JMX silent all along: each departure is logged and counted.
 """
 
@@ -25,7 +25,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from ctlplane.exporter.catalog import Role
-from ctlplane.exporter.departures import Departure, RegistrationsSeen, departures
+from ctlplane.exporter.discovery.departures import Departure, RegistrationsSeen, departures
 from ctlplane.exporter.families import Family, discovery_families
 from ctlplane.exporter.health import Lifecycle
 from ctlplane.exporter.model import DEFAULT_NODE_NAME, ClusterSnapshot, Member, member_label, merge_roles, merged
@@ -119,7 +119,7 @@ class Watched:
 
 @dataclass(frozen=True)
 class DnsNode:
-    """A node a DNS name answered with (ctlplane/exporter/dns.py): its `node` label and JMX address."""
+    """A node a DNS name answered with (ctlplane/exporter/discovery/dns.py): its `node` label and JMX address."""
 
     label: str
     address: str  # host:port ([v6]:port)
@@ -285,7 +285,7 @@ class NodeDiscovery:
             self.apply(self.targets())
 
     def set_dns(self, cluster: str, nodes: Sequence[DnsNode]) -> None:
-        """What a cluster's DNS names answered now (ctlplane/exporter/dns.py DnsWatch): each node named is watched; a
+        """What a cluster's DNS names answered now (dns.py's DnsWatch): each node named is watched; a
         node named before and not now is kept, read, until `_prune_dns` has evidence that it left."""
         with self._lock:
             if cluster not in self.rules:
