@@ -240,14 +240,12 @@ def _rounds_until_active(timeline: Timeline, victim: KafkaNode, rounds: int) -> 
     assert timeline.states(victim.name)[-1] is Lifecycle.ACTIVE, timeline.evidence(victim.name)
 
 
-@pytest.mark.kraft
-def test_a_crash_read_through_endpoints_alone_is_fenced_gone_and_pages(
-    msk_like: KafkaCluster, msk_watch: Watch, tmp_path: Path
-) -> None:
-    """kill -9 of a broker: its endpoint refuses (the process is gone), the controller's endpoint says it is
-    fenced; KafkaBrokerFenced pages; restarted, it is ACTIVE again and the page resolves."""
-    victim = msk_like.brokers()[0]
-    timeline = Timeline(msk_watch, msk_like)
+def _crash_row(cluster: KafkaCluster, watch: Watch, recorded: str, read_through: str, tmp_path: Path) -> None:
+    """kill -9 of the cluster's first broker 0.5 s after a round: its endpoint refuses (the process is gone),
+    the controller's endpoint says it is fenced; KafkaBrokerFenced pages; restarted, it is ACTIVE again and the
+    page resolves. Recorded as `recorded`."""
+    victim = cluster.brokers()[0]
+    timeline = Timeline(watch, cluster)
     timeline.round()
     timeline.round()
     timeline.sleep_into_round(0.5)
@@ -264,11 +262,33 @@ def test_a_crash_read_through_endpoints_alone_is_fenced_gone_and_pages(
     last = len(timeline.observations) - 1
     replay(
         timeline,
-        "endpoint-default-naming-kill-broker",
+        recorded,
         pages_then_resolves(killed_until, last, frozenset({("KafkaBrokerFenced", victim.name)})),
-        f"{READ_THROUGH}; kill -9 of {victim.name} 0.5 s after a round, restart after 105 s",
+        f"{read_through}; kill -9 of {victim.name} 0.5 s after a round, restart after 105 s",
         tmp_path,
     )
+
+
+@pytest.mark.kraft
+def test_a_crash_read_through_endpoints_alone_is_fenced_gone_and_pages(
+    msk_like: KafkaCluster, msk_watch: Watch, tmp_path: Path
+) -> None:
+    """MSK's form (default naming): a crash pages with its cause, as over remote JMX."""
+    _crash_row(msk_like, msk_watch, "endpoint-default-naming-kill-broker", READ_THROUGH, tmp_path)
+
+
+@pytest.mark.kraft
+def test_a_crash_read_through_strimzi_named_endpoints_is_fenced_gone_and_pages(
+    strimzi_like: KafkaCluster, tmp_path: Path
+) -> None:
+    """Strimzi's form (its example rules, lowercased names, raft current-state as a label): the same row."""
+    watch = Watch(strimzi_like, targets=endpoint_targets(strimzi_like, profile("strimzi")))
+    try:
+        watch.until(_healthy(strimzi_like), 90, "every node read, every broker ACTIVE")
+        read_through = "every node read through its jmx_exporter endpoint alone, in Strimzi's example rules"
+        _crash_row(strimzi_like, watch, "endpoint-strimzi-naming-kill-broker", read_through, tmp_path)
+    finally:
+        watch.close()
 
 
 @pytest.mark.kraft
