@@ -379,6 +379,16 @@ def topic_around_fault(
         delete_topic(cluster, topic)
 
 
+def rounds_until_active(timeline: Timeline, victim: KafkaNode, rounds: int) -> None:
+    """Rounds until `victim` is ACTIVE again (at most `rounds`), then one more: its page resolved."""
+    for _ in range(rounds):
+        broker = timeline.round().broker(victim.name)
+        if broker is not None and broker.state is Lifecycle.ACTIVE:
+            break
+    timeline.round()
+    assert timeline.states(victim.name)[-1] is Lifecycle.ACTIVE, timeline.evidence(victim.name)
+
+
 def controlled_shutdown_of_a_leader(
     watch: Watch, cluster: KafkaCluster, topic: str, recorded: str, setting: str, tmp_path: Path
 ) -> tuple[Timeline, KafkaNode]:

@@ -39,7 +39,15 @@ from harness.localkafka import (
 )
 from harness.localkafka.process import free_port_base
 from tests.dnsserver import loopback_dns
-from tests.integration.faults import CauseAt, Timeline, cluster_health, healthy, pages_then_resolves, replay
+from tests.integration.faults import (
+    CauseAt,
+    Timeline,
+    cluster_health,
+    healthy,
+    pages_then_resolves,
+    replay,
+    rounds_until_active,
+)
 from tests.integration.watch import DEFAULT_SCRAPE_TIMEOUT, Watch, shared_client, stop_scraper
 
 NAME = "discovered"
@@ -522,12 +530,7 @@ def test_the_admin_api_alone_names_the_active_controller_every_broker_and_a_kill
             assert timeline.states("broker-1")[-1] is Lifecycle.ACTIVE
         finally:
             victim.start()
-        for _ in range(12):
-            broker = timeline.round().broker(victim.name)
-            if broker is not None and broker.state is Lifecycle.ACTIVE:
-                break
-        timeline.round()  # one more: the page resolved
-        assert timeline.states(victim.name)[-1] is Lifecycle.ACTIVE, timeline.evidence(victim.name)
+        rounds_until_active(timeline, victim, 12)
         last = len(timeline.observations) - 1
         replay(
             timeline,

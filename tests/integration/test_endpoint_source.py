@@ -23,7 +23,7 @@ from ctlplane.exporter.sources.endpoint.profiles import PROFILES_DIR, profile
 from ctlplane.exporter.sources.routed import Sources
 from ctlplane.exporter.state import Observation
 from harness import localkafka
-from harness.localkafka import KafkaCluster, KafkaNode, MetricsAgent
+from harness.localkafka import KafkaCluster, MetricsAgent
 from tests.integration.faults import (
     CauseAt,
     Expectation,
@@ -31,6 +31,7 @@ from tests.integration.faults import (
     controlled_shutdown_of_a_leader,
     pages_then_resolves,
     replay,
+    rounds_until_active,
 )
 from tests.integration.watch import Watch, endpoint_targets, shared_client, stop_scraper
 from tests.kafka_versions import KRAFT_UNDER_TEST, ZK_UNDER_TEST
@@ -230,16 +231,6 @@ def msk_watch(msk_like: KafkaCluster) -> Iterator[Watch]:
         watch.close()
 
 
-def _rounds_until_active(timeline: Timeline, victim: KafkaNode, rounds: int) -> None:
-    """Rounds until `victim` is ACTIVE again (at most `rounds`), then one more: its page resolved."""
-    for _ in range(rounds):
-        broker = timeline.round().broker(victim.name)
-        if broker is not None and broker.state is Lifecycle.ACTIVE:
-            break
-    timeline.round()
-    assert timeline.states(victim.name)[-1] is Lifecycle.ACTIVE, timeline.evidence(victim.name)
-
-
 def _crash_row(cluster: KafkaCluster, watch: Watch, recorded: str, read_through: str, tmp_path: Path) -> None:
     """kill -9 of the cluster's first broker 0.5 s after a round: its endpoint refuses (the process is gone),
     the controller's endpoint says it is fenced; KafkaBrokerFenced pages; restarted, it is ACTIVE again and the
@@ -258,7 +249,7 @@ def _crash_row(cluster: KafkaCluster, watch: Watch, recorded: str, read_through:
     assert set(crashed[1:]) == {Lifecycle.FENCED}, timeline.evidence(victim.name)
     timeline.expect_causes(victim.name, {Cause.PROCESS_GONE}, Lifecycle.FENCED, Lifecycle.UNREACHABLE)
     victim.start()
-    _rounds_until_active(timeline, victim, 12)
+    rounds_until_active(timeline, victim, 12)
     last = len(timeline.observations) - 1
     replay(
         timeline,
@@ -360,7 +351,7 @@ def test_a_hung_broker_read_through_endpoints_alone_is_fenced_hung_and_pages(
     assert hung[0] in (Lifecycle.FENCED, Lifecycle.UNREACHABLE), timeline.evidence(victim.name)
     assert set(hung[1:]) == {Lifecycle.FENCED}, timeline.evidence(victim.name)
     timeline.expect_causes(victim.name, {Cause.HUNG_OR_ISOLATED}, Lifecycle.FENCED, Lifecycle.UNREACHABLE)
-    _rounds_until_active(timeline, victim, 8)
+    rounds_until_active(timeline, victim, 8)
     last = len(timeline.observations) - 1
     replay(
         timeline,

@@ -76,10 +76,11 @@ def admin_brokers(
     view = cluster.quorum
     answered = view is not None and (view.up or view.no_quorum)
     named: dict[int, Member] = dict(memory.admin_brokers)
+    members = merged(view.members) if view is not None else {}
     if view is not None and answered:
         now_named = {
             node_id: member
-            for node_id, member in merged(view.members).items()
+            for node_id, member in members.items()
             if member.current and member.role in (Role.BROKER, Role.COMBINED)
         }
         named = now_named if view.fenced is not None else {**named, **now_named}
@@ -88,7 +89,7 @@ def admin_brokers(
         if view is None or not answered:
             state, evidence = Lifecycle.UNREACHABLE, f"no answer from the cluster this round; {NOT_READ}"
         else:
-            state, evidence = _decided(view, node_id, thresholds)
+            state, evidence = _decided(view, node_id, node_id in members, thresholds)
         records, seconds = quorum_lag(view, node_id) if view is not None and not view.no_quorum else (None, None)
         lag = records is not None or seconds is not None
         brokers.append(
@@ -115,10 +116,11 @@ def admin_brokers(
     return brokers, replace(memory, admin_brokers=MappingProxyType(named))
 
 
-def _decided(view: QuorumView, node_id: int, thresholds: Thresholds) -> tuple[Lifecycle, str]:
-    """One broker's state from one round's answers, with what they could not say."""
+def _decided(view: QuorumView, node_id: int, listed: bool, thresholds: Thresholds) -> tuple[Lifecycle, str]:
+    """One broker's state from one round's answers (`listed`: some answer names it), with what they could not
+    say."""
     if view.no_quorum:
-        if node_id in merged(view.members):
+        if listed:
             return Lifecycle.ACTIVE, f"registered (describeCluster names it); {NOT_READ}"
         return Lifecycle.FENCED, (
             "no longer registered (describeCluster names it no more): crashed, hung past its ZooKeeper session, "
