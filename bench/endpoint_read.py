@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.machine import load, own_cpu_seconds
 from ctlplane.exporter.readings import parse_object_name, plan_queries
 from ctlplane.exporter.sources.endpoint.client import EndpointClient, MetricsEndpoint
-from ctlplane.exporter.sources.endpoint.naming import export
+from ctlplane.exporter.sources.endpoint.naming import Naming, export
 from ctlplane.exporter.sources.endpoint.profiles import profile
 from ctlplane.exporter.sources.jmx.base import Endpoint
 from ctlplane.exporter.sources.jmx.jpype_client import JPypeJmxClient
@@ -79,6 +79,7 @@ def real_broker(reads: int) -> None:
 def large_page(partitions: int) -> str:
     """The control-plane series of every catalogue MBean in the default naming, and 5 series per partition."""
     naming = profile("jmx_exporter")
+    assert isinstance(naming, Naming)
     lines = []
     for number, query in enumerate(plan_queries()):
         domain, keys = parse_object_name(query.pattern)

@@ -32,7 +32,7 @@ from ctlplane.exporter.scraper import QuorumSource, Scraper, Target
 from ctlplane.exporter.shards import parse_shard
 from ctlplane.exporter.sources.base import NodeEndpoint, NodeSource
 from ctlplane.exporter.sources.endpoint.client import EndpointClient, MetricsEndpoint
-from ctlplane.exporter.sources.endpoint.profiles import naming_from_file, profile
+from ctlplane.exporter.sources.endpoint.profiles import EndpointNaming, naming_from_file, profile
 from ctlplane.exporter.sources.jmx.base import Endpoint, JmxClient
 from ctlplane.exporter.sources.routed import Sources
 from ctlplane.exporter.state import ExporterState, Observation
@@ -78,7 +78,8 @@ def _endpoint(settings: Settings, cluster: ClusterConfig, address: str) -> NodeE
 
 
 def _metrics_endpoint(metrics: MetricsEndpointConfig, address: str) -> MetricsEndpoint:
-    """A node's Prometheus endpoint (ctlplane/exporter/sources/endpoint/); a `rules_file` is read for each node."""
+    """A node's Prometheus endpoint (ctlplane/exporter/sources/endpoint/)."""
+    naming: EndpointNaming
     if metrics.rules_file is not None:
         naming = naming_from_file(metrics.rules_file)
     else:

@@ -39,6 +39,7 @@ class Rule:
 
 
 FAULTS = "tests/integration/test_fault_table.py::"
+ENDPOINTS = "tests/integration/test_endpoint_source.py::"
 # The order the scheduler hands the `together`s out: the longest first. The minutes are from fresh-clone runs
 # on 3 workers (2 cores, 2026-11-26), to see why the order is what it is. The tests of one session cluster
 # run together whether they are fault rows or not: a second copy of a cluster on another worker cost its
@@ -114,9 +115,17 @@ RULES: tuple[Rule, ...] = (
     # ~6.5 min): behind Spark on one worker they ended that run ~3 min after every other lane.
     # A controller partitioned from the other voters, on a cluster of its own wired through links:
     Rule(("tests/integration/test_partitioned_controller.py",), "fault_table", "partitioned-controller"),
-    # the metrics-endpoint sources' own clusters (jmx_exporter's javaagent on every node): a KRaft cluster read
-    # by three tests, a crash row among them; a Strimzi-named and a ZooKeeper-mode one, ~1 min each
-    Rule(("tests/integration/test_endpoint_source.py",), "fault_table", "endpoint-sources"),
+    # the metrics-endpoint sources' own clusters: the MSK-like KRaft cluster read by five tests, three fault rows
+    # among them, and the naming comparisons, a cluster each (~7 min: its first rule places it before the two
+    # below); the crash rows on a cluster of their own (Strimzi's rules, the Strimzi Metrics Reporter), ~2.5 min
+    # each, each a lane of its own (all on one lane, it ended the run)
+    Rule((ENDPOINTS + "test_default_naming",), "fault_table", "endpoint-sources"),
+    Rule((ENDPOINTS + "test_a_crash_read_through_strimzi_named",), "fault_table", "endpoint-strimzi"),
+    Rule((ENDPOINTS + "test_strimzi_metrics_reporter",), "fault_table", "endpoint-reporter"),
+    Rule((ENDPOINTS,), "fault_table", "endpoint-sources"),
+    # discovery's own clusters (a KRaft and a ZooKeeper-mode one, module fixtures; the Admin API alone reads
+    # them too): one copy of each, ~4.5 min
+    Rule(("tests/integration/test_discovery.py",), "integration", "discovery"),
     # Spark, one after the other on one worker: the local Spark JVM (a worker process keeps it, ~1-3 min),
     # then a standalone master and two workers (~3-5 min of both cores). Side by side on two workers they
     # took each other's CPU and the cluster's jobs ran past the test's 600 s (a fresh-clone run on 3 workers)
@@ -127,9 +136,6 @@ RULES: tuple[Rule, ...] = (
     Rule(("tests/integration/test_dynamic_quorum.py",), "fault_table", "dynamic-quorum"),
     # a broker stopped inside a real GC pause, on a KRaft cluster of its own (3 JVMs), ~1.5 min
     Rule(("tests/integration/test_gc_pause.py",), "fault_table", "gc-pause"),
-    # discovery's own clusters (a KRaft and a ZooKeeper-mode one, module fixtures; the Admin API alone reads
-    # them too): one copy of each, ~4.5 min
-    Rule(("tests/integration/test_discovery.py",), "integration", "discovery"),
     # one Chromium, ~1.5 min
     Rule(("tests/e2e/test_dashboard_browser.py",), "browser", "browser"),
     # the rest, each test on whichever worker is free

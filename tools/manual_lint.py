@@ -45,6 +45,9 @@ from pydantic import BaseModel
 from ctlplane.cli import build_parser
 from ctlplane.exporter.catalog import all_series_names
 from ctlplane.exporter.config import Settings
+from ctlplane.exporter.readings import plan_queries
+from ctlplane.exporter.sources.endpoint.client import inversion_for
+from ctlplane.exporter.sources.endpoint.profiles import PROFILES, profile
 from tools.docs import _models  # the configuration reference's own walk of the model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,7 +74,7 @@ NOT_ALERTS = frozenset(
 NOT_SERIES = frozenset({"kafka_exporter"})
 ALERT = re.compile(r"\b(?:Kafka|Ctlplane)[A-Z][A-Za-z0-9]*\b")
 # `kafka_2.13` is an artefact (Scala build), not a series; `kafka_client="4.3.1"` a label, not a series
-SERIES = re.compile(r"(?<![\w./$-])((?:ctlplane|kafka)_[a-z0-9_]*)(?![\w=-]|\.\d)(\*)?")
+SERIES = re.compile(r"(?<![\w./$-])((?:ctlplane|kafka)_[a-z0-9_]*)(?![\w=-]|\.\d)(\*|\.\*)?")
 TOP_DIRECTORIES = ("ctlplane", "alerts", "docs", "tools", "tests", "harness", "grafana", "deploy", "bench", ".ci")
 PATH = re.compile(r"(?<![\w./~$-])((?:" + "|".join(map(re.escape, TOP_DIRECTORIES)) + r")/[\w.*<>/-]*)")
 FILE_EXTENSIONS = frozenset(
@@ -217,13 +220,21 @@ def _normal(text: str) -> str:
     return " ".join(text.replace("\u2019", "'").split()).casefold()
 
 
+def endpoint_names() -> frozenset[str]:
+    """The names a node's metrics endpoint serves for what ctlplane reads, in every naming profile, with and
+    without their type's suffix (the reporter's allowlist matches a name before it): a page may cite them."""
+    queries = plan_queries()
+    names = {name for profile_name in PROFILES for name in inversion_for(profile(profile_name), queries).by_name}
+    return frozenset(names | {re.sub(r"_(total|count|sum|info)$", "", name) for name in names})
+
+
 class Lint:
     def __init__(
         self, root: Path = ROOT, alerts: Iterable[str] | None = None, series: Iterable[str] | None = None
     ) -> None:
         self.root = root
         self.alerts = frozenset(alert_names(root) if alerts is None else alerts)
-        self.series = frozenset(all_series_names() if series is None else series)
+        self.series = frozenset((*all_series_names(), *endpoint_names()) if series is None else series)
         self.config_keys = config_keys()
         self.current: tuple[Path, str] = (Path(), "")
         self.parser = build_parser()

@@ -300,20 +300,20 @@ class DiscoveryConfig(_Strict):
         )
 
 
-MetricsNaming = Literal["jmx_exporter", "strimzi", "confluent"]
+MetricsNaming = Literal["jmx_exporter", "strimzi", "confluent", "strimzi_reporter"]
 
 
 class MetricsEndpointConfig(_Credentials):
     """Read the cluster's nodes through their Prometheus endpoints instead of remote JMX: jmx_exporter's
-    javaagent, as Amazon MSK (:11001), Strimzi (:9404) and Confluent's jmx-monitoring-stacks run it
-    (docs/sources.md). Each node's address, listed or from discovery, is its endpoint's host:port; the
-    naming says how the endpoint names the MBeans."""
+    javaagent, as Amazon MSK (:11001), Strimzi (:9404) and Confluent's jmx-monitoring-stacks run it, or the
+    Strimzi Metrics Reporter (docs/sources.md). Each node's address, listed or from discovery, is its endpoint's
+    host:port; the naming says how the endpoint names the MBeans."""
 
     naming: MetricsNaming | None = Field(
         default=None,
         description="the endpoints' naming: jmx_exporter (its default naming, no rules: Amazon MSK) or strimzi "
-        "(Strimzi's example kafka-metrics.yaml) or confluent (Confluent's jmx-monitoring-stacks broker rules); "
-        "jmx_exporter without this or rules_file",
+        "(Strimzi's example kafka-metrics.yaml) or confluent (Confluent's jmx-monitoring-stacks broker rules) or "
+        "strimzi_reporter (the Strimzi Metrics Reporter, no JMX); jmx_exporter without this or rules_file",
     )
     rules_file: Path | None = Field(
         default=None, description="the jmx_exporter config the endpoints run, for any other naming (instead of naming)"

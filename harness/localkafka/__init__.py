@@ -32,7 +32,13 @@ from harness.localkafka.admin import (
     remove_controller,
     unregister_broker,
 )
-from harness.localkafka.agent import JMX_EXPORTER_VERSION, MetricsAgent
+from harness.localkafka.agent import (
+    JMX_EXPORTER_VERSION,
+    METRICS_REPORTER_VERSION,
+    MetricsAgent,
+    MetricsReporter,
+    MetricsServer,
+)
 from harness.localkafka.clusters import (
     KafkaCluster,
     clusters_config,
@@ -56,6 +62,7 @@ __all__ = [
     "JMX_EXPORTER_VERSION",
     "KRAFT_VERSION",
     "LOOPBACK",
+    "METRICS_REPORTER_VERSION",
     "ZK_VERSION",
     "ClusterStartError",
     "JarFetchError",
@@ -64,6 +71,8 @@ __all__ = [
     "LocalKafkaError",
     "LocalPki",
     "MetricsAgent",
+    "MetricsReporter",
+    "MetricsServer",
     "ZooKeeperServer",
     "add_controller",
     "cache_dir",

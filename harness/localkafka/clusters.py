@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from harness.localkafka import classdata
-from harness.localkafka.agent import MetricsAgent
+from harness.localkafka.agent import MetricsServer
 from harness.localkafka.errors import ClusterStartError
 from harness.localkafka.jars import tail_text
 from harness.localkafka.nodes import KafkaNode, ZooKeeperServer, check_name, kafka_node, start_zookeeper
@@ -184,7 +184,7 @@ def start_zk_cluster(
     wait: bool = True,
     timeout: float = 180,
     jmx_port_base: int | None = None,
-    metrics_agent: MetricsAgent | None = None,
+    metrics_agent: MetricsServer | None = None,
 ) -> KafkaCluster:
     """Start a ZooKeeper-mode cluster of ``brokers`` brokers (ids 1..N) in ``<workdir>/<name>``.
 
@@ -197,7 +197,8 @@ def start_zk_cluster(
     ``node_overrides[node name]`` is added to that broker's properties last.
     ``wait`` waits for ``wait_ready(timeout)``; on failure everything is stopped.
     ``jmx_port_base``: each broker's JMX port is the base plus its id (as start_kraft_cluster).
-    ``metrics_agent``: every broker runs jmx_exporter's javaagent with that config (``node.metrics_port``).
+    ``metrics_agent``: every broker serves its metrics so (jmx_exporter's javaagent or the Strimzi Metrics
+    Reporter) on ``node.metrics_port``.
     """
     if major_minor(version)[0] >= 4:
         raise ValueError(f"Kafka {version} has no ZooKeeper mode; use {ZK_VERSION}")
@@ -322,7 +323,7 @@ def start_kraft_cluster(
     jmx_port_base: int | None = None,
     held: Collection[str] = (),
     dynamic_voters: int | None = None,
-    metrics_agent: MetricsAgent | None = None,
+    metrics_agent: MetricsServer | None = None,
 ) -> KafkaCluster:
     """Start a KRaft cluster in ``<workdir>/<name>``: controller-only nodes
     ``controller-1..`` (node ids 101..) with static ``controller.quorum.voters``
@@ -347,7 +348,8 @@ def start_kraft_cluster(
     quorum through ``controller.quorum.bootstrap.servers``, the first ``dynamic_voters`` controllers are
     formatted as its initial voters (``--initial-controllers``, each with its directory id) and the others with
     ``--no-initial-controllers``: those run as observers until ``admin.add_controller`` makes them voters.
-    ``metrics_agent``: every node runs jmx_exporter's javaagent with that config (``node.metrics_port``).
+    ``metrics_agent``: every node serves its metrics so (jmx_exporter's javaagent or the Strimzi Metrics
+    Reporter) on ``node.metrics_port``.
     """
     major, minor = major_minor(version)
     if sasl_users and (major, minor) < (3, 5):

@@ -9,7 +9,7 @@ import os
 import shlex
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from harness.localkafka.errors import JarFetchError
@@ -103,35 +103,74 @@ def ensure_tools_jar(version: str) -> Path:
 def ensure_artifact(group: str, artifact: str, version: str) -> Path:
     """``<cache>/<artifact>/<version>/<artifact>-<version>.jar``, one jar from Maven Central without its
     dependencies (kafka-tools; jmx_exporter's standalone server for bench/vs_jmx_exporter.py)."""
-    target = cache_dir() / artifact / version
-    jar = target / f"{artifact}-{version}.jar"
-    if jar.is_file():
-        return jar
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with _file_lock(target.parent / f".{version}.lock"):
-        if jar.is_file():
-            return jar
-        mvn = shutil.which("mvn")
-        if mvn is None:
-            raise JarFetchError(f"{artifact} {version} is missing in {target} and 'mvn' is not on PATH")
-        tmp = target.parent / f".{version}.tmp-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        cmd = [
+
+    def copy(mvn: str, work: Path) -> list[str]:
+        return [
             mvn,
             "-q",
             "-B",
             "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy",
             f"-Dartifact={group}:{artifact}:{version}",
-            f"-DoutputDirectory={tmp}",
+            f"-DoutputDirectory={work / 'jars'}",
         ]
-        res = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if res.returncode != 0 or not (tmp / jar.name).is_file():
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise JarFetchError(
-                f"fetching {artifact} {version} failed: {shlex.join(cmd)}\n{tail_text(res.stdout + res.stderr, 30)}"
-            )
-        tmp.rename(target)
-    return jar
+
+    target = cache_dir() / artifact / version
+    _fetch(target, f"{artifact}-{version}.jar", f"{artifact} {version}", copy)
+    return target / f"{artifact}-{version}.jar"
+
+
+_DEPENDENT_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>dev.ctlplane</groupId>
+  <artifactId>fetch</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency><groupId>{group}</groupId><artifactId>{artifact}</artifactId><version>{version}</version></dependency>
+  </dependencies>
+</project>
+"""
+
+
+def ensure_artifact_with_dependencies(group: str, artifact: str, version: str) -> Path:
+    """``<cache>/<artifact>/<version>-with-dependencies/``: one artifact and its runtime dependencies (its
+    `provided` ones left out: a Kafka plugin's Kafka jars are the node's own), for a node's classpath."""
+
+    def copy_dependencies(mvn: str, work: Path) -> list[str]:
+        pom = work / "pom.xml"
+        pom.write_text(_DEPENDENT_POM.format(group=group, artifact=artifact, version=version))
+        return [mvn, "-q", "-B", "-f", str(pom), "dependency:copy-dependencies", f"-DoutputDirectory={work / 'jars'}"]
+
+    target = cache_dir() / artifact / f"{version}-with-dependencies"
+    _fetch(target, f"{artifact}-{version}.jar", f"{artifact} {version}", copy_dependencies)
+    return target
+
+
+def _fetch(target: Path, jar: str, what: str, command: Callable[[str, Path], list[str]]) -> None:
+    """Fill `target` once with the jars Maven copies into `<work>/jars` (`command`'s output directory), whole
+    or not at all: a directory holding `jar` is complete (it is renamed into place after Maven succeeds)."""
+    if (target / jar).is_file():
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _file_lock(target.parent / f".{target.name}.lock"):
+        if (target / jar).is_file():
+            return
+        mvn = shutil.which("mvn")
+        if mvn is None:
+            raise JarFetchError(f"{what} is missing in {target} and 'mvn' is not on PATH")
+        work = target.parent / f".{target.name}.tmp-{os.getpid()}"
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir()
+        try:
+            cmd = command(mvn, work)
+            res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if res.returncode != 0 or not (work / "jars" / jar).is_file():
+                out = tail_text(res.stdout + res.stderr, 30)
+                raise JarFetchError(f"fetching {what} failed: {shlex.join(cmd)}\n{out}")
+            shutil.rmtree(target, ignore_errors=True)
+            (work / "jars").rename(target)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 @contextlib.contextmanager

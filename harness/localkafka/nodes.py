@@ -9,7 +9,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.localkafka.agent import MetricsAgent
+from harness.localkafka.agent import MetricsServer
 from harness.localkafka.process import LOOPBACK, JvmProcess, free_port, jvm_command, write_log_config, write_properties
 from harness.localkafka.versions import ZK_VERSION, major_minor
 
@@ -151,7 +151,7 @@ class KafkaNode(JvmProcess):
     config_path: Path | None = None
     data_dir: Path | None = None
     listeners: dict[str, int] = field(default_factory=dict)  # listener name -> port
-    metrics_port: int | None = None  # jmx_exporter's javaagent (agent.MetricsAgent), if it runs one
+    metrics_port: int | None = None  # its Prometheus endpoint (agent.MetricsServer), if it serves one
     command: list[str] = field(default_factory=list, repr=False)
     cwd: Path = field(default_factory=Path.cwd, repr=False)
     ready_pattern: str = field(default=r"Kafka Server started", repr=False)
@@ -185,14 +185,16 @@ def kafka_node(
     version: str,
     log_config: Path,
     ready_pattern: str,
-    metrics_agent: MetricsAgent | None = None,
+    metrics_agent: MetricsServer | None = None,
 ) -> KafkaNode:
     """Write the node's server.properties and describe the JVM that runs it (not started yet)."""
+    metrics_port = free_port() if metrics_agent is not None else None
+    agent_option = metrics_agent.jvm_option(node_dir, metrics_port) if metrics_agent and metrics_port else None
+    if metrics_agent is not None and metrics_port is not None:
+        props = {**props, **metrics_agent.properties(metrics_port)}
     cfg = node_dir / "server.properties"
     write_properties(cfg, props)
     heap = BROKER_HEAP_MB if "broker" in roles else CONTROLLER_HEAP_MB  # a combined node holds partitions too
-    metrics_port = free_port() if metrics_agent is not None else None
-    agent_option = metrics_agent.jvm_option(node_dir, metrics_port) if metrics_agent and metrics_port else None
     return KafkaNode(
         name=name,
         node_id=node_id,
@@ -213,6 +215,7 @@ def kafka_node(
             jmx_port=jmx_port,
             log_config=log_config,
             agent_option=agent_option,
+            extra_classpath=metrics_agent.classpath() if metrics_agent is not None else None,
         ),
         cwd=node_dir,
         ready_pattern=ready_pattern,

@@ -369,6 +369,7 @@ def jvm_command(
     jmx_port: int | None,
     log_config: Path,
     agent_option: str | None = None,
+    extra_classpath: Path | None = None,
 ) -> list[str]:
     jars = ensure_jars(version)
     java = java_executable()
@@ -401,7 +402,8 @@ def jvm_command(
     if agent_option is not None:
         cmd.append(agent_option)
     cmd += shlex.split(os.environ.get(ENV_EXTRA_JVM_OPTS, ""))
-    cmd += ["-cp", f"{jars}/*", main_class, *args]
+    classpath = f"{jars}/*" + (f":{extra_classpath}/*" if extra_classpath is not None else "")
+    cmd += ["-cp", classpath, main_class, *args]
     return cmd
 
 

@@ -1,5 +1,6 @@
 """Nodes read only through their Prometheus endpoints: the real jmx_exporter javaagent on every node of a real
-KRaft cluster, in jmx_exporter's default naming (as Amazon MSK serves it) and in Strimzi's example rules.
+KRaft cluster, in jmx_exporter's default naming (as Amazon MSK serves it) and in Strimzi's example rules, and
+the real Strimzi Metrics Reporter (no JMX at all) with the allowlist Strimzi's operator gives it.
 
 What each naming serves is read beside what the same nodes' remote JMX says, and a broker's crash is read
 through the endpoints alone: fenced, its cause named, paged by the shipped rules (replayed by promtool).
@@ -18,12 +19,11 @@ from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.config_file import parse_settings
 from ctlplane.exporter.health import Cause, Lifecycle
 from ctlplane.exporter.sources.endpoint.client import EndpointClient
-from ctlplane.exporter.sources.endpoint.naming import Naming
-from ctlplane.exporter.sources.endpoint.profiles import PROFILES_DIR, profile
+from ctlplane.exporter.sources.endpoint.profiles import PROFILES_DIR, EndpointNaming, profile
 from ctlplane.exporter.sources.routed import Sources
 from ctlplane.exporter.state import Observation
 from harness import localkafka
-from harness.localkafka import KafkaCluster, MetricsAgent
+from harness.localkafka import KafkaCluster, MetricsAgent, MetricsReporter, MetricsServer
 from tests.integration.faults import (
     CauseAt,
     Expectation,
@@ -35,6 +35,7 @@ from tests.integration.faults import (
 )
 from tests.integration.watch import Watch, endpoint_targets, shared_client, stop_scraper
 from tests.kafka_versions import KRAFT_UNDER_TEST, ZK_UNDER_TEST
+from tools.docs import unserved_series
 
 pytestmark = [pytest.mark.kafka]
 
@@ -72,6 +73,9 @@ CONFLUENT_LACKS = {
     "kafka_request_queue_time_seconds",
     "kafka_request_total_time_seconds",
 }
+# The Strimzi Metrics Reporter under Strimzi's operator's default allowlist: what the manual's evidence table
+# says it leaves out (the allowlist; a Meter's rates; app-info, an MBean not a metric), held to the real reporter
+STRIMZI_REPORTER_LACKS = set(unserved_series("strimzi_reporter"))
 # Values that do not move between two reads a moment apart on a quiet cluster
 STEADY = (
     "kafka_broker_state",
@@ -84,7 +88,7 @@ STEADY = (
 )
 
 
-def _cluster(workdir: Path, name: str, brokers: int, agent: MetricsAgent) -> Iterator[KafkaCluster]:
+def _cluster(workdir: Path, name: str, brokers: int, agent: MetricsServer) -> Iterator[KafkaCluster]:
     cluster = localkafka.start_kraft_cluster(
         name, workdir, controllers=1, brokers=brokers, version=KRAFT_UNDER_TEST, metrics_agent=agent
     )
@@ -128,6 +132,13 @@ def strimzi_like(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaClus
     yield from _cluster(tmp_path_factory.mktemp("strimzi"), "endpoint-strimzi", 1, MetricsAgent(rules))
 
 
+@pytest.fixture
+def strimzi_reporter_like(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    """1 controller + 1 broker, each serving its metrics through the Strimzi Metrics Reporter with Strimzi's
+    operator's default allowlist, as a Kafka resource with `metricsConfig: type: strimziMetricsReporter`."""
+    yield from _cluster(tmp_path_factory.mktemp("reporter"), "endpoint-reporter", 1, MetricsReporter())
+
+
 def _healthy(cluster: KafkaCluster) -> Callable[[Observation], bool]:
     def check(o: Observation) -> bool:
         health = o.health.cluster(cluster.name)
@@ -153,7 +164,7 @@ def _series(o: Observation, cluster: str) -> dict[str, dict[tuple[tuple[str, str
     return table
 
 
-def _compare(cluster: KafkaCluster, naming: Naming, lacks: set[str], mode: Mode = Mode.KRAFT) -> None:
+def _compare(cluster: KafkaCluster, naming: EndpointNaming, lacks: set[str], mode: Mode = Mode.KRAFT) -> None:
     """The endpoints read beside the same nodes' JMX: the same identities and health, every series the JMX
     read has but those `lacks` names, and the same steady values."""
     jmx = Watch(cluster)
@@ -212,6 +223,26 @@ def test_strimzi_rules_read_what_remote_jmx_reads_but_request_metrics(strimzi_li
 def test_confluent_rules_read_what_remote_jmx_reads_but_the_excluded_mbeans(confluent_like: KafkaCluster) -> None:
     """No raft-metrics at all: the nodes are still known as KRaft nodes (their metadata loader's series)."""
     _compare(confluent_like, profile("confluent"), CONFLUENT_LACKS)
+
+
+@pytest.mark.kraft
+def test_strimzi_metrics_reporter_reads_what_remote_jmx_reads_but_what_its_allowlist_leaves_out(
+    strimzi_reporter_like: KafkaCluster, tmp_path: Path
+) -> None:
+    """No JMX in the path at all: Kafka's own registries, as the reporter names them. Then the crash row read
+    through the reporter alone: the controller's registration gauges (kafka_controller_kafkacontroller.*, in
+    the operator's allowlist) say the broker is fenced; KafkaBrokerFenced pages and resolves."""
+    _compare(strimzi_reporter_like, profile("strimzi_reporter"), STRIMZI_REPORTER_LACKS)
+    watch = Watch(strimzi_reporter_like, targets=endpoint_targets(strimzi_reporter_like, profile("strimzi_reporter")))
+    try:
+        watch.until(_healthy(strimzi_reporter_like), 90, "every node read, every broker ACTIVE")
+        read_through = (
+            f"every node read through the Strimzi Metrics Reporter {localkafka.METRICS_REPORTER_VERSION} alone, "
+            "with Strimzi's operator's default allowlist"
+        )
+        _crash_row(strimzi_reporter_like, watch, "endpoint-strimzi-reporter-kill-broker", read_through, tmp_path)
+    finally:
+        watch.close()
 
 
 # how the fault rows' recordings describe the source they read through

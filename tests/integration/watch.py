@@ -14,7 +14,7 @@ from ctlplane.exporter.model import ClusterSnapshot
 from ctlplane.exporter.scraper import QuorumSource, Scraper, Target
 from ctlplane.exporter.sources.base import NodeSource
 from ctlplane.exporter.sources.endpoint.client import EndpointClient, MetricsEndpoint
-from ctlplane.exporter.sources.endpoint.naming import Naming
+from ctlplane.exporter.sources.endpoint.profiles import EndpointNaming
 from ctlplane.exporter.sources.jmx.base import Endpoint
 from ctlplane.exporter.sources.jmx.jpype_client import JPypeJmxClient, rmi_timeout_seconds
 from ctlplane.exporter.sources.routed import Sources
@@ -66,8 +66,8 @@ def targets_of(*clusters: KafkaCluster, omit: Collection[str] = ()) -> list[Targ
     ]
 
 
-def endpoint_targets(cluster: KafkaCluster, naming: Naming) -> list[Target]:
-    """Every node of `cluster` read through its jmx_exporter javaagent (node.metrics_port), as a user's config
+def endpoint_targets(cluster: KafkaCluster, naming: EndpointNaming) -> list[Target]:
+    """Every node of `cluster` read through its metrics endpoint (node.metrics_port), as a user's config
     with `metrics:` lists it, and its node id (a naming may not serve app-info's)."""
     return [
         Target(

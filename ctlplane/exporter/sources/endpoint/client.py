@@ -19,9 +19,10 @@ import httpx
 from ctlplane.exporter.catalog import CATALOG, SeriesType
 from ctlplane.exporter.model import Failure, MBeanQuery, RawReading
 from ctlplane.exporter.sources.base import NodeEndpoint, ReadError
-from ctlplane.exporter.sources.endpoint.naming import Inversion, Naming, invert
-from ctlplane.exporter.sources.endpoint.profiles import AGENT_ALIASES
+from ctlplane.exporter.sources.endpoint.naming import Inversion, invert
+from ctlplane.exporter.sources.endpoint.profiles import AGENT_ALIASES, EndpointNaming
 from ctlplane.exporter.sources.endpoint.readings import Lookup, lookup, readings_from_samples
+from ctlplane.exporter.sources.endpoint.reporter import ReporterNaming, invert_reporter
 from ctlplane.exporter.sources.endpoint.text import TextError, page_samples
 
 # (MBean pattern, attribute) the catalogue reads as a String: a naming serves them only as a label
@@ -41,7 +42,7 @@ class MetricsEndpoint:
     """One node's Prometheus endpoint and how to read it."""
 
     url: str
-    naming: Naming
+    naming: EndpointNaming
     username: str | None = None
     password: str | None = field(default=None, repr=False)  # never logged
     ca_file: str | None = None  # PEM; the system's trust store without it
@@ -51,7 +52,9 @@ class MetricsEndpoint:
         return self.url
 
 
-def inversion_for(naming: Naming, queries: Sequence[MBeanQuery]) -> Inversion:
+def inversion_for(naming: EndpointNaming, queries: Sequence[MBeanQuery]) -> Inversion:
+    if isinstance(naming, ReporterNaming):
+        return invert_reporter(queries, STRING_ATTRIBUTES, AGENT_ALIASES)
     return invert(naming, queries, STRING_ATTRIBUTES, AGENT_ALIASES, CARRIERS)
 
 
@@ -65,7 +68,7 @@ class EndpointClient:
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
         self._clients: dict[str | None, httpx.Client] = {}
-        self._lookups: dict[tuple[Naming, tuple[MBeanQuery, ...]], Lookup] = {}
+        self._lookups: dict[tuple[EndpointNaming, tuple[MBeanQuery, ...]], Lookup] = {}
 
     def set_timeouts(self, timeout_seconds: float, read_deadline_seconds: float) -> None:
         self.timeout_seconds, self.read_deadline_seconds = timeout_seconds, read_deadline_seconds
@@ -79,7 +82,7 @@ class EndpointClient:
                 self._clients[ca_file] = client
             return client
 
-    def _lookup(self, naming: Naming, queries: Sequence[MBeanQuery]) -> Lookup:
+    def _lookup(self, naming: EndpointNaming, queries: Sequence[MBeanQuery]) -> Lookup:
         key = (naming, tuple(queries))
         with self._lock:
             found = self._lookups.get(key)

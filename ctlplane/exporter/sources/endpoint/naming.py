@@ -321,14 +321,16 @@ class Inverse:
     # A String attribute the naming does not serve, read as this text from a sample of a numeric attribute of
     # the same MBean (carriers in invert): the MBean's keys without its value
     text: str | None = None
+    # The sample is the attribute's sum, read as sum / Count (a summary's `_sum`: Yammer's Mean is that ratio)
+    per_count: bool = False
 
 
-_KEY_MARK = "ctlplanekey{}"
+KEY_MARK = "ctlplanekey{}"
 _VALUE_MARK = "ctlplanevalue"
 _PROBES = (7.0, 11.0)  # two values: a rule that sets a constant `value:` is not a reading of the attribute
 
 
-def _probe_keys(pattern: str, only: Mapping[str, frozenset[str]]) -> Iterable[tuple[str, list[tuple[str, str]]]]:
+def probe_keys(pattern: str, only: Mapping[str, frozenset[str]]) -> Iterable[tuple[str, list[tuple[str, str]]]]:
     """(domain, keys) of each probe of an MBean pattern: wildcard values as markers, or, for keys the
     query restricts (`only`), each allowed value in turn."""
     domain, keys = parse_object_name(pattern)
@@ -339,7 +341,7 @@ def _probe_keys(pattern: str, only: Mapping[str, frozenset[str]]) -> Iterable[tu
         elif key in only:
             values = sorted(only[key])
         else:
-            values = [_KEY_MARK.format(i)]
+            values = [KEY_MARK.format(i)]
         choices = [[*chosen, (key, v)] for chosen in choices for v in values]
     for chosen in choices:
         yield domain, chosen
@@ -410,7 +412,7 @@ def invert(
     by_name: dict[str, list[Inverse]] = {}
     for query in queries:
         only = dict(query.only)
-        for domain, keys in _probe_keys(query.pattern, only):
+        for domain, keys in probe_keys(query.pattern, only):
             for attribute in query.attributes:
                 found = _inverse(
                     naming, query.pattern, domain, keys, attribute, (query.pattern, attribute) in string_attributes
@@ -426,7 +428,7 @@ def invert(
         for (pattern, attribute), numeric in (carriers or {}).items():
             if pattern != query.pattern or attribute not in query.attributes or (pattern, attribute) in mapped:
                 continue
-            for domain, keys in _probe_keys(pattern, dict(query.only)):
+            for domain, keys in probe_keys(pattern, dict(query.only)):
                 found = _inverse(naming, pattern, domain, keys, numeric, False)
                 if found is not None:
                     carrier = dataclasses.replace(found[1], attribute=attribute, text="")

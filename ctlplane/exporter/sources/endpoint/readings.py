@@ -11,6 +11,7 @@ from ctlplane.exporter.sources.endpoint.text import Needs, TextSample, Wanted
 
 OBJECT_NAME = "_objectname"
 _ABSENT = "\x00absent"  # a label the sample lacks: no text-format value is this
+_SUM = "\x00sum:"  # a summary's sum, kept until its Count is read
 # (required label names, their values -> the inverses that need exactly those)
 _Group = tuple[tuple[str, ...], Mapping[tuple[str, ...], tuple[Inverse, ...]]]
 
@@ -73,15 +74,29 @@ def readings_from_samples(
                 if not query.accepts(recovered):
                     continue
                 value: float | str
-                if inverse.text is not None:
+                attribute = inverse.attribute
+                if inverse.per_count:
+                    attribute, value = _SUM + attribute, sample.value
+                elif inverse.text is not None:
                     value = inverse.text
                 elif inverse.value_label is not None:
                     value = labels.get(inverse.value_label, "")
                 else:
                     value = sample.value / inverse.factor
-                gathered.setdefault((inverse.pattern, tuple(recovered.items())), {})[inverse.attribute] = value
+                gathered.setdefault((inverse.pattern, tuple(recovered.items())), {})[attribute] = value
                 domains[inverse.pattern] = inverse.domain
     return [
-        RawReading(pattern, f"{domains[pattern]}:{','.join(f'{k}={v}' for k, v in keys)}", dict(keys), values)
+        RawReading(pattern, f"{domains[pattern]}:{','.join(f'{k}={v}' for k, v in keys)}", dict(keys), _means(values))
         for (pattern, keys), values in gathered.items()
     ]
+
+
+def _means(values: dict[str, float | str]) -> dict[str, float | str]:
+    """A served sum as the attribute it stands for: sum / Count, 0 before the first event (Yammer's Mean); no
+    Count, no Mean."""
+    sums = [key for key in values if key.startswith(_SUM)]
+    for key in sums:
+        total, count = values.pop(key), values.get("Count")
+        if isinstance(total, float) and isinstance(count, float):
+            values[key.removeprefix(_SUM)] = total / count if count > 0 else 0.0
+    return values

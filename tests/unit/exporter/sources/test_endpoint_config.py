@@ -48,6 +48,40 @@ def test_a_rules_file_is_the_naming_and_one_it_cannot_use_is_one_problem(tmp_pat
     assert isinstance(endpoint, MetricsEndpoint) and endpoint.naming.lowercase_names
 
 
+def test_a_rules_file_is_read_once_for_every_node_until_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Discovery makes each node's endpoint every round: the file is not read and parsed again each time."""
+    rules = tmp_path / "kafka-metrics.yaml"
+    rules.write_text("lowercaseOutputName: true\n")
+    two = MSK.replace("metrics: {naming: %s}", f"metrics: {{rules_file: {rules}}}").replace(
+        '      - {address: "b-1.orders.example:11001", name: broker-1, node_id: 1}',
+        '      - {address: "b-1.orders.example:11001", name: broker-1, node_id: 1}\n'
+        '      - {address: "b-2.orders.example:11001", name: broker-2, node_id: 2}',
+    )
+    reads: list[Path] = []
+    read_text = Path.read_text
+
+    def counted(path: Path, *args: object, **kwargs: object) -> str:
+        if path == rules:
+            reads.append(path)
+        return read_text(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "read_text", counted)
+    first, second = _load(tmp_path, two)
+    again, _ = _load(tmp_path, two)
+    assert (
+        isinstance(first, MetricsEndpoint)
+        and isinstance(second, MetricsEndpoint)
+        and isinstance(again, MetricsEndpoint)
+    )
+    assert first.naming is second.naming is again.naming
+    assert len(reads) <= 2  # check-config's read of it at load, and the one the endpoints share
+    rules.write_text("lowercaseOutputName: false\nlowercaseOutputLabelNames: true\n")
+    (changed, _) = _load(tmp_path, two)
+    assert isinstance(changed, MetricsEndpoint) and not changed.naming.lowercase_names
+
+
 @pytest.mark.parametrize(
     ("metrics", "says"),
     [
