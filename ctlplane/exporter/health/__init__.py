@@ -5,8 +5,8 @@ freshness and control-plane saturation.
 next evaluation needs (last controller identity, failover count, recent metadata offsets). The memory
 is an immutable value: the caller (HealthTracker) only stores what it is given back.
 
-Its parts: model (the values), controller, lifecycle, metadata and quorum (what decides them); here, the
-round that puts them together."""
+Its parts: model (the values), controller, lifecycle, metadata and quorum (what each reading says), decision
+(the one place a broker's state is decided from them); here, the round that puts them together."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from types import MappingProxyType
 
 from ctlplane.exporter.catalog import Mode
 from ctlplane.exporter.health.admin import admin_brokers, admin_controller
-from ctlplane.exporter.health.cause import TIMED_OUT_HEARTBEATS, heartbeats_timing_out, with_cause
+from ctlplane.exporter.health.cause import TIMED_OUT_HEARTBEATS
 from ctlplane.exporter.health.control_plane import control_plane_listener
 from ctlplane.exporter.health.controller import (
     MIGRATION_PHASES,
@@ -25,24 +25,16 @@ from ctlplane.exporter.health.controller import (
     find_active_controller,
     migration_phase,
 )
-from ctlplane.exporter.health.gc import gc_pauses, gc_read
+from ctlplane.exporter.health.decision import decide_brokers
+from ctlplane.exporter.health.gc import gc_read
 from ctlplane.exporter.health.lifecycle import (
-    any_fencing_word,
     broker_lifecycle,
-    controlled_shutdown_evidence,
-    controllers_say,
     fenced_unnamed,
-    fenced_unplanned,
-    held_fenced,
-    infer_fenced,
     is_broker,
     just_running,
     registration_state,
     running_start,
     shutdown_baselines,
-    shutdown_requests,
-    zookeeper_deregistered,
-    zookeeper_shutdown_requests,
 )
 from ctlplane.exporter.health.metadata import is_frozen, is_stale, metadata_lag
 from ctlplane.exporter.health.model import (
@@ -58,7 +50,7 @@ from ctlplane.exporter.health.model import (
     Lifecycle,
     last_reads,
 )
-from ctlplane.exporter.health.quorum import elections, quorum_lag, quorum_redundancy, voter_set, with_quorum
+from ctlplane.exporter.health.quorum import elections, quorum_lag, quorum_redundancy, voter_set
 from ctlplane.exporter.model import ClusterSnapshot, Failure, FleetSnapshot, NodeSnapshot
 from ctlplane.exporter.thresholds import Thresholds
 
@@ -84,17 +76,72 @@ log = logging.getLogger(__name__)
 def evaluate_cluster(
     cluster: ClusterSnapshot, memory: ClusterMemory, thresholds: Thresholds, now: float
 ) -> tuple[ClusterHealth, ClusterMemory]:
+    """One cluster's health from its snapshot and what the last round left: the active controller
+    (controller.py), each broker's first reading and metadata freshness (`_first_readings`), the one decision
+    on every broker's state and cause (decision.py), the quorum's health (quorum.py), and the memory the next
+    round needs."""
     if cluster.admin_only:
         return _evaluate_admin_only(cluster, memory, thresholds, now)
     controller, active, memory = controller_view(cluster, memory, now)
     mode = cluster.mode
+    first, registered, offsets, waits = _first_readings(cluster, active, memory, thresholds, now)
+    decided = decide_brokers(cluster, active, first, registered, memory, thresholds)
+    kraft = mode is not Mode.ZOOKEEPER
+    voters, out_of_step = elections(cluster, memory.out_of_step_since, now, thresholds) if kraft else ((), {})
+    members, observer_since = voter_set(cluster, memory.observer_since, now, thresholds) if kraft else (None, {})
+    known = {node.node for node in cluster.nodes}
+    final = decided.brokers
+    memory = replace(
+        memory,
+        offsets=MappingProxyType({k: v for k, v in offsets.items() if k in known}),
+        queue_waits=MappingProxyType({k: v for k, v in waits.items() if k[1] in known}),
+        states=MappingProxyType({b.node: b.state for b in final}),
+        broker_state_read=frozenset(n.node for n in cluster.nodes if n.up and n.has("kafka_broker_state")),
+        running_since=MappingProxyType(last_reads(cluster.nodes, memory.running_since, known, running_start)),
+        gc_seconds=MappingProxyType(last_reads(cluster.nodes, memory.gc_seconds, known, gc_read)),
+        gc_paused=MappingProxyType(decided.gc_paused),
+        leading=decided.leading,
+        unplanned=frozenset(b.node for b in final if b.fenced_unplanned),
+        timed_out_heartbeats=_timed_out_heartbeats(active, memory.timed_out_heartbeats),
+        shutdown_requests=MappingProxyType(shutdown_baselines(final, memory, decided.shutdown_requests, known)),
+        out_of_step_since=MappingProxyType(out_of_step),
+        observer_since=MappingProxyType(observer_since),
+    )
+    quorum = cluster.quorum
+    health = ClusterHealth(
+        cluster.name,
+        mode,
+        controller,
+        final,
+        now,
+        migration_phase=migration_phase(cluster, active),
+        quorum_leader_id=quorum.leader_id if quorum is not None and quorum.up else None,
+        controller_views_disagree=controller_views_disagree(cluster, controller),
+        fenced_unnamed=fenced_unnamed(cluster, active, final),
+        redundancy=quorum_redundancy(cluster, thresholds) if kraft else None,
+        elections=voters,
+        voter_set=members,
+    )
+    return health, memory
+
+
+_Offsets = dict[str, tuple[tuple[float, float], ...]]
+_Waits = dict[tuple[str, str], tuple[float, float, float]]
+
+
+def _first_readings(
+    cluster: ClusterSnapshot, active: NodeSnapshot | None, memory: ClusterMemory, thresholds: Thresholds, now: float
+) -> tuple[list[BrokerHealth], frozenset[str], _Offsets, _Waits]:
+    """Every broker's first reading (lifecycle.broker_lifecycle) with its metadata freshness and control-plane
+    load; the brokers a controller gave a registration state for; every node's recent metadata offsets and
+    queue waits, for the memory."""
     offsets = dict(memory.offsets)
     waits = dict(memory.queue_waits)
     brokers = []
     registered = set()
     for node in cluster.nodes:
         # a migrating cluster has ZooKeeper-mode and KRaft brokers side by side: each is read by its own kind
-        node_mode = node.mode if node.mode is not None else mode
+        node_mode = node.mode if node.mode is not None else cluster.mode
         lag_records, lag_seconds, applied, committed = metadata_lag(node, active, node_mode, waits, now)
         lag_source = "jmx" if lag_records is not None or lag_seconds is not None else None
         if not node.up and node.failure is not Failure.GONE and node_mode is not Mode.ZOOKEEPER:
@@ -111,7 +158,6 @@ def evaluate_cluster(
         frozen = is_frozen(offsets.get(node.node, ()), thresholds.metadata_frozen_scrapes) if node.up else False
         if not is_broker(node):
             continue
-        stale = is_stale(node_mode, lag_records, lag_seconds, frozen, thresholds)
         registration = registration_state(active, cluster, node)
         if registration is not None:
             registered.add(node.node)
@@ -135,88 +181,14 @@ def evaluate_cluster(
                 metadata_lag_records=lag_records,
                 metadata_lag_seconds=lag_seconds,
                 metadata_lag_source=lag_source,
-                stale=stale,
+                stale=is_stale(node_mode, lag_records, lag_seconds, frozen, thresholds),
                 frozen=frozen,
                 control_plane_listener=listener,
                 control_plane_queue_ratio=queue_ratio,
                 control_plane_saturated=saturated,
             )
         )
-    known = {node.node for node in cluster.nodes}
-    # gone (connection refused): fenced by the controller's registration or, where the controller has no
-    # per-broker gauge (a 4.1+ controller restarted since the brokers registered), by FencedBrokerCount
-    vanished = frozenset(n.node for n in cluster.nodes if n.failure is Failure.GONE)
-    nodes = {node.node: node for node in cluster.nodes}
-    fenced = zookeeper_deregistered(cluster, active, infer_fenced(cluster, active, brokers, frozenset(registered)))
-    requests = shutdown_requests(cluster, active)
-    fenced = zookeeper_shutdown_requests(fenced, nodes, memory, requests)
-    controlled_shutdowns = controllers_say(active, cluster, "kafka_controller_controlled_shutdown_brokers")
-    decided = [
-        with_quorum(cluster, active, broker, broker.node in vanished, thresholds)
-        for broker in controlled_shutdown_evidence(controlled_shutdowns, fenced, vanished)
-    ]
-    leading = set(memory.leading & known)
-    for node in cluster.nodes:
-        if node.up and (count := node.value("kafka_broker_leader_partitions")) is not None:
-            (leading.add if count > 0 else leading.discard)(node.node)
-    names_shutdown = controlled_shutdowns is not None
-    fencing_word = any_fencing_word(cluster)  # once per round: it scans every node
-    planned = tuple(
-        held_fenced(broker, memory, fencing_word)
-        or replace(
-            broker,
-            fenced_unplanned=fenced_unplanned(
-                broker,
-                nodes[broker.node],
-                nodes[broker.node].mode or mode,
-                names_shutdown,
-                broker.node in leading,
-            ),
-        )
-        for broker in decided
-    )
-    timed_out = heartbeats_timing_out(active, memory.timed_out_heartbeats)
-    kraft = mode is not Mode.ZOOKEEPER
-    voters, out_of_step = elections(cluster, memory.out_of_step_since, now, thresholds) if kraft else ((), {})
-    members, observer_since = voter_set(cluster, memory.observer_since, now, thresholds) if kraft else (None, {})
-    paused = gc_pauses(planned, nodes, memory.gc_seconds, memory.gc_paused, thresholds.gc_pause_seconds)
-    final = tuple(
-        with_cause(broker, nodes[broker.node], nodes[broker.node].mode or mode, timed_out, paused.get(broker.node))
-        for broker in planned
-    )
-    memory = replace(
-        memory,
-        offsets=MappingProxyType({k: v for k, v in offsets.items() if k in known}),
-        queue_waits=MappingProxyType({k: v for k, v in waits.items() if k[1] in known}),
-        states=MappingProxyType({b.node: b.state for b in final}),
-        broker_state_read=frozenset(n.node for n in cluster.nodes if n.up and n.has("kafka_broker_state")),
-        running_since=MappingProxyType(last_reads(cluster.nodes, memory.running_since, known, running_start)),
-        gc_seconds=MappingProxyType(last_reads(cluster.nodes, memory.gc_seconds, known, gc_read)),
-        gc_paused=MappingProxyType(paused),
-        leading=frozenset(leading),
-        unplanned=frozenset(b.node for b in final if b.fenced_unplanned),
-        timed_out_heartbeats=_timed_out_heartbeats(active, memory.timed_out_heartbeats),
-        shutdown_requests=MappingProxyType(shutdown_baselines(final, memory, requests, known)),
-        out_of_step_since=MappingProxyType(out_of_step),
-        observer_since=MappingProxyType(observer_since),
-    )
-    phase = migration_phase(cluster, active)
-    quorum = cluster.quorum
-    health = ClusterHealth(
-        cluster.name,
-        mode,
-        controller,
-        final,
-        now,
-        migration_phase=phase,
-        quorum_leader_id=quorum.leader_id if quorum is not None and quorum.up else None,
-        controller_views_disagree=controller_views_disagree(cluster, controller),
-        fenced_unnamed=fenced_unnamed(cluster, active, final),
-        redundancy=quorum_redundancy(cluster, thresholds) if kraft else None,
-        elections=voters,
-        voter_set=members,
-    )
-    return health, memory
+    return brokers, frozenset(registered), offsets, waits
 
 
 def _evaluate_admin_only(

@@ -23,10 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ctlplane.exporter.catalog import Mode
-from ctlplane.exporter.health.model import BrokerHealth, Cause, Lifecycle
+from ctlplane.exporter.health.model import BrokerHealth, BrokerState, Cause, Lifecycle
 from ctlplane.exporter.model import Failure, NodeSnapshot
 
-RUNNING = 3.0  # BrokerState RUNNING (org.apache.kafka.metadata.BrokerState)
 _UNREAD = {
     Failure.GONE: Cause.PROCESS_GONE,
     Failure.TIMEOUT: Cause.HUNG_OR_ISOLATED,
@@ -202,7 +201,7 @@ def fault_cause(
             return Cause.UNKNOWN  # the controller fences it; ctlplane cannot read why
         return cause or Cause.UNKNOWN
     # read, and FENCED or UNREACHABLE by the controller's or ZooKeeper's word
-    if broker.state is Lifecycle.FENCED and node.value("kafka_broker_state") == RUNNING:
+    if broker.state is Lifecycle.FENCED and node.value("kafka_broker_state") == BrokerState.RUNNING:
         if gc_paused_seconds is not None:
             # the broker's own evidence: its JVM stopped for as long (the controller's timed-out heartbeats
             # would be the ones it sent before or after the pause)

@@ -13,6 +13,7 @@ from ctlplane.exporter.health.model import (
     BROKER_STATE_NAMES,
     REGISTRATION_STATES,
     BrokerHealth,
+    BrokerState,
     ClusterMemory,
     Lifecycle,
 )
@@ -30,10 +31,10 @@ def is_broker(node: NodeSnapshot) -> bool:
 # and registers, RECOVERY (KRaft: caught up on metadata, waiting for the controller to unfence it; ZooKeeper
 # mode: recovering logs after an unclean shutdown). Neither is a fencing incident, whatever the controller's
 # registration says meanwhile (a registering broker is fenced until it catches up, KIP-631).
-STARTING_BROKER_STATES = frozenset({1.0, 2.0})
+STARTING_BROKER_STATES = frozenset({BrokerState.STARTING, BrokerState.RECOVERY})
 
 
-SHUTTING_DOWN_BROKER_STATES = frozenset({6.0, 7.0})  # PENDING_CONTROLLED_SHUTDOWN, SHUTTING_DOWN
+SHUTTING_DOWN_BROKER_STATES = frozenset({BrokerState.PENDING_CONTROLLED_SHUTDOWN, BrokerState.SHUTTING_DOWN})
 
 
 def broker_lifecycle(
@@ -71,7 +72,7 @@ def broker_lifecycle(
     name = BROKER_STATE_NAMES.get(broker_state, f"{broker_state:g}") if broker_state is not None else None
     said = f"; controller BrokerRegistrationState={registration:g}" if registration is not None else ""
     if broker_state in SHUTTING_DOWN_BROKER_STATES or (
-        broker_state == 0.0 and previous in (Lifecycle.ACTIVE, Lifecycle.SHUTDOWN)
+        broker_state == BrokerState.NOT_RUNNING and previous in (Lifecycle.ACTIVE, Lifecycle.SHUTDOWN)
     ):
         # The broker knows it is shutting down before the controller's registration says so; NOT_RUNNING
         # after it has been seen running is the end of a shutdown (at start-up it precedes STARTING, also
@@ -83,9 +84,10 @@ def broker_lifecycle(
         # if the last read had BrokerState: a restarted broker can be ACTIVE by the controller's word
         # before ctlplane has read its BrokerState, and a missing MBean then is no shutdown.
         return Lifecycle.SHUTDOWN, "BrokerState unregistered: the broker is shutting down"
-    if broker_state in STARTING_BROKER_STATES or broker_state == 0.0:  # NOT_RUNNING here: not yet started
+    if broker_state in STARTING_BROKER_STATES or broker_state == BrokerState.NOT_RUNNING:  # not yet started
         return Lifecycle.INITIAL, f"BrokerState={name} (starting up){said}"
-    if controller_says is Lifecycle.FENCED and broker_state == 3.0 and previous is not None and just_running:
+    running = broker_state == BrokerState.RUNNING
+    if controller_says is Lifecycle.FENCED and running and previous is not None and just_running:
         # A KRaft broker turns RUNNING only on the heartbeat answer that unfences it (BrokerLifecycleManager:
         # "The broker has been unfenced. Transitioning from RECOVERY to RUNNING"); the controller's gauge
         # follows its metadata publisher later, and was read at another instant of the round. So the first
@@ -97,14 +99,14 @@ def broker_lifecycle(
         return controller_says, f"controller BrokerRegistrationState={registration:g}"
     if broker_state is None:
         return Lifecycle.INITIAL, "no BrokerState yet"
-    if broker_state == 3.0:
+    if running:
         return Lifecycle.ACTIVE, f"BrokerState={name}"
     return Lifecycle.INITIAL, f"BrokerState={name}"
 
 
 def running_start(node: NodeSnapshot) -> float | None:
     """The JVM's start time of a node that reads BrokerState RUNNING (ClusterMemory.running_since keeps it)."""
-    return node.value(START_TIME) if node.value("kafka_broker_state") == 3.0 else None
+    return node.value(START_TIME) if node.value("kafka_broker_state") == BrokerState.RUNNING else None
 
 
 def just_running(node: NodeSnapshot, running_since: Mapping[str, float]) -> bool:
@@ -391,7 +393,7 @@ def fenced_unplanned(
     if broker.state is not Lifecycle.FENCED or mode is Mode.ZOOKEEPER:
         return False
     if node.up:
-        return node.value("kafka_broker_state") == 3.0
+        return node.value("kafka_broker_state") == BrokerState.RUNNING
     return names_shutdown and led
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
+from enum import IntEnum, StrEnum
 from types import MappingProxyType
 from typing import TypeVar
 
@@ -34,10 +34,19 @@ REGISTRATION_STATES: Mapping[float, Lifecycle] = MappingProxyType(
 # BrokerState's numbers are the same on every release ctlplane claims: org.apache.kafka.metadata.BrokerState
 # (2.8+) and KafkaServer.scala's BrokerStates before it (RunningAsBroker=3, RecoveringFromUncleanShutdown=2,
 # PendingControlledShutdown=6, BrokerShuttingDown=7); ctlplane names them with the 2.8+ names everywhere.
-BROKER_STATE_NAMES: Mapping[float, str] = MappingProxyType(
-    {0.0: "NOT_RUNNING", 1.0: "STARTING", 2.0: "RECOVERY", 3.0: "RUNNING", 6.0: "PENDING_CONTROLLED_SHUTDOWN",
-     7.0: "SHUTTING_DOWN", 127.0: "UNKNOWN"}
-)  # fmt: skip
+class BrokerState(IntEnum):
+    """kafka_broker_state's values (a gauge reads them as floats: `value == BrokerState.RUNNING` holds)."""
+
+    NOT_RUNNING = 0
+    STARTING = 1
+    RECOVERY = 2
+    RUNNING = 3
+    PENDING_CONTROLLED_SHUTDOWN = 6
+    SHUTTING_DOWN = 7
+    UNKNOWN = 127
+
+
+BROKER_STATE_NAMES: Mapping[float, str] = MappingProxyType({float(state): state.name for state in BrokerState})
 
 
 class Cause(StrEnum):
