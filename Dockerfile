@@ -1,11 +1,11 @@
 # ctlplane: the exporter (+ dashboard) in one image. Build: docker build -t ctlplane .
 # Run:   docker run -p 18309:18309 -v $PWD/ctlplane.yaml:/etc/ctlplane.yaml:ro ctlplane run --config /etc/ctlplane.yaml
 
-# Kafka's Java client for the quorum's view (ctlplane/exporter/kafka_admin.py): fetched at build time and
+# Kafka's Java client for the quorum's view (ctlplane/exporter/sources/admin/client.py): fetched at build time and
 # placed in the package below (tools/client_jars.py, as `make wheel` does), so the wheel the image installs
 # carries it like any wheel of ctlplane, and the image needs neither Maven nor the network to ask a quorum.
 FROM maven:3.9.9-eclipse-temurin-17 AS kafka-clients
-COPY ctlplane/exporter/kafka-clients.pom.xml /build/pom.xml
+COPY ctlplane/exporter/sources/admin/kafka-clients.pom.xml /build/pom.xml
 RUN mvn -q -B -f /build/pom.xml dependency:copy-dependencies -DoutputDirectory=/kafka-clients
 
 FROM python:3.11-slim-bookworm AS build
@@ -21,7 +21,7 @@ COPY ctlplane ctlplane
 COPY tools/__init__.py tools/client_jars.py tools/
 COPY tools/licenses tools/licenses
 COPY --from=kafka-clients /kafka-clients /kafka-clients
-# The client's jars and their licences into ctlplane/exporter/jars/ (the package data of pyproject.toml).
+# The client's jars and their licences into ctlplane/exporter/sources/admin/jars/ (the package data of pyproject.toml).
 # Offline: a dependency missing from the lock fails the build here rather than being fetched unpinned
 RUN python -m tools.client_jars --jars /kafka-clients \
     && pip wheel --no-cache-dir --no-index --find-links /wheels --find-links /build-wheels --no-deps \

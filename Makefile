@@ -33,7 +33,7 @@ system-deps-test:
 	tools/install-system-deps.sh test
 
 # harness.localkafka needs only the standard library: the system's Python fetches the jars, beside the pip install;
-# then tools/client_jars.py places Kafka's client (and its licences) in ctlplane/exporter/jars/, where the
+# then tools/client_jars.py places Kafka's client (and its licences) in ctlplane/exporter/sources/admin/jars/, where the
 # checkout's ctlplane finds it as an installed wheel does (git-ignored)
 jars: system-deps-run
 	$(PYTHON) -m harness.localkafka jars --class-archives

@@ -36,7 +36,7 @@ WRITER = """
 import sys
 from pathlib import Path
 from ctlplane.exporter.history.writer import HistoryWriter
-from tests.unit.exporter.test_history import observe, T
+from tests.unit.exporter.history.test_history import observe, T
 writer = HistoryWriter(Path(sys.argv[1]), retention_days=None, clock=lambda: T)
 i = int(sys.argv[2])
 while True:
@@ -112,7 +112,7 @@ def kill_cycles(root: Path, cycles: int, rng: random.Random) -> tuple[int, int, 
             unreadable += 1
             continue
         timestamps.update(ts.timestamp() for ts in table.column("timestamp").to_pylist())
-    from tests.unit.exporter.test_history import T
+    from tests.unit.exporter.history.test_history import T
 
     missing = sum(1 for i in acknowledged_rounds if T + 15 * i not in timestamps)
     return len(acknowledged_rounds) * 22, missing * 22, unreadable

@@ -18,7 +18,6 @@ from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ctlplane.exporter import kafka_admin
 from ctlplane.exporter.catalog import Role
 from ctlplane.exporter.config import ClusterConfig, MetricsEndpointConfig, Settings
 from ctlplane.exporter.config_file import ConfigError, load_settings, parse_settings
@@ -28,8 +27,10 @@ from ctlplane.exporter.families import Family, dashboard_family, reload_families
 from ctlplane.exporter.java_runtime import java_problem
 from ctlplane.exporter.memory import collect_garbage_per_round, release_free_memory
 from ctlplane.exporter.model import NodeSnapshot, QuorumView
+from ctlplane.exporter.releases import CLIENT_VERSION
 from ctlplane.exporter.scraper import QuorumSource, Scraper, Target
 from ctlplane.exporter.shards import parse_shard
+from ctlplane.exporter.sources.admin import client as kafka_admin
 from ctlplane.exporter.sources.base import NodeEndpoint, NodeSource
 from ctlplane.exporter.sources.endpoint.client import EndpointClient, MetricsEndpoint
 from ctlplane.exporter.sources.endpoint.profiles import EndpointNaming, naming_from_file, profile
@@ -54,7 +55,7 @@ def _version() -> str:
 
 def _client_version() -> str:
     carried = kafka_admin.packaged_client()
-    return f"Kafka client {kafka_admin.CLIENT_VERSION}" + ("" if carried else ", not packaged")
+    return f"Kafka client {CLIENT_VERSION}" + ("" if carried else ", not packaged")
 
 
 def missing_extras(needs: Sequence[tuple[str, str]]) -> str | None:
@@ -209,7 +210,7 @@ def build_quorum_sources(
     """A QuorumReader per cluster with bootstrap_servers or bootstrap_controllers (the JVM must be up:
     build the JPype client first). On a reload, `kept` (the running sources) and `before` (their settings):
     a cluster whose addresses, security and timeout are unchanged keeps its reader and its Admin client."""
-    from ctlplane.exporter.kafka_admin import QuorumReader, security_properties
+    from ctlplane.exporter.sources.admin.client import QuorumReader, security_properties
 
     # the Admin call's own deadline inside the round's, so its answer (or its error) lands this round
     timeout = max(0.5, settings.scrape.timeout_seconds * 0.8)

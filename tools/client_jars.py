@@ -1,7 +1,7 @@
 """Place Kafka's Java client in the package before its wheel is built (issue #50): the jars of
-ctlplane/exporter/kafka-clients.pom.xml (kafka-clients and its runtime dependencies as the pom resolves them,
-slf4j-nop), with their licence and NOTICE files, into ctlplane/exporter/jars/ (git-ignored; pyproject.toml's
-package-data takes it into the wheel), where kafka_admin.client_jars looks first.
+ctlplane/exporter/sources/admin/kafka-clients.pom.xml (kafka-clients and its runtime dependencies as the pom
+resolves them, slf4j-nop), with their licence and NOTICE files, into ctlplane/exporter/sources/admin/jars/
+(git-ignored; pyproject.toml's package-data takes it into the wheel), where client.client_jars looks first.
 
     python -m tools.client_jars                  # the pom's jars, fetched with Maven into the cache once
     python -m tools.client_jars --jars DIR       # the jars Maven already copied to DIR (the Dockerfile's stage)
@@ -27,7 +27,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from ctlplane.exporter import kafka_admin
+from ctlplane.exporter.releases import CLIENT_VERSION
+from ctlplane.exporter.sources.admin import client as kafka_admin
 
 LICENSES = Path(__file__).resolve().parent / "licenses"
 # the jars whose licence is not inside them: artifact id -> the licence text kept here
@@ -35,9 +36,10 @@ KEPT_LICENSES = {"slf4j-api": "slf4j-LICENSE.txt", "slf4j-nop": "slf4j-LICENSE.t
 # licence and notice files inside a jar, at its root or under META-INF/
 _INSIDE = re.compile(r"^(?:META-INF/)?(?P<kind>LICENSE|NOTICE)(?:\.txt|\.md)?$", re.IGNORECASE)
 README = """\
-Kafka's Java client for ctlplane's quorum view and discovery (ctlplane/exporter/kafka_admin.py): the jars of
-ctlplane/exporter/kafka-clients.pom.xml as Maven resolves them, placed here by tools/client_jars.py when the
-package was built. Each jar's licence (and NOTICE) is beside it as <jar>.LICENSE / <jar>.NOTICE.
+Kafka's Java client for ctlplane's quorum view and discovery (ctlplane/exporter/sources/admin/client.py):
+the jars of ctlplane/exporter/sources/admin/kafka-clients.pom.xml as Maven resolves them, placed here by
+tools/client_jars.py when the package was built. Each jar's licence (and NOTICE) is beside it as
+<jar>.LICENSE / <jar>.NOTICE.
 """
 
 
@@ -90,9 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"error: {exc}") from None
     written = place(jars, args.into)
     size = sum(path.stat().st_size for path in written) / 1e6
-    sys.stdout.write(
-        f"kafka-clients {kafka_admin.CLIENT_VERSION}: {len(written)} files, {size:.1f} MB in {args.into}\n"
-    )
+    sys.stdout.write(f"kafka-clients {CLIENT_VERSION}: {len(written)} files, {size:.1f} MB in {args.into}\n")
     return 0
 
 

@@ -2,8 +2,8 @@
 them. Nothing here imports the faces (dashboard, pipeline, demo) or the CLI that wires them.
 
 - catalog.py, releases.py: which MBean becomes which series, on which release (one declarative table)
-- sources/: where a node's readings come from (remote JMX, a node's metrics endpoint); kafka_admin.py: the
-  cluster's own answers (the Admin API); readings.py: readings into samples
+- sources/: where readings come from: a node's remote JMX (jmx/) or metrics endpoint (endpoint/), and the
+  cluster's own answers through the Admin API (admin/); readings.py: readings into samples
 - scraper.py: one round over every node, into model.py's snapshot
 - discovery/: which nodes to read (the cluster's answers, DNS records, the evidence that a node left)
 - health/: the health model, a pure function of snapshots

@@ -649,7 +649,7 @@ HEALTH_SERIES: Mapping[str, str] = MappingProxyType(
 
 
 # Series of the metadata quorum's own view (Admin API describeMetadataQuorum, KIP-836;
-# ctlplane/exporter/kafka_admin.py), for clusters with bootstrap_servers or bootstrap_controllers. Per
+# ctlplane/exporter/sources/admin/client.py), for clusters with bootstrap_servers or bootstrap_controllers. Per
 # replica: labels cluster, node (the configured node with that node id, else the id), role (controller for a
 # voter, broker for an observer).
 QUORUM_SERIES: Mapping[str, str] = MappingProxyType(

@@ -31,9 +31,9 @@ from ctlplane.exporter.catalog import (
     SeriesType,
 )
 from ctlplane.exporter.health import MIGRATION_PHASES, FleetHealth, Lifecycle
-from ctlplane.exporter.kafka_admin import CLIENT_VERSION
 from ctlplane.exporter.model import ClusterSnapshot, FleetSnapshot, NodeSnapshot, Sample, member_label, merged
 from ctlplane.exporter.readings import LISTENER_EVIDENCE
+from ctlplane.exporter.releases import CLIENT_VERSION
 
 NODE_LABELS = ("cluster", "node", "role")
 

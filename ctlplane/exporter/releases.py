@@ -17,6 +17,11 @@ from dataclasses import dataclass
 
 from ctlplane.exporter.catalog import CATALOG, Mode, release_tuple
 
+# The Kafka client ctlplane carries for the Admin API (sources/admin/): 4.x clients speak to brokers from 2.1 on
+# (KIP-896) and have bootstrap.controllers (KIP-919, 3.7) and DescribeClusterOptions.includeFencedBrokers
+# (KIP-1073, 4.0). Its pom (sources/admin/kafka-clients.pom.xml) names the same release.
+CLIENT_VERSION = "4.3.1"
+
 # raft-metrics current-state: the strings KafkaRaftMetrics sets (read from the shipped kafka-raft jars with
 # javap: 3.6.2 and 3.9.2 have the first tuple; 4.0.1 and 4.4.0 the second, where KIP-996's pre-vote split
 # "voted" into "prospective-voted" and "unattached-voted" and added "prospective").

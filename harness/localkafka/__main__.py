@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
-from ctlplane.exporter.kafka_admin import client_jars
+from ctlplane.exporter.sources.admin.client import client_jars
 from harness.localkafka.clusters import KafkaCluster, build_archives, start_test_fleet
 from harness.localkafka.errors import LocalKafkaError
 from harness.localkafka.jars import ensure_jars, repo_root

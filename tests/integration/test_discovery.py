@@ -22,8 +22,8 @@ from ctlplane.exporter.config_file import parse_settings
 from ctlplane.exporter.discovery.answers import NodeDiscovery
 from ctlplane.exporter.families import quorum_families
 from ctlplane.exporter.health import Cause, Lifecycle
-from ctlplane.exporter.kafka_admin import QuorumReader
 from ctlplane.exporter.scraper import Scraper
+from ctlplane.exporter.sources.admin.client import QuorumReader
 from ctlplane.exporter.state import ExporterState, Observation
 from ctlplane.exporter.thresholds import Thresholds
 from harness.localkafka import (

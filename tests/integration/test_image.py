@@ -30,7 +30,8 @@ import pyarrow.dataset as ds  # type: ignore[import-untyped]
 import pytest
 import yaml
 
-from ctlplane.exporter.kafka_admin import CLIENT_VERSION, MAIN_JAR
+from ctlplane.exporter.releases import CLIENT_VERSION
+from ctlplane.exporter.sources.admin.client import MAIN_JAR
 from harness.localkafka import KafkaCluster, clusters_config, free_port
 from tests.integration.served import metrics_until
 from tests.kafka_versions import ZK_NAME
@@ -212,7 +213,7 @@ def test_the_images_wheel_carries_the_kafka_client(built: str) -> None:
     assert version.stdout.rstrip().endswith(f"(Kafka client {CLIENT_VERSION})"), version.stdout
     listed = subprocess.run(
         _podman("run", "--rm", "--network", "none", *image_tool.run_limits(), "--entrypoint", "python", built,
-                "-c", "from ctlplane.exporter import kafka_admin as k; print(*k.client_jars(), sep='\\n')"),
+                "-c", "from ctlplane.exporter.sources.admin import client as k; print(*k.client_jars(), sep='\\n')"),
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert listed.returncode == 0, listed.stdout + listed.stderr

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ctlplane.exporter.kafka_admin import QuorumReader
+from ctlplane.exporter.sources.admin.client import QuorumReader
 from harness.localkafka import (
     LOOPBACK,
     KafkaCluster,

@@ -20,9 +20,9 @@ import yaml
 from ctlplane.exporter.families import health_families, quorum_families
 from ctlplane.exporter.health import BrokerHealth, Lifecycle
 from ctlplane.exporter.health.model import Redundancy
-from ctlplane.exporter.kafka_admin import QuorumReader
 from ctlplane.exporter.model import ClusterSnapshot, QuorumView
 from ctlplane.exporter.scraper import Scraper, Target
+from ctlplane.exporter.sources.admin.client import QuorumReader
 from ctlplane.exporter.sources.jmx.base import Endpoint
 from ctlplane.exporter.state import ExporterState, Observation
 from ctlplane.exporter.thresholds import Thresholds

@@ -19,7 +19,8 @@ import httpx
 import pytest
 import yaml
 
-from ctlplane.exporter.kafka_admin import CLIENT_VERSION, MAIN_JAR
+from ctlplane.exporter.releases import CLIENT_VERSION
+from ctlplane.exporter.sources.admin.client import MAIN_JAR
 from harness.localkafka import KafkaCluster, clusters_config, free_port, quorum_bootstrap
 from tests.integration.served import metrics_until
 from tests.kafka_versions import ZK_NAME
@@ -31,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # loaded 4-worker run, ci32; uv: 5 s alone with its cache warm from `make`'s install)
 UV = Path(sys.executable).with_name("uv")
 PACKAGES = ("ctlplane", "harness")
-JARS = "ctlplane/exporter/jars"  # Kafka's client jars in the package (tools/client_jars.py)
+JARS = "ctlplane/exporter/sources/admin/jars"  # Kafka's client jars in the package (tools/client_jars.py)
 
 
 @pytest.fixture(scope="module")

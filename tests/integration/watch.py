@@ -9,9 +9,9 @@ from ctlplane.exporter.catalog import Role
 from ctlplane.exporter.config import ScrapeConfig
 from ctlplane.exporter.discovery.answers import JmxRule, NodeDiscovery
 from ctlplane.exporter.health import ClusterHealth
-from ctlplane.exporter.kafka_admin import QuorumReader
 from ctlplane.exporter.model import ClusterSnapshot
 from ctlplane.exporter.scraper import QuorumSource, Scraper, Target
+from ctlplane.exporter.sources.admin.client import QuorumReader
 from ctlplane.exporter.sources.base import NodeSource
 from ctlplane.exporter.sources.endpoint.client import EndpointClient, MetricsEndpoint
 from ctlplane.exporter.sources.endpoint.profiles import EndpointNaming

@@ -1,6 +1,6 @@
 """Which nodes to watch, from the cluster's own answers (docs/configuration.md "Watching your own clusters").
 
-Pure: the Admin client (ctlplane/exporter/kafka_admin.py) puts what the cluster said in the round's QuorumView
+Pure: the Admin client (ctlplane/exporter/sources/admin/client.py) puts what the cluster said in the round's QuorumView
 (`members`: describeCluster's nodes, the quorum's voters and observers); this module turns the answers into
 the nodes to read. Kafka advertises no JMX port, so a node's JMX address comes from the operator's rule: a
 template per role over the node's `{host}` (where the answer has one) and `{id}` (`{id+N}`: the id plus N,

@@ -34,9 +34,9 @@ from ctlplane.exporter.catalog import Role
 from ctlplane.exporter.config_file import load_settings
 from ctlplane.exporter.health import BrokerHealth
 from ctlplane.exporter.http.app import create_app
-from ctlplane.exporter.kafka_admin import QuorumReader
 from ctlplane.exporter.model import MBeanQuery, RawReading
 from ctlplane.exporter.scraper import Scraper
+from ctlplane.exporter.sources.admin.client import QuorumReader
 from ctlplane.exporter.sources.base import NodeSource
 from ctlplane.exporter.sources.jmx.base import Endpoint
 from ctlplane.exporter.sources.routed import Sources

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from ctlplane.cli import main
-from ctlplane.exporter import kafka_admin
+from ctlplane.exporter.releases import CLIENT_VERSION
+from ctlplane.exporter.sources.admin import client as kafka_admin
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -23,5 +24,5 @@ def test_version_is_pyprojects_and_names_the_kafka_client(
     with pytest.raises(SystemExit) as exit_:
         main(["--version"])
     assert exit_.value.code == 0
-    client = f"Kafka client {kafka_admin.CLIENT_VERSION}" + ("" if packaged else ", not packaged")
+    client = f"Kafka client {CLIENT_VERSION}" + ("" if packaged else ", not packaged")
     assert capsys.readouterr().out == f"ctlplane {expected} ({client})\n"

@@ -143,7 +143,7 @@ def test_a_missing_golden_file_fails_and_is_not_written(tmp_path: Path, monkeypa
 
 def test_build_info_names_the_kafka_client_ctlplane_carries() -> None:
     """#50: which Kafka client the quorum's view and discovery speak with, as a self-metric."""
-    from ctlplane.exporter.kafka_admin import CLIENT_VERSION
+    from ctlplane.exporter.releases import CLIENT_VERSION
 
     (build,) = [
         m for m in render_families(FleetSnapshot(1, 0.0, 0.0, ()), version="9.9") if m.name == "ctlplane_build_info"

@@ -30,12 +30,10 @@ from typing import Any
 from ctlplane.exporter.catalog import Role
 from ctlplane.exporter.javac import cache_root
 from ctlplane.exporter.model import OBSERVER_HEARD_WITHIN_SECONDS, Member, QuorumReplica, QuorumView
+from ctlplane.exporter.releases import CLIENT_VERSION
 
 log = logging.getLogger(__name__)
 
-# The client release: 4.x clients speak to brokers from 2.1 on (KIP-896) and have bootstrap.controllers
-# (KIP-919, 3.7) and DescribeClusterOptions.includeFencedBrokers (KIP-1073, 4.0).
-CLIENT_VERSION = "4.3.1"
 # What to fetch, as a Maven project (also the container image's build stage, Dockerfile): kafka-clients
 # without the compression codecs and their native libraries (the admin client needs none), and slf4j-nop so
 # that the client's logging (slf4j-api 1.7) stays out of the exporter's stderr.
@@ -63,7 +61,7 @@ class AdminClientError(Exception):
 def in_checkout(module: Path = Path(__file__)) -> bool:
     """Whether this module runs from the repository's checkout (an editable install, `make`), not from an
     installed package: only there may the jars be fetched with Maven."""
-    return (module.resolve().parents[2] / "pyproject.toml").is_file()  # <checkout>/ctlplane/exporter/…
+    return (module.resolve().parents[4] / "pyproject.toml").is_file()  # <checkout>/ctlplane/exporter/sources/admin/…
 
 
 def packaged_client() -> bool:
@@ -72,10 +70,10 @@ def packaged_client() -> bool:
 
 
 def client_jars() -> list[Path]:
-    """The client's jars: the package's own (`ctlplane/exporter/jars/`), else `$CTLPLANE_KAFKA_CLIENT_JARS`,
-    else, in a checkout only, the cache (`.cache/kafka-clients/<hash of the pom>/`) fetched with Maven the
-    first time (fetched_jars). An installed package without jars raises AdminClientError saying what to do,
-    without looking for Maven."""
+    """The client's jars: the package's own (`ctlplane/exporter/sources/admin/jars/`), else
+    `$CTLPLANE_KAFKA_CLIENT_JARS`, else, in a checkout only, the cache (`.cache/kafka-clients/<hash of the
+    pom>/`) fetched with Maven the first time (fetched_jars). An installed package without jars raises
+    AdminClientError saying what to do, without looking for Maven."""
     if packaged_client():
         return sorted(PACKAGED_JARS.glob("*.jar"))
     baked = os.environ.get(JARS_ENV)

@@ -11,13 +11,14 @@ from xml.etree import ElementTree
 import pytest
 import yaml
 
-from ctlplane.exporter import kafka_admin
 from ctlplane.exporter.config_file import ConfigError, parse_settings
 from ctlplane.exporter.families import Family, health_families, quorum_families
 from ctlplane.exporter.health import ClusterHealth, FleetHealth, HealthMemory, Lifecycle, evaluate
 from ctlplane.exporter.http.jsonapi import snapshot_from_dict, snapshot_to_dict
 from ctlplane.exporter.model import ClusterSnapshot, Failure, FleetSnapshot, NodeSnapshot, QuorumReplica, QuorumView
+from ctlplane.exporter.releases import CLIENT_VERSION
 from ctlplane.exporter.scraper import Scraper, Target
+from ctlplane.exporter.sources.admin import client as kafka_admin
 from ctlplane.exporter.sources.jmx.base import Endpoint
 from ctlplane.exporter.thresholds import Thresholds
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller
@@ -258,7 +259,7 @@ def test_the_client_pom_fetches_the_client_version_the_code_loads() -> None:
         dep.findtext("m:artifactId", namespaces=ns): dep.findtext("m:version", namespaces=ns)
         for dep in pom.iterfind("m:dependencies/m:dependency", ns)
     }
-    assert versions["kafka-clients"] == kafka_admin.CLIENT_VERSION
+    assert versions["kafka-clients"] == CLIENT_VERSION
 
 
 def test_baked_in_client_jars_are_used_and_a_wrong_directory_is_one_clear_error(

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ctlplane.exporter import kafka_admin
+from ctlplane.exporter.releases import CLIENT_VERSION
+from ctlplane.exporter.sources.admin import client as kafka_admin
 
 
 def _jars(directory: Path, *names: str) -> Path:
@@ -74,7 +75,7 @@ def test_an_installed_package_without_jars_says_what_to_do_and_never_looks_for_m
     with pytest.raises(kafka_admin.AdminClientError) as raised:
         kafka_admin.client_jars()
     said = str(raised.value)
-    assert f"org.apache.kafka:kafka-clients:{kafka_admin.CLIENT_VERSION}" in said
+    assert f"org.apache.kafka:kafka-clients:{CLIENT_VERSION}" in said
     assert kafka_admin.JARS_ENV in said and "\n" not in said
     assert looked_up == []
     assert not places["cache"].exists()
@@ -82,4 +83,6 @@ def test_an_installed_package_without_jars_says_what_to_do_and_never_looks_for_m
 
 def test_a_checkout_is_recognised_and_an_installed_copy_is_not(tmp_path: Path) -> None:
     assert kafka_admin.in_checkout()  # these tests run from the checkout (an editable install)
-    assert not kafka_admin.in_checkout(tmp_path / "site-packages" / "ctlplane" / "exporter" / "kafka_admin.py")
+    assert not kafka_admin.in_checkout(
+        tmp_path / "site-packages" / "ctlplane" / "exporter" / "sources" / "admin" / "client.py"
+    )
