@@ -502,7 +502,7 @@ def history_families(
 
 
 def reload_families(successful: bool, last_success_at: float, failures_total: int) -> list[Family]:
-    """The config reload's self-metrics (ctlplane/cli.py ConfigReload), as Prometheus names its own."""
+    """The config reload's self-metrics (ctlplane/reload.py ConfigReload), as Prometheus names its own."""
     families = []
     for name, kind, value in (
         ("ctlplane_config_last_reload_successful", "gauge", 1.0 if successful else 0.0),

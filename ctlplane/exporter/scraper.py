@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 
 # A round waits for a node whose last read timed out (a suspect) at most this long, or SUSPECT_READS_WAITED
 # times its last successful read, if longer (a node far away), and never longer than the scrape timeout.
-# A hung broker's read fails only on the RMI timeouts, a third of the scrape timeout each (cli.py): held to
+# A hung broker's read fails only on the RMI timeouts, a third of the scrape timeout each (ctlplane/wiring.py): held to
 # that, every round (and with it every other node's fresh values, a controller's fencing of the hung broker)
 # was published ~3.3 s late for as long as it hung (issue 16, time to page). A broker back from a hang
 # answers a fresh connection's read in ~0.1-0.3 s (the fault-table recordings' round durations); if it is

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from ctlplane.cli import build_discovery, build_dns_watch, build_scraper, format_watch_list
 from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.config import Settings
 from ctlplane.exporter.config_file import parse_settings
@@ -26,6 +25,8 @@ from ctlplane.exporter.scraper import Scraper
 from ctlplane.exporter.sources.admin.client import QuorumReader
 from ctlplane.exporter.state import ExporterState, Observation
 from ctlplane.exporter.thresholds import Thresholds
+from ctlplane.probe import format_watch_list
+from ctlplane.wiring import build_discovery, build_dns_watch, build_scraper
 from harness.localkafka import (
     KRAFT_VERSION,
     ZK_VERSION,

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from ctlplane.cli import build_discovery, build_scraper, build_state
 from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.config_file import parse_settings
 from ctlplane.exporter.health import Cause, Lifecycle
@@ -22,6 +21,7 @@ from ctlplane.exporter.sources.endpoint.client import EndpointClient
 from ctlplane.exporter.sources.endpoint.profiles import PROFILES_DIR, EndpointNaming, profile
 from ctlplane.exporter.sources.routed import Sources
 from ctlplane.exporter.state import Observation
+from ctlplane.wiring import build_discovery, build_scraper, build_state
 from harness import localkafka
 from harness.localkafka import KafkaCluster, MetricsAgent, MetricsReporter, MetricsServer
 from tests.integration.faults import (

@@ -1,4 +1,4 @@
-"""ConfigReload (ctlplane/cli.py): the config file read again while running. A file that fails its checks
+"""ConfigReload (ctlplane/reload.py): the config file read again while running. A file that fails its checks
 changes nothing and is counted; one that passes replaces the clusters and nodes, and the nodes kept keep
 their memory. No JMX here: the scraper reads an in-process double (tests/unit/exporter/test_scraper.py).
 
@@ -19,17 +19,6 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
-from ctlplane.cli import (
-    ConfigReload,
-    DiscoveredTargets,
-    build_app,
-    build_client,
-    build_discovery,
-    build_dns_watch,
-    build_scraper,
-    build_state,
-    build_targets,
-)
 from ctlplane.exporter.catalog import Role
 from ctlplane.exporter.config_file import load_settings
 from ctlplane.exporter.health import BrokerHealth
@@ -41,6 +30,17 @@ from ctlplane.exporter.sources.base import NodeSource
 from ctlplane.exporter.sources.jmx.base import Endpoint
 from ctlplane.exporter.sources.routed import Sources
 from ctlplane.exporter.state import Observation
+from ctlplane.reload import ConfigReload
+from ctlplane.wiring import (
+    DiscoveredTargets,
+    build_app,
+    build_client,
+    build_discovery,
+    build_dns_watch,
+    build_scraper,
+    build_state,
+    build_targets,
+)
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller
 from tests.unit.exporter.test_scraper import ScriptedClient
 
@@ -120,9 +120,9 @@ def test_post_reload_answers_as_prometheus_does(tmp_path: Path) -> None:
 
 
 def _wired(path: Path, client: NodeSource, clock: float = 1010.0) -> tuple[ConfigReload, Scraper, TestClient]:
-    """What `ctlplane run` wires (ctlplane/cli.py serve), over the double: the scraper, the state, discovery and
-    the DNS watch (not started) from the settings, the reload, and the HTTP app, whose clock reads `clock`; the
-    scraper's rounds are taken at 1000."""
+    """What `ctlplane run` wires (ctlplane/cli.py serve, ctlplane/wiring.py), over the double: the scraper,
+    the state, discovery and the DNS watch (not started) from the settings, the reload, and the HTTP app, whose
+    clock reads `clock`; the scraper's rounds are taken at 1000."""
     settings = load_settings(path)
     scraper = build_scraper(settings, client)
     scraper.clock = lambda: 1000.0

@@ -7,7 +7,6 @@ from types import MappingProxyType
 
 import pytest
 
-from ctlplane.cli import admin_only
 from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.config import Settings
 from ctlplane.exporter.config_file import ConfigError, parse_settings
@@ -26,6 +25,7 @@ from ctlplane.exporter.scraper import Target
 from ctlplane.exporter.sources.jmx.base import Endpoint
 from ctlplane.exporter.state import ExporterState, Observation
 from ctlplane.exporter.thresholds import Thresholds
+from ctlplane.wiring import admin_only
 from tests.unit.exporter.builders import node
 
 RULE = JmxRule(broker="{host}:9999", controller="ctl-{id}.kafka:9998")

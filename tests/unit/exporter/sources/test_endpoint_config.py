@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from ctlplane.cli import build_targets
 from ctlplane.exporter.config_file import ConfigError, load_settings
 from ctlplane.exporter.sources.endpoint.client import MetricsEndpoint
 from ctlplane.exporter.sources.endpoint.profiles import profile
+from ctlplane.wiring import build_targets
 
 MSK = """
 clusters:

@@ -1,0 +1,133 @@
+"""SIGHUP and POST /-/reload: the config file read again and applied to the running exporter's parts."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ctlplane.exporter.config import Settings
+from ctlplane.exporter.config_file import ConfigError, load_settings
+from ctlplane.exporter.discovery.answers import NodeDiscovery
+from ctlplane.exporter.discovery.dns import DnsWatch
+from ctlplane.exporter.families import Family, reload_families
+from ctlplane.exporter.scraper import Scraper
+from ctlplane.exporter.sources.routed import Sources
+from ctlplane.exporter.state import ExporterState
+from ctlplane.wiring import (
+    DiscoveredTargets,
+    admin_only,
+    build_quorum_sources,
+    build_targets,
+    discovery_rules,
+    dns_interval,
+    dns_sources,
+    sharded,
+)
+
+log = logging.getLogger(__name__)
+
+
+RESTART_ONLY = (
+    "http",
+    "history",
+    "dashboard",
+    "scrape.workers",
+    "scrape.client",
+    "scrape.jvm_max_heap",
+    "scrape.slow_interval_seconds",
+    "jmx.truststore",
+    "jmx.truststore_password_file",
+)
+
+
+class ConfigReload:
+    """SIGHUP and POST /-/reload: the config file read again, applied to the running exporter.
+
+    As Prometheus: a config that fails its checks changes nothing (the running one stays) and is counted
+    (`ctlplane_config_last_reload_successful 0`); one that passes replaces the clusters, their listed nodes,
+    discovery rules, quorum readers (a cluster whose addresses did not change keeps its Admin client),
+    intervals and health thresholds. What survives: each kept node's counters, identity and JMX connection,
+    the health model's memory (failovers, lifecycle), the dashboard's trail and the history buffers.
+
+    Where each setting it applies goes (tests/unit/cli/test_reload.py, a test each): `clusters` and `jmx`
+    (but its trust store) -> the scraper's targets, discovery's rules and DiscoveredTargets, the quorum
+    readers, the DNS watch; `scrape.interval_seconds` -> the scraper (its pace, the slow tier's due time),
+    which /healthz reads (build_app); `scrape.timeout_seconds` -> the scraper's wait per round, the quorum
+    readers' Admin deadline, the DNS resolvers' lifetime, the metrics endpoints' HTTP timeout and read deadline
+    (not yet the JMX client's read deadline, which build_client sets once; its RMI timeouts are the JVM's,
+    fixed at its start); `health`
+    -> the state's thresholds. RESTART_ONLY lists what it does not apply."""
+
+    def __init__(
+        self,
+        path: Path,
+        settings: Settings,
+        scraper: Scraper,
+        discovery: NodeDiscovery,
+        state: ExporterState,
+        shard: str | None,
+        clock: Callable[[], float] = time.time,
+        dns: DnsWatch | None = None,
+    ) -> None:
+        self.path = path
+        self.settings = settings
+        self.scraper = scraper
+        self.discovery = discovery
+        self.state = state
+        self.shard = shard
+        self.clock = clock
+        self.dns = dns
+        self.successful = True
+        self.last_success_at = clock()
+        self.failures_total = 0
+        self._lock = threading.Lock()
+
+    def __call__(self) -> str | None:
+        """Reload now: None when applied, else why not (one line, the file and each field path)."""
+        with self._lock:
+            try:
+                new = sharded(load_settings(self.path), self.shard)
+            except ConfigError as exc:
+                self.successful = False
+                self.failures_total += 1
+                reason = "; ".join(line.strip() for line in str(exc).splitlines())
+                log.error("config reload failed, the running config stays: %s", reason)
+                return reason
+            old, self.settings = self.settings, new
+            needs_restart = [name for name in RESTART_ONLY if _setting(old, name) != _setting(new, name)]
+            self.scraper.set_quorum_sources(
+                build_quorum_sources(new, self.scraper.quorum_sources, old), admin_only(new)
+            )
+            self.scraper.interval_seconds = new.scrape.interval_seconds
+            self.scraper.timeout_seconds = new.scrape.timeout_seconds
+            if isinstance(self.scraper.client, Sources):
+                self.scraper.client.endpoints.set_timeouts(new.scrape.timeout_seconds, new.scrape.read_deadline_seconds)
+            self.state.thresholds = new.health.thresholds()
+            if isinstance(self.discovery.make_target, DiscoveredTargets):
+                self.discovery.make_target.settings = new
+            self.discovery.update(build_targets(new), discovery_rules(new))
+            if self.dns is not None:
+                self.dns.sources = dns_sources(new)
+                self.dns.interval_seconds = dns_interval(new)
+            self.successful = True
+            self.last_success_at = self.clock()
+            log.info(
+                "config reloaded from %s: %d cluster(s)%s",
+                self.path,
+                len(new.clusters),
+                f"; needs a restart to apply: {', '.join(needs_restart)}" if needs_restart else "",
+            )
+            return None
+
+    def families(self) -> list[Family]:
+        return reload_families(self.successful, self.last_success_at, self.failures_total)
+
+
+def _setting(settings: Settings, dotted: str) -> object:
+    value: object = settings
+    for part in dotted.split("."):
+        value = getattr(value, part)
+    return value
