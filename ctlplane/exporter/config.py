@@ -300,7 +300,7 @@ class DiscoveryConfig(_Strict):
         )
 
 
-MetricsNaming = Literal["jmx_exporter", "strimzi", "confluent", "strimzi_reporter"]
+MetricsNaming = Literal["jmx_exporter", "strimzi", "confluent", "strimzi_reporter", "aiven"]
 
 
 class MetricsEndpointConfig(_Credentials):
@@ -313,7 +313,8 @@ class MetricsEndpointConfig(_Credentials):
         default=None,
         description="the endpoints' naming: jmx_exporter (its default naming, no rules: Amazon MSK) or strimzi "
         "(Strimzi's example kafka-metrics.yaml) or confluent (Confluent's jmx-monitoring-stacks broker rules) or "
-        "strimzi_reporter (the Strimzi Metrics Reporter, no JMX); jmx_exporter without this or rules_file",
+        "strimzi_reporter (the Strimzi Metrics Reporter, no JMX) or aiven (Aiven for Apache Kafka's Prometheus "
+        "integration); jmx_exporter without this or rules_file",
     )
     rules_file: Path | None = Field(
         default=None, description="the jmx_exporter config the endpoints run, for any other naming (instead of naming)"

@@ -14,56 +14,24 @@ from typing import TYPE_CHECKING
 
 from ctlplane.exporter.config import DEFAULT_COMPACT_AFTER_SECONDS
 from ctlplane.exporter.thresholds import Thresholds
-from ctlplane.pipeline.args import add_job_arguments, add_sweep_arguments, rules_from_args
+from ctlplane.pipeline.args import add_job_arguments, add_sweep_arguments
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
-
-def _session(args: argparse.Namespace, name: str) -> SparkSession:
-    # pyspark is imported only when a job runs, so `ctlplane run` never loads it
-    from ctlplane.pipeline.session import build_session
-
-    return build_session(args.master, name, dict(args.conf), progress=not args.no_progress)
+    pass
 
 
 def cmd_episodes(
     args: argparse.Namespace, health: Thresholds | None = None, interval_seconds: float | None = None
 ) -> int:
-    from ctlplane.pipeline.jobs import episodes
+    from ctlplane.pipeline.jobs import episodes  # pyspark only when a job runs: `ctlplane run` never loads it
 
-    spark = _session(args, "ctlplane-episodes")
-    try:
-        count = episodes.run(
-            spark, args.archive, args.out, rules_from_args(args, health, interval_seconds), args.start, args.end
-        )
-    finally:
-        spark.stop()
-    sys.stdout.write(f"{count} episode(s) -> {args.out}/episodes\n")
-    return 0
+    return episodes.command(args, health, interval_seconds)
 
 
 def cmd_sweep(args: argparse.Namespace, health: Thresholds | None = None, interval_seconds: float | None = None) -> int:
     from ctlplane.pipeline.jobs import sweep
 
-    spark = _session(args, "ctlplane-sweep")
-    try:
-        count = sweep.run(
-            spark,
-            args.archive,
-            args.out,
-            rules_from_args(args, health, interval_seconds),
-            args.series,
-            args.thresholds,
-            args.for_seconds,
-            args.reference,
-            args.start,
-            args.end,
-        )
-    finally:
-        spark.stop()
-    sys.stdout.write(f"{count} sweep row(s) -> {args.out}/sweep\n")
-    return 0
+    return sweep.command(args, health, interval_seconds)
 
 
 def cmd_report(
@@ -71,15 +39,7 @@ def cmd_report(
 ) -> int:
     from ctlplane.pipeline.jobs import report
 
-    spark = _session(args, "ctlplane-report")
-    try:
-        count = report.run(
-            spark, args.archive, args.out, rules_from_args(args, health, interval_seconds), args.start, args.end
-        )
-    finally:
-        spark.stop()
-    sys.stdout.write(f"{count} day x cluster row(s) -> {args.out}/report (report.html)\n")
-    return 0
+    return report.command(args, health, interval_seconds)
 
 
 def _instant(text: str) -> float:

@@ -17,7 +17,7 @@ from functools import reduce
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from ctlplane.exporter.history.table import ACTIVE_CONTROLLERS_SERIES, LIFECYCLE_SERIES, UP_SERIES
+from ctlplane.exporter.history.table import ACTIVE_CONTROLLERS_SERIES, FENCED_STATE, LIFECYCLE_SERIES, UP_SERIES
 from ctlplane.pipeline.rules import EpisodeRules, Kind
 
 EPISODE_COLUMNS = ("cluster", "node", "kind", "start", "end", "duration_seconds", "peak", "samples")
@@ -92,8 +92,10 @@ def conditions(rules: EpisodeRules) -> dict[Kind, Condition]:
             | ((series == FROZEN) & (value >= 1)),
             F.when(series == LAG_RECORDS, value),
         ),
+        # the broker's lifecycle as the archive's `state` column has it (the exporter's and the backfill's rows)
         Kind.FENCED: Condition(
-            (LIFECYCLE_SERIES,), (series == LIFECYCLE_SERIES) & (F.col("labels") == "state=FENCED") & (value >= 1)
+            (LIFECYCLE_SERIES,),
+            (series == LIFECYCLE_SERIES) & (F.col("state") == FENCED_STATE) & (value >= 1),
         ),
         # ctlplane could not read the node (any role)
         Kind.UNREACHABLE: Condition((UP_SERIES,), (series == UP_SERIES) & (value < 1)),
@@ -168,7 +170,7 @@ def episodes(archive: DataFrame, rules: EpisodeRules, kinds: Sequence[Kind] = tu
     """Every episode of the chosen kinds: one row per (cluster, node, kind, start)."""
     wanted = set(kinds)
     rows = archive.where(F.col("series").isin(*EPISODE_SERIES)).select(
-        "timestamp", "cluster", "node", "series", "labels", "value"
+        "timestamp", "cluster", "node", "series", "labels", "value", "state"
     )
     parts = []
     if wanted - {Kind.CONTROLLER_CHURN}:

@@ -54,7 +54,7 @@ from harness.localkafka.errors import ClusterStartError, JarFetchError, LocalKaf
 from harness.localkafka.jars import JARS_MARKER, cache_dir, ensure_jars, repo_root
 from harness.localkafka.nodes import KafkaNode, ZooKeeperServer, start_zookeeper
 from harness.localkafka.process import LOOPBACK, free_port, java_executable, port_open
-from harness.localkafka.tls import LocalPki, make_local_pki
+from harness.localkafka.tls import LocalPki, make_local_pki, pkcs12_keystore
 from harness.localkafka.versions import KRAFT_VERSION, ZK_VERSION, cluster_label, logging_flavour, major_minor
 
 __all__ = [
@@ -89,6 +89,7 @@ __all__ = [
     "logging_flavour",
     "major_minor",
     "make_local_pki",
+    "pkcs12_keystore",
     "port_open",
     "quorum_bootstrap",
     "remove_controller",

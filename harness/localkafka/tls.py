@@ -37,6 +37,18 @@ class LocalPki:
         return self.directory / f"{name}-bundle.pem"
 
 
+def pkcs12_keystore(pki: LocalPki, name: str, password: str) -> Path:
+    """`<name>.p12`: the name's key and certificate chain as a PKCS#12 key store under the alias `name`, for
+    Java servers that take no PEM (jmx_exporter's `httpServer.ssl.keyStore`)."""
+    store = pki.directory / f"{name}.p12"
+    if not store.is_file():
+        _openssl(
+            "pkcs12", "-export", "-in", pki.cert(name).name, "-inkey", pki.key(name).name, "-certfile", "ca.pem",
+            "-name", name, "-out", store.name, "-passout", f"pass:{password}", cwd=pki.directory,
+        )  # fmt: skip
+    return store
+
+
 def _openssl(*args: str, cwd: Path) -> None:
     try:
         subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, text=True, timeout=60)

@@ -17,7 +17,10 @@ import pytest
 from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.config_file import parse_settings
 from ctlplane.exporter.health import Cause, Lifecycle
-from ctlplane.exporter.sources.endpoint.client import EndpointClient
+from ctlplane.exporter.model import Failure
+from ctlplane.exporter.readings import plan_queries
+from ctlplane.exporter.sources.base import ReadError
+from ctlplane.exporter.sources.endpoint.client import EndpointClient, MetricsEndpoint
 from ctlplane.exporter.sources.endpoint.profiles import PROFILES_DIR, EndpointNaming, profile
 from ctlplane.exporter.sources.routed import Sources
 from ctlplane.exporter.state import Observation
@@ -76,6 +79,14 @@ CONFLUENT_LACKS = {
 # The Strimzi Metrics Reporter under Strimzi's operator's default allowlist: what the manual's evidence table
 # says it leaves out (the allowlist; a Meter's rates; app-info, an MBean not a metric), held to the real reporter
 STRIMZI_REPORTER_LACKS = set(unserved_series("strimzi_reporter"))
+# Aiven's names: the Strings dropped (raft current-state; app-info, whose id key no name carries), and the JVM's
+# start time and collectors (not in Aiven's list; its agent is not jmx_exporter's, whose JVM series it lacks)
+AIVEN_LACKS = {
+    "kafka_raft_state",
+    "kafka_node_info",
+    "kafka_node_start_time_seconds",
+    "kafka_jvm_gc_collection_seconds_total",
+}
 # Values that do not move between two reads a moment apart on a quiet cluster
 STEADY = (
     "kafka_broker_state",
@@ -104,6 +115,18 @@ def msk_like(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]
     yield from _cluster(tmp_path_factory.mktemp("msk"), "endpoint-msk", 2, MetricsAgent())
 
 
+# The release a public scrape of Amazon MSK's :11001 shows (`jmx_exporter_build_info{version="0.12.0"}`,
+# DataDog/integrations-core amazon_msk/tests/fixtures/jmx_metrics.txt): simpleclient's text, every type untyped
+MSK_AGENT_VERSION = "0.12.0"
+
+
+@pytest.fixture
+def msk_012_like(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    """1 controller + 1 broker, each serving jmx_exporter 0.12.0's default naming, the release MSK runs."""
+    agent = MetricsAgent(version=MSK_AGENT_VERSION)
+    yield from _cluster(tmp_path_factory.mktemp("msk012"), "endpoint-msk-012", 1, agent)
+
+
 # the clusters of one test each stop with it; the MSK-like one serves three
 @pytest.fixture
 def zookeeper_msk_like(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
@@ -130,6 +153,13 @@ def strimzi_like(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaClus
     """1 controller + 1 broker, each serving Strimzi's example rules (rules/strimzi.yaml), as its :9404."""
     rules = (PROFILES_DIR / "strimzi.yaml").read_text()
     yield from _cluster(tmp_path_factory.mktemp("strimzi"), "endpoint-strimzi", 1, MetricsAgent(rules))
+
+
+@pytest.fixture
+def aiven_like(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    """1 controller + 1 broker, each serving Aiven's names through jmx_exporter (rules/aiven.yaml)."""
+    rules = (PROFILES_DIR / "aiven.yaml").read_text()
+    yield from _cluster(tmp_path_factory.mktemp("aiven"), "endpoint-aiven", 1, MetricsAgent(rules))
 
 
 @pytest.fixture
@@ -207,6 +237,13 @@ def test_default_naming_reads_what_remote_jmx_reads_but_the_strings(msk_like: Ka
     _compare(msk_like, profile("jmx_exporter"), DEFAULT_NAMING_LACKS)
 
 
+@pytest.mark.kraft
+def test_default_naming_of_the_release_msk_runs_reads_the_same(msk_012_like: KafkaCluster) -> None:
+    """jmx_exporter 0.12.0 (simpleclient, 2019): the same names as 1.x for everything ctlplane reads (none ends
+    in a suffix 1.x reserves), untyped, without 1.x's `_objectname` label."""
+    _compare(msk_012_like, profile("jmx_exporter"), DEFAULT_NAMING_LACKS)
+
+
 @pytest.mark.zookeeper
 def test_default_naming_on_zookeeper_mode_reads_what_remote_jmx_reads_but_the_session_state(
     zookeeper_msk_like: KafkaCluster,
@@ -243,6 +280,55 @@ def test_strimzi_metrics_reporter_reads_what_remote_jmx_reads_but_what_its_allow
         _crash_row(strimzi_reporter_like, watch, "endpoint-strimzi-reporter-kill-broker", read_through, tmp_path)
     finally:
         watch.close()
+
+
+@pytest.mark.kraft
+def test_an_endpoint_served_over_tls_with_basic_auth_is_read_and_refusals_are_one_line(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """jmx_exporter 1.x's own HTTPS and basic authentication (`httpServer.ssl`, `httpServer.authentication`),
+    as a secured MSK-like or Strimzi pod serves it: read with the CA and the password; a wrong password and an
+    untrusted certificate are each the node's one-line error."""
+    workdir = tmp_path_factory.mktemp("secured")
+    pki = localkafka.make_local_pki(workdir / "pki", ("server",))
+    store = localkafka.pkcs12_keystore(pki, "server", "changeit")
+    config = (
+        "httpServer:\n"
+        "  authentication:\n    basic:\n      username: prometheus\n      password: s3cret\n"
+        f"  ssl:\n    keyStore:\n      filename: {store}\n      password: changeit\n"
+        "    certificate:\n      alias: server\n"
+    )
+    cluster = localkafka.start_kraft_cluster(
+        "endpoint-secured",
+        workdir,
+        controllers=1,
+        brokers=1,
+        version=KRAFT_UNDER_TEST,
+        metrics_agent=MetricsAgent(config),
+    )
+    client = EndpointClient(5.0)
+    try:
+        broker = cluster.brokers()[0]
+        url = f"https://127.0.0.1:{broker.metrics_port}/metrics"
+        naming = profile("jmx_exporter")
+        queries = plan_queries()
+        read = client.read(MetricsEndpoint(url, naming, "prometheus", "s3cret", str(pki.ca)), queries)
+        states = [r.values for r in read if r.object_name == "kafka.server:type=KafkaServer,name=BrokerState"]
+        assert states == [{"Value": 3.0}], states
+        with pytest.raises(ReadError) as refused:
+            client.read(MetricsEndpoint(url, naming, "prometheus", "wrong", str(pki.ca)), queries)
+        assert str(refused.value) == f"{url}: HTTP 401 (credentials refused)" and refused.value.failure is Failure.AUTH
+        with pytest.raises(ReadError) as untrusted:
+            client.read(MetricsEndpoint(url, naming, "prometheus", "s3cret"), queries)  # the system's trust store
+        assert "CERTIFICATE_VERIFY_FAILED" in str(untrusted.value) and "\n" not in str(untrusted.value)
+    finally:
+        client.close()
+        cluster.stop()
+
+
+@pytest.mark.kraft
+def test_aivens_names_read_what_remote_jmx_reads_but_the_strings(aiven_like: KafkaCluster) -> None:
+    _compare(aiven_like, profile("aiven"), AIVEN_LACKS)
 
 
 # how the fault rows' recordings describe the source they read through

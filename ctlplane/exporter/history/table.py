@@ -28,6 +28,9 @@ PARTITION_COLUMNS = ("date", "cluster")  # directories; `cluster` is also kept i
 
 # Health series rows (names as on /metrics, see ctlplane/exporter/catalog.py HEALTH_SERIES / DERIVED_SERIES).
 LIFECYCLE_SERIES = "kafka_broker_lifecycle_state"  # one row per broker, labels "state=<S>", value 1
+# The `state` column's value for a fenced broker: health.Lifecycle.FENCED's (the jobs read it without importing
+# the health model; a unit test holds the two equal)
+FENCED_STATE = "FENCED"
 ACTIVE_CONTROLLERS_SERIES = "kafka_cluster_active_controllers"
 UP_SERIES = "ctlplane_up"
 

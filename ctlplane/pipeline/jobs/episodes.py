@@ -8,11 +8,12 @@ from datetime import date
 
 from pyspark.sql import SparkSession
 
+from ctlplane.exporter.thresholds import Thresholds
 from ctlplane.pipeline import transforms
 from ctlplane.pipeline.args import add_job_arguments, rules_from_args
 from ctlplane.pipeline.io import read_archive, stage, write_table
+from ctlplane.pipeline.jobs import run_job
 from ctlplane.pipeline.rules import EpisodeRules, Kind
-from ctlplane.pipeline.session import build_session
 
 
 def run(
@@ -32,17 +33,24 @@ def run(
     return spark.read.parquet(f"{out}/episodes").count()
 
 
+def command(args: argparse.Namespace, health: Thresholds | None = None, interval_seconds: float | None = None) -> int:
+    """The job as `ctlplane pipeline episodes` and spark-submit run it: `health`, `interval_seconds` from a
+    loaded config where there is one."""
+    return run_job(
+        args,
+        "episodes",
+        lambda spark: run(
+            spark, args.archive, args.out, rules_from_args(args, health, interval_seconds), args.start, args.end
+        ),
+        "{count} episode(s) -> {out}/episodes\n",
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point for `spark-submit ctlplane/pipeline/jobs/episodes.py --archive … --out …`."""
     parser = argparse.ArgumentParser(prog="episodes", description=__doc__)
     add_job_arguments(parser)
-    args = parser.parse_args(argv)
-    spark = build_session(args.master, "ctlplane-episodes", dict(args.conf), progress=not args.no_progress)
-    try:
-        run(spark, args.archive, args.out, rules_from_args(args, None, None), args.start, args.end)
-    finally:
-        spark.stop()
-    return 0
+    return command(parser.parse_args(argv))
 
 
 if __name__ == "__main__":

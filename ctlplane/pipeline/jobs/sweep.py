@@ -8,11 +8,12 @@ from datetime import date
 
 from pyspark.sql import SparkSession
 
+from ctlplane.exporter.thresholds import Thresholds
 from ctlplane.pipeline import transforms
 from ctlplane.pipeline.args import add_job_arguments, add_sweep_arguments, rules_from_args
 from ctlplane.pipeline.io import read_archive, stage, write_table
+from ctlplane.pipeline.jobs import run_job
 from ctlplane.pipeline.rules import EpisodeRules, Kind
-from ctlplane.pipeline.session import build_session
 
 
 def run(
@@ -36,19 +37,34 @@ def run(
     return spark.read.parquet(f"{out}/sweep").count()
 
 
+def command(args: argparse.Namespace, health: Thresholds | None = None, interval_seconds: float | None = None) -> int:
+    """The job as `ctlplane pipeline sweep` and spark-submit run it: `health`, `interval_seconds` from a
+    loaded config where there is one."""
+    return run_job(
+        args,
+        "sweep",
+        lambda spark: run(
+            spark,
+            args.archive,
+            args.out,
+            rules_from_args(args, health, interval_seconds),
+            args.series,
+            args.thresholds,
+            args.for_seconds,
+            args.reference,
+            args.start,
+            args.end,
+        ),
+        "{count} sweep row(s) -> {out}/sweep\n",
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point for `spark-submit ctlplane/pipeline/jobs/sweep.py --archive … --out …`."""
     parser = argparse.ArgumentParser(prog="sweep", description=__doc__)
     add_job_arguments(parser)
     add_sweep_arguments(parser)
-    args = parser.parse_args(argv)
-    spark = build_session(args.master, "ctlplane-sweep", dict(args.conf), progress=not args.no_progress)
-    try:
-        run(spark, args.archive, args.out, rules_from_args(args, None, None), args.series, args.thresholds,
-            args.for_seconds, args.reference, args.start, args.end)  # fmt: skip
-    finally:
-        spark.stop()
-    return 0
+    return command(parser.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from pyspark.sql import DataFrame, SparkSession
 
+from ctlplane.exporter.history.table import LIFECYCLE_SERIES
 from ctlplane.pipeline.schema import history_struct
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
@@ -25,6 +26,10 @@ def row(
     cluster: str = "c1",
     state: str | None = None,
 ) -> Row:
+    """`state`: the broker's lifecycle state column; a lifecycle row's own by default (`state=FENCED` -> FENCED), as
+    the exporter and the backfill write it."""
+    if state is None and series == LIFECYCLE_SERIES:
+        state = labels.removeprefix("state=")
     return (at(seconds), cluster, node, "broker" if node else "", series, labels, float(value), state)
 
 

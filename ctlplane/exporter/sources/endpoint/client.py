@@ -55,7 +55,7 @@ class MetricsEndpoint:
 def inversion_for(naming: EndpointNaming, queries: Sequence[MBeanQuery]) -> Inversion:
     if isinstance(naming, ReporterNaming):
         return invert_reporter(queries, STRING_ATTRIBUTES, AGENT_ALIASES)
-    return invert(naming, queries, STRING_ATTRIBUTES, AGENT_ALIASES, CARRIERS)
+    return invert(naming, queries, STRING_ATTRIBUTES, AGENT_ALIASES if naming.agent_series else (), CARRIERS)
 
 
 class EndpointClient:

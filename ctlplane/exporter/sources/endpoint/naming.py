@@ -79,6 +79,8 @@ class Naming:
     lowercase_label_names: bool = False
     include: tuple[ObjectNamePattern, ...] = ()
     exclude: tuple[ObjectNamePattern, ...] = ()
+    # served beside the rules by jmx_exporter's agent (profiles.AGENT_ALIASES); not by an agent of another make
+    agent_series: bool = True
 
 
 @dataclass(frozen=True)

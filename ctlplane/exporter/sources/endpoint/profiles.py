@@ -11,11 +11,14 @@
   ctlplane reads. It excludes every `kafka.server:type=*` MBean: no raft-metrics, no broker-metadata-metrics.
 - `strimzi_reporter`: the Strimzi Metrics Reporter (no JMX; reporter.py) with the allowlist Strimzi's operator
   gives it by default; a wider allowlist is read in full.
+- `aiven`: Aiven for Apache Kafka's Prometheus names (aiven/devportal kafka-metrics-prometheus.rst), written as
+  the jmx_exporter config that serves them (rules/aiven.yaml says what is inferred).
 A user's own jmx_exporter config file is a profile too (`metrics.rules_file`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -25,7 +28,7 @@ import yaml
 from ctlplane.exporter.sources.endpoint.naming import Inverse, Naming, NamingError, parse_naming
 from ctlplane.exporter.sources.endpoint.reporter import ReporterNaming
 
-PROFILES = ("jmx_exporter", "strimzi", "confluent", "strimzi_reporter")
+PROFILES = ("jmx_exporter", "strimzi", "confluent", "strimzi_reporter", "aiven")
 PROFILES_DIR = Path(__file__).with_name("rules")
 
 # What the javaagent serves beside its rules, from the Prometheus client's JVM instrumentation
@@ -96,7 +99,9 @@ def profile(name: str) -> EndpointNaming:
         raise NamingError(f"unknown naming profile {name!r} (known: {', '.join(PROFILES)})")
     if name == "strimzi_reporter":
         return ReporterNaming(STRIMZI_OPERATOR_ALLOWLIST)
-    return load_config_text((PROFILES_DIR / f"{name}.yaml").read_text(), f"profile {name}")
+    naming = load_config_text((PROFILES_DIR / f"{name}.yaml").read_text(), f"profile {name}")
+    # Aiven's agent is Telegraf, not jmx_exporter's: none of the JVM series jmx_exporter adds
+    return dataclasses.replace(naming, agent_series=False) if name == "aiven" else naming
 
 
 def naming_from_file(path: Path) -> Naming:

@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 
 from ctlplane.cli import main
 from ctlplane.exporter.config import DEFAULT_COMPACT_AFTER_SECONDS
+from ctlplane.exporter.health import Lifecycle
 from ctlplane.exporter.history.archive import (
     COMPACTED_MARK,
     FILE_ORDER,
@@ -27,7 +28,7 @@ from ctlplane.exporter.history.archive import (
     write_partitioned,
 )
 from ctlplane.exporter.history.rows import rows_table
-from ctlplane.exporter.history.table import HISTORY_SCHEMA, format_labels
+from ctlplane.exporter.history.table import FENCED_STATE, HISTORY_SCHEMA, format_labels
 from ctlplane.exporter.history.writer import HistoryWriter
 from ctlplane.exporter.http.app import create_app
 from ctlplane.exporter.model import Sample
@@ -94,6 +95,12 @@ def test_rows_of_one_round_cover_every_sample_and_the_health_series() -> None:
     }
     assert as_tuples(table) == expected
     assert table.num_rows == len(expected)
+
+
+def test_the_state_column_names_a_fenced_broker_as_the_jobs_look_for_it() -> None:
+    """The Spark jobs find fenced brokers by the `state` column (history.table.FENCED_STATE), not by parsing
+    labels, and without importing the health model: the two spellings are one."""
+    assert FENCED_STATE == Lifecycle.FENCED.value
 
 
 def test_summary_parts_become_count_sum_and_quantile_rows() -> None:

@@ -187,3 +187,30 @@ def test_two_samples_jmx_exporter_told_apart_by_their_object_name_map_to_their_o
     readings = readings_from_samples(samples(page, found.wanted), found, queries)
     served = {s.series: s.value for s in samples_from_readings(readings)}
     assert served == {"kafka_request_handler_idle_ratio": 0.75}
+
+
+@pytest.mark.parametrize(
+    ("domain", "keys", "attribute", "served"),
+    [
+        # names from Aiven's published list (aiven/devportal kafka-metrics-prometheus.rst)
+        ("kafka.controller", [("type", "KafkaController"), ("name", "ActiveControllerCount")], "Value",
+         "kafka_controller_KafkaController_ActiveControllerCount_Value"),
+        ("kafka.server", [("type", "KafkaServer"), ("name", "BrokerState")], "Value",
+         "kafka_server_KafkaServer_BrokerState_Value"),
+        ("kafka.network", [("type", "RequestChannel"), ("name", "RequestQueueSize")], "Value",
+         "kafka_network_RequestChannel_RequestQueueSize_Value"),
+        ("kafka.server", [("type", "KafkaRequestHandlerPool"), ("name", "RequestHandlerAvgIdlePercent")],
+         "OneMinuteRate", "kafka_server_KafkaRequestHandlerPool_RequestHandlerAvgIdlePercent_OneMinuteRate"),
+        ("kafka.controller", [("type", "ControllerStats"), ("name", "LeaderElectionRateAndTimeMs")],
+         "99thPercentile", "kafka_controller_ControllerStats_LeaderElectionRateAndTimeMs_99thPercentile"),
+        ("kafka.server", [("type", "group-coordinator-metrics")], "offset-commit-count",
+         "kafka_server_group_coordinator_metrics_offset_commit_count"),
+    ],
+)  # fmt: skip
+def test_the_aiven_naming_serves_the_names_aiven_publishes(
+    domain: str, keys: list[tuple[str, str]], attribute: str, served: str
+) -> None:
+    naming = profile("aiven")
+    assert isinstance(naming, Naming)
+    exported = export(naming, domain, keys, attribute, 1.0)
+    assert exported is not None and exported.name == served
