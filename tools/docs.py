@@ -55,6 +55,10 @@ SERIES_END = "<!-- series: end -->"
 SOURCES_PAGE = DOCS / "sources.md"
 SOURCES_BEGIN = "<!-- evidence: begin (python -m tools.docs, from the catalogue and the naming profiles) -->"
 SOURCES_END = "<!-- evidence: end -->"
+INSTALL_PAGE = DOCS / "install.md"
+SYSTEMD_UNIT = ROOT / "deploy" / "systemd" / "ctlplane.service"
+SYSTEMD_BEGIN = "<!-- systemd: begin (python -m tools.docs, from deploy/systemd/ctlplane.service) -->"
+SYSTEMD_END = "<!-- systemd: end -->"
 GUIDE_PAGE = DOCS / "alerts.md"
 ALERTMANAGER = ROOT / "alerts" / "alertmanager.yml"
 RULE_SOURCES = ROOT / "alerts" / "source"
@@ -486,6 +490,13 @@ def pages() -> dict[Path, str]:
         SERIES_PAGE: between(SERIES_PAGE.read_text(), SERIES_BEGIN, SERIES_END, series_table(), "docs/series.md"),
         GUIDE_PAGE: alerts_guide(GUIDE_PAGE.read_text()),
         SOURCES_PAGE: between(SOURCES_PAGE.read_text(), SOURCES_BEGIN, SOURCES_END, sources_table(), "docs/sources.md"),
+        INSTALL_PAGE: between(
+            INSTALL_PAGE.read_text(),
+            SYSTEMD_BEGIN,
+            SYSTEMD_END,
+            f"```ini\n{SYSTEMD_UNIT.read_text()}```\n",
+            "docs/install.md",
+        ),
     }
 
 

@@ -5,7 +5,8 @@
 #         openssl for the TLS tests, kustomize (kubectl's, else built with Go into .cache/bin) for the
 #         Kubernetes objects' test and helm (built with Go into .cache/bin when not on PATH) for the chart's;
 #         buildah, podman, runc and mmdebstrap for the image's (tools/image.py: no Docker engine, the
-#         Dockerfile is built daemonless, on bases made from Debian's packages where Docker Hub is out of reach)
+#         Dockerfile is built daemonless, on bases made from Debian's packages where Docker Hub is out of reach);
+#         systemd-analyze (Debian's systemd) for the systemd unit's check
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 if [ "${1:-run}" = test ] && ! command -v kubectl >/dev/null 2>&1 && [ ! -x "$root/.cache/bin/kustomize" ]; then
@@ -40,7 +41,7 @@ want=(java:openjdk-17-jdk-headless mvn:maven)
 if [ "${1:-run}" = test ]; then
   want+=(promtool:prometheus amtool:prometheus-alertmanager prometheus-alertmanager:prometheus-alertmanager
          chromium:chromium openssl:openssl buildah:buildah podman:podman mmdebstrap:mmdebstrap
-         runc:runc)
+         runc:runc systemd-analyze:systemd)
 fi
 missing=()
 for pair in "${want[@]}"; do

@@ -17,6 +17,7 @@ from pydantic import (
 )
 
 from ctlplane.exporter.config import HttpConfig, MetricsEndpointConfig, Settings, TlsConfig
+from ctlplane.exporter.sources.endpoint.evidence import missing_lifecycle_evidence
 from ctlplane.exporter.sources.endpoint.naming import NamingError
 from ctlplane.exporter.sources.endpoint.profiles import naming_from_file
 
@@ -212,9 +213,12 @@ def _metrics_problems(where: str, cluster: str, metrics: MetricsEndpointConfig) 
         problems.append(f"{where} (cluster {cluster}): {exc}")
     if metrics.rules_file is not None:
         try:
-            naming_from_file(metrics.rules_file)
+            naming = naming_from_file(metrics.rules_file)
         except NamingError as exc:
             problems.append(f"{where}.rules_file: {exc}")
+        else:
+            if (missing := missing_lifecycle_evidence(naming)) is not None:
+                problems.append(f"{where}.rules_file: {metrics.rules_file}: {missing}")
     return problems
 
 

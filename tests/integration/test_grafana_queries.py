@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 import subprocess
 import sys
 import time
@@ -32,10 +31,10 @@ import yaml
 from ctlplane.exporter.catalog import Mode
 from grafana.build import DASHBOARDS_DIR, iter_panels, panel_mode
 from harness.localkafka import KafkaCluster, clusters_config, free_port
+from tests.integration.served import PROMETHEUS, stop, wait_ready
 
 pytestmark = pytest.mark.kafka
 
-PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 RATE_INTERVAL = "1m"
 ALL_NODES = ".+"  # the node variable's allValue
 DATA_DEADLINE_SECONDS = 150.0
@@ -71,30 +70,6 @@ def panel_queries() -> list[PanelQuery]:
                     PanelQuery(dashboard["uid"], panel["title"], target["refId"], target["expr"], panel_mode(panel))
                 )
     return queries
-
-
-def _wait(process: subprocess.Popen[bytes], url: str, what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"{what} exited with {process.returncode}")
-        try:
-            if httpx.get(url, timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    raise AssertionError(f"{what} not ready at {url} after {timeout:.0f} s")
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
 
 
 @dataclass(frozen=True)
@@ -150,10 +125,10 @@ def ctlplane_url(fleet: Fleet, tmp_path_factory: pytest.TempPathFactory) -> Iter
         [sys.executable, "-m", "ctlplane.cli", "run", "--config", str(config)], stdout=log, stderr=subprocess.STDOUT
     )
     try:
-        _wait(process, f"http://127.0.0.1:{port}/metrics", "ctlplane")
+        wait_ready(process, f"http://127.0.0.1:{port}/metrics", "ctlplane")
         yield f"127.0.0.1:{port}"
     finally:
-        _stop(process)
+        stop(process)
         log.close()
 
 
@@ -183,10 +158,10 @@ def prometheus(ctlplane_url: str, tmp_path_factory: pytest.TempPathFactory) -> I
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait(process, f"{url}/-/ready", "prometheus")
+        wait_ready(process, f"{url}/-/ready", "prometheus")
         yield url
     finally:
-        _stop(process)
+        stop(process)
         log.close()
 
 

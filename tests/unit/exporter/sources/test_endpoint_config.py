@@ -8,7 +8,8 @@ import pytest
 
 from ctlplane.exporter.config_file import ConfigError, load_settings
 from ctlplane.exporter.sources.endpoint.client import MetricsEndpoint
-from ctlplane.exporter.sources.endpoint.profiles import profile
+from ctlplane.exporter.sources.endpoint.evidence import missing_lifecycle_evidence
+from ctlplane.exporter.sources.endpoint.profiles import PROFILES, profile
 from ctlplane.wiring import build_targets
 
 MSK = """
@@ -80,6 +81,23 @@ def test_a_rules_file_is_read_once_for_every_node_until_it_changes(
     rules.write_text("lowercaseOutputName: false\nlowercaseOutputLabelNames: true\n")
     (changed, _) = _load(tmp_path, two)
     assert isinstance(changed, MetricsEndpoint) and not changed.naming.lowercase_names
+
+
+def test_a_rules_file_that_serves_no_lifecycle_evidence_is_refused_saying_what_to_add(tmp_path: Path) -> None:
+    """Brokers read through it would all be of unknown state: refused, not watched as if healthy."""
+    rules = tmp_path / "kafka-metrics.yaml"
+    rules.write_text("rules:\n- pattern: 'kafka.log<type=LogManager, name=(.+)><>Value'\n  name: kafka_log_$1\n")
+    text = MSK.replace("metrics: {naming: %s}", f"metrics: {{rules_file: {rules}}}")
+    with pytest.raises(ConfigError) as error:
+        _load(tmp_path, text)
+    (_, line) = str(error.value).splitlines()
+    assert line.strip().startswith(f"clusters.0.metrics.rules_file: {rules}: serves none of a broker's lifecycle")
+    assert "kafka.server:type=KafkaServer,name=BrokerState Value" in line
+
+
+@pytest.mark.parametrize("name", PROFILES)
+def test_every_profile_serves_lifecycle_evidence(name: str) -> None:
+    assert missing_lifecycle_evidence(profile(name)) is None
 
 
 @pytest.mark.parametrize(
