@@ -24,6 +24,7 @@ from ctlplane.exporter.families import Family
 from ctlplane.exporter.http.guard import GuardedFastAPI
 from ctlplane.exporter.http.jsonapi import health_to_dict, snapshot_to_dict
 from ctlplane.exporter.http.page import MetricsPage, accepts_gzip
+from ctlplane.exporter.http.schema import HealthDocument, SnapshotDocument
 from ctlplane.exporter.state import Observation
 
 LatestObservation = Callable[[], Observation]
@@ -198,12 +199,15 @@ def create_app(
             return PlainTextResponse(f"failed to reload config: {failed}\n", status_code=500)
         return PlainTextResponse("config reloaded\n")
 
-    @app.get("/api/v1/snapshot")
+    # the models describe the documents (OpenAPI); jsonapi.py writes them, tests hold the two together
+    @app.get("/api/v1/snapshot", response_model=SnapshotDocument)
     def snapshot() -> JSONResponse:
+        """Every node's readings of the last round."""
         return JSONResponse(snapshot_to_dict(source().snapshot))
 
-    @app.get("/api/v1/health")
+    @app.get("/api/v1/health", response_model=HealthDocument)
     def health() -> JSONResponse:
+        """Per cluster, the active controller and every broker's state with its evidence and cause."""
         current = source()
         return JSONResponse(health_to_dict(current.health, current.snapshot))
 

@@ -9,7 +9,7 @@ from typing import Any
 from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.families import control_plane_listener_enabled
 from ctlplane.exporter.health import BrokerHealth, Cause, ClusterHealth, ControllerView, FleetHealth, Lifecycle
-from ctlplane.exporter.health.model import QuorumMember, Redundancy, VoterSet
+from ctlplane.exporter.health.model import ElectionState, QuorumMember, Redundancy, VoterSet
 from ctlplane.exporter.model import (
     ClusterSnapshot,
     Failure,
@@ -39,6 +39,7 @@ def snapshot_to_dict(snapshot: FleetSnapshot) -> dict[str, Any]:
             {
                 "name": cluster.name,
                 "mode": cluster.mode.value if cluster.mode else None,
+                "admin_only": cluster.admin_only,
                 "nodes": [_node_to_dict(node) for node in cluster.nodes],
                 **({"quorum": _quorum_to_dict(cluster.quorum)} if cluster.quorum is not None else {}),
             }
@@ -61,6 +62,7 @@ def _quorum_to_dict(view: QuorumView) -> dict[str, Any]:
                 "log_end_offset": r.log_end_offset,
                 "last_fetch_at": r.last_fetch_at,
                 "last_caught_up_at": r.last_caught_up_at,
+                "directory_id": r.directory_id,
             }
             for r in view.replicas
         ],
@@ -68,8 +70,12 @@ def _quorum_to_dict(view: QuorumView) -> dict[str, Any]:
         "fenced": None if view.fenced is None else {str(k): v for k, v in sorted(view.fenced.items())},
         "registrations_error": view.registrations_error,
         # every node the cluster's answers named (discovery's input), and why describeCluster did not answer
-        "members": [{"node_id": m.node_id, "role": m.role.value, "host": m.host} for m in view.members],
+        "members": [
+            {"node_id": m.node_id, "role": m.role.value, "host": m.host, "current": m.current} for m in view.members
+        ],
         "members_error": view.members_error,
+        "no_quorum": view.no_quorum,
+        "controller_id": view.controller_id,
     }
 
 
@@ -83,8 +89,13 @@ def _quorum_from_dict(document: Mapping[str, Any]) -> QuorumView:
         replicas=tuple(QuorumReplica(**replica) for replica in document["replicas"]),
         fenced=None if document.get("fenced") is None else {int(k): bool(v) for k, v in document["fenced"].items()},
         registrations_error=document.get("registrations_error"),
-        members=tuple(Member(int(m["node_id"]), Role(m["role"]), m.get("host")) for m in document.get("members") or ()),
+        members=tuple(
+            Member(int(m["node_id"]), Role(m["role"]), m.get("host"), bool(m.get("current", True)))
+            for m in document.get("members") or ()
+        ),
         members_error=document.get("members_error"),
+        no_quorum=bool(document.get("no_quorum", False)),
+        controller_id=document.get("controller_id"),
     )
 
 
@@ -157,7 +168,7 @@ def snapshot_from_dict(document: dict[str, Any]) -> FleetSnapshot:
                 )
             )
         quorum = _quorum_from_dict(cluster["quorum"]) if "quorum" in cluster else None
-        clusters.append(ClusterSnapshot(cluster["name"], tuple(nodes), quorum))
+        clusters.append(ClusterSnapshot(cluster["name"], tuple(nodes), quorum, bool(cluster.get("admin_only", False))))
     return FleetSnapshot(
         document["sequence"], document["taken_at"], document["round_duration_seconds"], tuple(clusters)
     )
@@ -203,6 +214,15 @@ def health_to_dict(health: FleetHealth, snapshot: FleetSnapshot) -> dict[str, An
                         for m in cluster.voter_set.members
                     ],
                 },
+                "elections": [
+                    {
+                        "node": e.node,
+                        "role": e.role.value,
+                        "state": e.state,
+                        "out_of_step_seconds": e.out_of_step_seconds,
+                    }
+                    for e in cluster.elections
+                ],
                 "active_controllers": cluster.active_controllers,
                 "controller": {
                     "claimants": list(cluster.controller.claimants),
@@ -212,6 +232,7 @@ def health_to_dict(health: FleetHealth, snapshot: FleetSnapshot) -> dict[str, An
                     "failovers_total": cluster.controller.failovers_total,
                     "last_failover_at": cluster.controller.last_failover_at,
                     "reachable_controllers": cluster.controller.reachable_controllers,
+                    "known": cluster.controller.known,
                 },
                 "brokers": [
                     {
@@ -283,6 +304,7 @@ def health_from_dict(document: Mapping[str, Any]) -> FleetHealth:
                     failovers_total=controller["failovers_total"],
                     last_failover_at=controller["last_failover_at"],
                     reachable_controllers=controller["reachable_controllers"],
+                    known=bool(controller.get("known", True)),
                 ),
                 brokers=tuple(
                     BrokerHealth(
@@ -315,6 +337,10 @@ def health_from_dict(document: Mapping[str, Any]) -> FleetHealth:
                 controller_views_disagree=cluster.get("controller_views_disagree", False),
                 fenced_unnamed=cluster.get("fenced_unnamed"),
                 redundancy=_redundancy(cluster.get("redundancy")),
+                elections=tuple(
+                    ElectionState(str(e["node"]), Role(e["role"]), str(e["state"]), float(e["out_of_step_seconds"]))
+                    for e in cluster.get("elections") or ()
+                ),
                 voter_set=_voter_set(cluster.get("voter_set")),
             )
         )
