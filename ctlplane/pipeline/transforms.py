@@ -78,7 +78,7 @@ def conditions(rules: EpisodeRules) -> dict[Kind, Condition]:
     """Every kind found from single samples (all but churn). A sample qualifies for one kind at most (a
     unit test holds it), which lets one CASE over one scan label every sample."""
     series, value = F.col("series"), F.col("value")
-    # The exporter's own count, what KafkaNoActiveController / KafkaSeveralActiveControllers page on
+    # The exporter's own count, what KafkaNoActiveController / KafkaMultipleActiveControllers page on
     # (alerts/controller.rules.yml), not a sum of the nodes' ActiveControllerCount: during a ZooKeeper
     # migration's PRE_MIGRATION the ZooKeeper brokers' controller claims too, and the exporter does not
     # count it (ctlplane/exporter/health/controller.py `_claimants`). Written every round, 0 when no node could be read.
