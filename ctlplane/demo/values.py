@@ -287,6 +287,10 @@ def _series_value(
         case "kafka_broker_leader_partitions":
             # a fenced broker's leaderships move to other replicas (ReplicationControlManager.handleBrokerFenced)
             return 0 if _registration_fenced(m, str(node.node_id)) else 12
+        case "kafka_broker_under_min_isr_partitions" | "kafka_broker_at_min_isr_partitions":
+            # the simulated partitions keep an in-sync replica to spare (RF 3, min.insync.replicas 2) and no
+            # scenario moves a replica out of sync: every broker reads safe to restart where nothing else blocks
+            return 0
         case "kafka_broker_last_applied_record_offset":
             return float(_applied_lag(m, node)[0])
         case "kafka_broker_last_applied_record_timestamp_seconds":

@@ -443,6 +443,17 @@ CATALOG: tuple[MetricSpec, ...] = (
     _spec("kafka_broker_leader_partitions", "kafka.server:type=ReplicaManager,name=LeaderCount", "Value", G,
           GAUGE, "Partitions this broker leads (ReplicaManager LeaderCount)",
           modes=ALL_MODES, roles=BROKER, since="0.10"),
+    # Whether a broker may be restarted now (health/restart.py): each leader counts its partitions whose ISR is
+    # below, or exactly at, the topic's min.insync.replicas (Partition.isUnderMinIsr / isAtMinIsr; the latter
+    # against min(min ISR, replication factor) since 3.x), so the sum over the brokers is the cluster's
+    _spec("kafka_broker_under_min_isr_partitions", "kafka.server:type=ReplicaManager,name=UnderMinIsrPartitionCount",
+          "Value", G, GAUGE, "Partitions this broker leads whose ISR is below min.insync.replicas (KIP-164)",
+          modes=ALL_MODES, roles=BROKER, since="1.0"),
+    _spec("kafka_broker_at_min_isr_partitions", "kafka.server:type=ReplicaManager,name=AtMinIsrPartitionCount",
+          "Value", G, GAUGE,
+          "Partitions this broker leads whose ISR is exactly min.insync.replicas: one more replica lost and "
+          "acks=all writes fail (KIP-427)",
+          modes=ALL_MODES, roles=BROKER, since="2.3"),
     _spec("kafka_broker_last_applied_record_offset", "kafka.server:type=broker-metadata-metrics",
           "last-applied-record-offset", K, GAUGE, "Offset of the last metadata record the broker applied",
           modes=KRAFT, roles=BROKER, since="3.3"),
@@ -611,6 +622,13 @@ HEALTH_SERIES: Mapping[str, str] = MappingProxyType(
         "hung_or_isolated, cut_off_from_controller, long_gc_pause, controller_overloaded, zookeeper_session_lost, "
         "controlled_shutdown, starting, jmx_unreachable, jmx_auth_failed, unknown); absent for an ACTIVE broker "
         "with nothing wrong to name",
+        "kafka_node_safe_to_restart": "1 if the node may be restarted now without losing availability: a broker "
+        "when every other broker is ACTIVE and no partition is offline, below or at min.insync.replicas (the "
+        "leaders' UnderMinIsr/AtMinIsrPartitionCount, the controller's OfflinePartitionsCount); a KRaft voter when "
+        "the quorum keeps a caught-up majority without it; 0 otherwise",
+        "kafka_node_restart_blocked": "1 for why a node may not be restarted now (reason: not_active, "
+        "another_broker_not_active, isr_counts_unread, offline_partitions, under_min_isr, at_min_isr, "
+        "quorum_unread, quorum_majority); absent where it may",
         "kafka_broker_metadata_stale": "1 if the broker's metadata lag is over the configured thresholds, or frozen",
         "kafka_broker_metadata_frozen": "1 if the broker's applied metadata offset has not moved for N scrapes "
         "while the quorum committed more",

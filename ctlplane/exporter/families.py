@@ -273,6 +273,8 @@ def health_families(health: FleetHealth) -> list[Family]:
     views = gauge("kafka_broker_views_disagree", NODE_LABELS)
     unplanned = gauge("kafka_broker_fenced_unplanned", NODE_LABELS)
     cause = gauge("kafka_broker_fault_cause", [*NODE_LABELS, "cause"])
+    safe = gauge("kafka_node_safe_to_restart", NODE_LABELS)
+    blocked = gauge("kafka_node_restart_blocked", [*NODE_LABELS, "reason"])
     controller_views = gauge("kafka_cluster_controller_views_disagree", ["cluster"])
     fenced_unnamed = gauge("kafka_cluster_fenced_brokers_unnamed", ["cluster"])
     voters = gauge("kafka_quorum_voters", ["cluster"])
@@ -285,6 +287,11 @@ def health_families(health: FleetHealth) -> list[Family]:
     voter_info = gauge("kafka_quorum_voter_info", ["cluster", "node", "node_id", "directory_id"])
     observer_seconds = gauge("kafka_controller_observer_seconds", NODE_LABELS)
     for cluster in health.clusters:
+        for answer in cluster.restart:
+            node_labels = (cluster.name, answer.node, answer.role.value)
+            safe.add(node_labels, 1.0 if answer.safe else 0.0)
+            if answer.blocker is not None:
+                blocked.add((*node_labels, answer.blocker), 1.0)
         for election in cluster.elections:
             out_of_step.add((cluster.name, election.node, election.role.value), election.out_of_step_seconds)
         for member in cluster.voter_set.members if cluster.voter_set is not None else ():
@@ -364,6 +371,8 @@ def health_families(health: FleetHealth) -> list[Family]:
         out_of_step,
         voter_info,
         observer_seconds,
+        safe,
+        blocked,
     ]
     return [family for family in families if family.rows]
 

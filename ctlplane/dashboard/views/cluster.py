@@ -30,7 +30,7 @@ from ctlplane.dashboard.views.common import (
 )
 from ctlplane.exporter.catalog import Role
 from ctlplane.exporter.health import BrokerHealth, ClusterHealth
-from ctlplane.exporter.health.model import QuorumMember, Redundancy, VoterSet
+from ctlplane.exporter.health.model import QuorumMember, Redundancy, RestartSafety, VoterSet
 from ctlplane.exporter.model import ClusterSnapshot, NodeSnapshot
 from ctlplane.exporter.state import Observation
 
@@ -145,6 +145,7 @@ NODE_COLUMNS = (
     "cp response queue",
     "handler idle",
     "network idle",
+    "restart now",
     "up",
 )
 
@@ -168,7 +169,26 @@ def control_plane_value(node: NodeSnapshot, series: str, twin: str) -> float | N
     return value
 
 
-def _node_row(node: NodeSnapshot, broker: BrokerHealth | None, active: str | None, url_prefix: str | None) -> Component:
+def _restart_cell(answer: RestartSafety | None) -> Component:
+    """May it be restarted now (ctlplane/exporter/health/restart.py): yes, or wait and why."""
+    if answer is None:
+        return html.Td(DASH, className="restart")
+    if answer.safe:
+        return html.Td("yes", className="restart", title=answer.reason)
+    return html.Td(
+        [badge("WAIT", Level.WARN), " ", (answer.blocker or "").replace("_", " ")],
+        className="restart",
+        title=answer.reason,
+    )
+
+
+def _node_row(
+    node: NodeSnapshot,
+    broker: BrokerHealth | None,
+    active: str | None,
+    url_prefix: str | None,
+    restart: RestartSafety | None = None,
+) -> Component:
     if broker is not None:
         state, level, evidence = str(broker.state), STATE_LEVELS[broker.state], broker.evidence
     elif not node.up:
@@ -211,11 +231,18 @@ def _node_row(node: NodeSnapshot, broker: BrokerHealth | None, active: str | Non
             html.Td(format_number(queues[1])),
             html.Td(format_ratio(queues[2])),
             html.Td(format_ratio(queues[3])),
+            _restart_cell(restart),
             html.Td("yes" if node.up else "NO"),
         ],
         className=f"node-row level-{level}",
         style={"backgroundColor": LEVEL_COLOURS[level]},
-        **data(node=node.node, role=node.role.value, state=state, cause=cause.value if cause else ""),
+        **data(
+            node=node.node,
+            role=node.role.value,
+            state=state,
+            cause=cause.value if cause else "",
+            restart="" if restart is None else "safe" if restart.safe else restart.blocker or "",
+        ),
     )
 
 
@@ -226,7 +253,10 @@ def node_table(
     identity. With `url_prefix`, a broker's name links to its page."""
     listed = snapshot.nodes if not snapshot.admin_only else _not_read(snapshot, health)
     nodes = [node for node in listed if only is None or node.node == only]
-    rows = [_node_row(node, health.broker(node.node), health.controller.node, url_prefix) for node in nodes]
+    rows = [
+        _node_row(node, health.broker(node.node), health.controller.node, url_prefix, health.restart_answer(node.node))
+        for node in nodes
+    ]
     return html.Table(
         [html.Thead(html.Tr([html.Th(c) for c in NODE_COLUMNS])), html.Tbody(rows)],
         className="node-table",

@@ -51,6 +51,7 @@ from ctlplane.exporter.health.model import (
     last_reads,
 )
 from ctlplane.exporter.health.quorum import elections, quorum_lag, quorum_redundancy, voter_set
+from ctlplane.exporter.health.restart import restart_safety
 from ctlplane.exporter.model import ClusterSnapshot, Failure, FleetSnapshot, NodeSnapshot
 from ctlplane.exporter.thresholds import Thresholds
 
@@ -108,6 +109,7 @@ def evaluate_cluster(
         observer_since=MappingProxyType(observer_since),
     )
     quorum = cluster.quorum
+    redundancy = quorum_redundancy(cluster, thresholds) if kraft else None
     health = ClusterHealth(
         cluster.name,
         mode,
@@ -118,9 +120,10 @@ def evaluate_cluster(
         quorum_leader_id=quorum.leader_id if quorum is not None and quorum.up else None,
         controller_views_disagree=controller_views_disagree(cluster, controller),
         fenced_unnamed=fenced_unnamed(cluster, active, final),
-        redundancy=quorum_redundancy(cluster, thresholds) if kraft else None,
+        redundancy=redundancy,
         elections=voters,
         voter_set=members,
+        restart=restart_safety(cluster, final, active, redundancy, members),
     )
     return health, memory
 
@@ -206,6 +209,7 @@ def _evaluate_admin_only(
         observer_since=MappingProxyType(observer_since),
     )
     quorum = cluster.quorum
+    redundancy = quorum_redundancy(cluster, thresholds) if kraft else None
     health = ClusterHealth(
         cluster.name,
         mode,
@@ -213,8 +217,9 @@ def _evaluate_admin_only(
         tuple(brokers),
         now,
         quorum_leader_id=quorum.leader_id if quorum is not None and quorum.up else None,
-        redundancy=quorum_redundancy(cluster, thresholds) if kraft else None,
+        redundancy=redundancy,
         voter_set=members,
+        restart=restart_safety(cluster, brokers, None, redundancy, members),
     )
     return health, memory
 

@@ -146,6 +146,8 @@ class ClusterHealth:
     elections: tuple[ElectionState, ...] = ()
     # KRaft: the voter set (ids, directory ids) and the observer controllers beside it (health/quorum.py)
     voter_set: VoterSet | None = None
+    # every broker's and KRaft controller's answer to "may it be restarted now?" (health/restart.py)
+    restart: tuple[RestartSafety, ...] = ()
 
     @property
     def active_controllers(self) -> int:
@@ -153,6 +155,9 @@ class ClusterHealth:
 
     def broker(self, node: str) -> BrokerHealth | None:
         return next((b for b in self.brokers if b.node == node), None)
+
+    def restart_answer(self, node: str) -> RestartSafety | None:
+        return next((r for r in self.restart if r.node == node), None)
 
 
 @dataclass(frozen=True)
@@ -218,6 +223,17 @@ class VoterSet:
     @property
     def observers(self) -> tuple[QuorumMember, ...]:
         return tuple(m for m in self.members if not m.voter)
+
+
+@dataclass(frozen=True)
+class RestartSafety:
+    """Whether a node may be restarted now without losing availability (health/restart.py)."""
+
+    node: str
+    role: Role
+    safe: bool
+    blocker: str | None  # restart.Blocker's value where not safe
+    reason: str  # in words an operator can check
 
 
 @dataclass(frozen=True)

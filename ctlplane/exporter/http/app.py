@@ -22,9 +22,9 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Res
 from ctlplane.exporter.config import TlsConfig
 from ctlplane.exporter.families import Family
 from ctlplane.exporter.http.guard import GuardedFastAPI
-from ctlplane.exporter.http.jsonapi import health_to_dict, snapshot_to_dict
+from ctlplane.exporter.http.jsonapi import health_to_dict, restart_answers, snapshot_to_dict
 from ctlplane.exporter.http.page import MetricsPage, accepts_gzip
-from ctlplane.exporter.http.schema import HealthDocument, SnapshotDocument
+from ctlplane.exporter.http.schema import HealthDocument, RestartAnswer, SnapshotDocument
 from ctlplane.exporter.state import Observation
 
 LatestObservation = Callable[[], Observation]
@@ -210,6 +210,15 @@ def create_app(
         """Per cluster, the active controller and every broker's state with its evidence and cause."""
         current = source()
         return JSONResponse(health_to_dict(current.health, current.snapshot))
+
+    @app.get("/api/v1/restart", response_model=list[RestartAnswer])
+    def restart(cluster: str | None = None, node: str | None = None) -> JSONResponse:
+        """May each node be restarted now without losing availability, and why not? `cluster` and `node`
+        narrow the answer to one cluster or one node (404 where none is known)."""
+        answers = restart_answers(source().health, cluster, node)
+        if (cluster is not None or node is not None) and not answers:
+            return JSONResponse({"detail": f"no node {node or '*'} in cluster {cluster or '*'}"}, status_code=404)
+        return JSONResponse(answers)
 
     @app.get("/healthz")
     def healthz() -> JSONResponse:

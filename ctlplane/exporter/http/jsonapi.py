@@ -9,7 +9,7 @@ from typing import Any
 from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.families import control_plane_listener_enabled
 from ctlplane.exporter.health import BrokerHealth, Cause, ClusterHealth, ControllerView, FleetHealth, Lifecycle
-from ctlplane.exporter.health.model import ElectionState, QuorumMember, Redundancy, VoterSet
+from ctlplane.exporter.health.model import ElectionState, QuorumMember, Redundancy, RestartSafety, VoterSet
 from ctlplane.exporter.model import (
     ClusterSnapshot,
     Failure,
@@ -257,10 +257,32 @@ def health_to_dict(health: FleetHealth, snapshot: FleetSnapshot) -> dict[str, An
                     }
                     for b in cluster.brokers
                 ],
+                "restart": [_restart_to_dict(r) for r in cluster.restart],
             }
             for cluster in health.clusters
         ],
     }
+
+
+def _restart_to_dict(answer: RestartSafety) -> dict[str, Any]:
+    return {
+        "node": answer.node,
+        "role": answer.role.value,
+        "safe": answer.safe,
+        "blocker": answer.blocker,
+        "reason": answer.reason,
+    }
+
+
+def restart_answers(health: FleetHealth, cluster: str | None = None, node: str | None = None) -> list[dict[str, Any]]:
+    """/api/v1/restart: every node's answer, or those of one cluster or one node."""
+    return [
+        {"cluster": c.name, **_restart_to_dict(r)}
+        for c in health.clusters
+        if cluster is None or c.name == cluster
+        for r in c.restart
+        if node is None or r.node == node
+    ]
 
 
 def _redundancy(document: Any) -> Redundancy | None:
@@ -342,6 +364,10 @@ def health_from_dict(document: Mapping[str, Any]) -> FleetHealth:
                     for e in cluster.get("elections") or ()
                 ),
                 voter_set=_voter_set(cluster.get("voter_set")),
+                restart=tuple(
+                    RestartSafety(str(r["node"]), Role(r["role"]), bool(r["safe"]), r.get("blocker"), str(r["reason"]))
+                    for r in cluster.get("restart") or ()
+                ),
             )
         )
     return FleetHealth(tuple(clusters))

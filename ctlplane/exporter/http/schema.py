@@ -167,6 +167,20 @@ class BrokerDocument(_Document):
     cause: Cause | None = Field(description="why the state is not ACTIVE, where it is not")
 
 
+class RestartDocument(_Document):
+    node: str
+    role: Role
+    safe: bool = Field(description="whether it may be restarted now without losing availability")
+    blocker: str | None = Field(description="why not, as the reason label of kafka_node_restart_blocked")
+    reason: str = Field(description="why, in words an operator can check")
+
+
+class RestartAnswer(RestartDocument):
+    """/api/v1/restart: one node's answer, with its cluster."""
+
+    cluster: str
+
+
 class ClusterHealthDocument(_Document):
     name: str
     mode: Mode | None
@@ -181,6 +195,7 @@ class ClusterHealthDocument(_Document):
     active_controllers: int
     controller: ControllerDocument
     brokers: list[BrokerDocument]
+    restart: list[RestartDocument] = Field(default=[], description="every node's answer to: may it restart now?")
 
 
 class HealthDocument(_Document):

@@ -10,7 +10,7 @@ from ctlplane.dashboard.trail import EMPTY_TRAIL
 from ctlplane.dashboard.views import LEVEL_COLOURS, Level
 from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.health import ClusterHealth, Lifecycle
-from ctlplane.exporter.health.model import QuorumMember, Redundancy, VoterSet
+from ctlplane.exporter.health.model import QuorumMember, Redundancy, RestartSafety, VoterSet
 from ctlplane.exporter.model import ClusterSnapshot, Member, QuorumView, Sample
 from tests.unit.dashboard.builders import (
     T0,
@@ -162,6 +162,25 @@ class TestNodeTable:
         assert list(texts(by_node["ctl-1"]["children"][7])) == ["3"]
         assert list(texts(by_node["b1"]["children"][7])) == ["—"]
 
+    def test_whether_a_node_may_restart_now_and_why_not(self) -> None:
+        snapshot = ClusterSnapshot("c1", (node("b1"), node("b2")))
+        waiting = RestartSafety("b1", Role.BROKER, False, "at_min_isr", "3 partition(s) at min.insync.replicas")
+        safe = RestartSafety("b2", Role.BROKER, True, None, "safe: nothing depends on it alone")
+        health = replace(
+            cluster_health(
+                brokers=(broker("b1", Lifecycle.ACTIVE), broker("b2", Lifecycle.ACTIVE)), view=controller(())
+            ),
+            restart=(waiting, safe),
+        )
+        tree = as_dict(views.node_table(snapshot, health))
+        [b1] = find(tree, **{"data-node": "b1"})
+        [b2] = find(tree, **{"data-node": "b2"})
+        assert b1["props"]["data-restart"] == "at_min_isr" and b2["props"]["data-restart"] == "safe"
+        restart_column = list(views.NODE_COLUMNS).index("restart now")
+        assert list(texts(b1["props"]["children"][restart_column])) == ["WAIT", " ", "at min isr"]
+        assert b1["props"]["children"][restart_column]["props"]["title"] == waiting.reason
+        assert list(texts(b2["props"]["children"][restart_column])) == ["yes"]
+
     def test_unreachable_node_shows_the_error(self) -> None:
         snapshot = ClusterSnapshot("c1", (node("b1", up=False),))
         health = cluster_health(brokers=(broker("b1", Lifecycle.UNREACHABLE),), view=controller(()))
@@ -194,7 +213,7 @@ class TestNodeTable:
         )
         [row] = find(as_dict(views.node_table(snapshot, health)), **{"data-node": "b1"})
         cells = [list(texts(td)) for td in row["props"]["children"]]
-        assert cells[4:] == [["12"], ["—"], ["STALE", "FROZEN"], ["4"], ["1"], ["25%"], ["50%"], ["yes"]]
+        assert cells[4:] == [["12"], ["—"], ["STALE", "FROZEN"], ["4"], ["1"], ["25%"], ["50%"], ["—"], ["yes"]]
 
 
 class TestFigures:

@@ -78,8 +78,15 @@ def test_listener_off_broker_has_no_control_plane_series_and_says_so() -> None:
 def test_down_node_is_reported_by_up_only() -> None:
     lines = [line for line in render_text(sample_fleet()).decode().splitlines() if 'node="b3"' in line]
     assert 'ctlplane_up{cluster="zk",node="b3",role="broker"} 0.0' in lines
-    # no reading of it, only ctlplane's judgement of its lifecycle (whether a fencing is unplanned, and why)
-    judgements = ("kafka_broker_lifecycle_state{", "kafka_broker_fenced_unplanned{", "kafka_broker_fault_cause{")
+    # no reading of it, only ctlplane's judgement of its lifecycle (whether a fencing is unplanned, and why) and
+    # whether it may be restarted now
+    judgements = (
+        "kafka_broker_lifecycle_state{",
+        "kafka_broker_fenced_unplanned{",
+        "kafka_broker_fault_cause{",
+        "kafka_node_safe_to_restart{",
+        "kafka_node_restart_blocked{",
+    )
     assert not [line for line in lines if line.startswith("kafka_") and not line.startswith(judgements)]
     assert 'kafka_broker_lifecycle_state{cluster="zk",node="b3",role="broker",state="UNREACHABLE"} 1.0' in lines
     assert 'kafka_broker_fenced_unplanned{cluster="zk",node="b3",role="broker"} 0.0' in lines

@@ -19,6 +19,7 @@ from ctlplane.exporter.health.model import (
     HealthMemory,
     QuorumMember,
     Redundancy,
+    RestartSafety,
     VoterSet,
 )
 from ctlplane.exporter.http.app import create_app
@@ -36,6 +37,8 @@ from ctlplane.exporter.http.schema import (
     QuorumDocument,
     RedundancyDocument,
     ReplicaDocument,
+    RestartAnswer,
+    RestartDocument,
     SampleDocument,
     SnapshotDocument,
     VoterDocument,
@@ -68,6 +71,7 @@ PAIRS: list[tuple[type, type[BaseModel]]] = [
     (Redundancy, RedundancyDocument),
     (QuorumMember, VoterDocument),
     (VoterSet, VoterSetDocument),
+    (RestartSafety, RestartDocument),
     (ClusterHealth, ClusterHealthDocument),
 ]
 
@@ -126,3 +130,18 @@ def test_openapi_publishes_both_documents() -> None:
         answer = spec["paths"][path]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
         assert answer == {"$ref": f"#/components/schemas/{name}"}
     assert "description" in spec["components"]["schemas"]["BrokerDocument"]["properties"]["evidence"]
+
+
+def test_one_call_says_whether_a_node_may_restart_and_why_not() -> None:
+    state = ExporterState(sample_fleet(), Thresholds())
+    http = TestClient(create_app(state.current, interval_seconds=15, version="test", clock=lambda: 1005.0))
+    everyone = http.get("/api/v1/restart").json()
+    assert {(a["cluster"], a["node"]) for a in everyone} == {
+        (c.name, r.node) for c in state.current().health.clusters for r in c.restart
+    }
+    (b3,) = http.get("/api/v1/restart", params={"cluster": "zk", "node": "b3"}).json()
+    RestartAnswer.model_validate(b3)
+    assert (b3["safe"], b3["blocker"]) == (False, "not_active") and b3["reason"]
+    assert http.get("/api/v1/restart", params={"cluster": "zk", "node": "nope"}).status_code == 404
+    spec = http.get("/openapi.json").json()
+    assert "RestartAnswer" in spec["components"]["schemas"]

@@ -1,0 +1,64 @@
+"""May this node restart now? (health/restart.py) on a real KRaft cluster: 3 brokers, a topic of replication
+factor 3 at min.insync.replicas 2, one controller. Every broker may go; stopped cleanly, one broker leaves each
+partition at its minimum, and the others must wait with the partitions as the reason; back in sync, every broker
+may go again. The quorum's only voter never may."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ctlplane.exporter.state import Observation
+from harness.localkafka import create_topic, start_kraft_cluster
+from tests.integration.watch import Watch
+from tests.kafka_versions import KRAFT_UNDER_TEST
+
+pytestmark = [pytest.mark.kafka, pytest.mark.kraft]
+
+NAME = "restart-safety"
+BROKERS = ("broker-1", "broker-2", "broker-3")
+
+
+def _answers(observation: Observation) -> dict[str, tuple[bool, str | None]]:
+    health = observation.health.cluster(NAME)
+    return {} if health is None else {r.node: (r.safe, r.blocker) for r in health.restart}
+
+
+def _all(observation: Observation, answer: tuple[bool, str | None], nodes: tuple[str, ...] = BROKERS) -> bool:
+    answers = _answers(observation)
+    return all(answers.get(node) == answer for node in nodes)
+
+
+def test_a_broker_may_restart_only_while_every_partition_keeps_a_replica_to_spare(tmp_path: Path) -> None:
+    # on the controller too: a topic created on KRaft 4.3.1 takes min.insync.replicas from the controllers'
+    # config, not the brokers' (TopicCommand --describe shows it as the topic's own config)
+    overrides = {node: {"min.insync.replicas": "2"} for node in (*BROKERS, "controller-1")}
+    cluster = start_kraft_cluster(
+        NAME, tmp_path, controllers=1, brokers=3, version=KRAFT_UNDER_TEST, node_overrides=overrides
+    )
+    watch = Watch(cluster)
+    try:
+        create_topic(cluster, "orders", [[1, 2, 3], [2, 3, 1], [3, 1, 2]])
+        ready = watch.until(lambda o: _all(o, (True, None)), 60, "every broker safe to restart")
+        (controller,) = (n.name for n in cluster.nodes if n.is_controller)
+        assert _answers(ready)[controller] == (False, "quorum_majority")  # the quorum's only voter
+
+        victim = cluster.node("broker-3")
+        victim.stop()  # SIGTERM: a clean stop, its replicas leave every ISR at once
+        stopped = watch.until(
+            lambda o: _all(o, (False, "at_min_isr"), ("broker-1", "broker-2")),
+            60,
+            "the other brokers wait: every partition at min.insync.replicas",
+        )
+        assert _answers(stopped)["broker-3"] == (False, "not_active")
+        health = stopped.health.cluster(NAME)
+        assert health is not None
+        reason = next(r.reason for r in health.restart if r.node == "broker-1")
+        assert reason.startswith("3 partition(s) at min.insync.replicas"), reason
+
+        victim.start()
+        watch.until(lambda o: _all(o, (True, None)), 120, "back in sync: every broker safe again")
+    finally:
+        watch.close()
+        cluster.stop()
