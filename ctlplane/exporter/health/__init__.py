@@ -104,7 +104,7 @@ def evaluate_cluster(
         leading=decided.leading,
         unplanned=frozenset(b.node for b in final if b.fenced_unplanned),
         timed_out_heartbeats=_timed_out_heartbeats(active, memory.timed_out_heartbeats),
-        shutdown_requests=MappingProxyType(shutdown_baselines(final, memory, decided.shutdown_requests, known)),
+        shutdown_baselines=MappingProxyType(shutdown_baselines(final, memory, decided.shutdown_requests, known)),
         out_of_step_since=MappingProxyType(out_of_step),
         observer_since=MappingProxyType(observer_since),
     )

@@ -228,7 +228,7 @@ def zookeeper_shutdown_requests(
     A ZooKeeper-mode broker stopping cleanly sets PENDING_CONTROLLED_SHUTDOWN and asks the controller, which
     moves its leadership away (KafkaServer.controlledShutdown -> KafkaController.doControlledShutdown), one
     request per attempt; a crashed one asks nothing. So where the same active controller handled exactly as
-    many requests since each of them was last read ACTIVE (`ClusterMemory.shutdown_requests`) as brokers
+    many requests since each of them was last read ACTIVE (`ClusterMemory.shutdown_baselines`) as brokers
     vanished (connection refused) with no other sign, none decided before, and no other broker could have
     asked (one seen shutting down or restarting in this round or the last), each of them shut down on
     purpose. A round between may have read a vanishing broker's JMX failing otherwise (a JVM on its way out):
@@ -243,10 +243,10 @@ def zookeeper_shutdown_requests(
         if nodes[b.node].failure is Failure.GONE
         and b.state in (Lifecycle.UNREACHABLE, Lifecycle.FENCED)
         and memory.states.get(b.node) in (Lifecycle.ACTIVE, Lifecycle.UNREACHABLE)
-        and (baseline := memory.shutdown_requests.get(b.node)) is not None
+        and (baseline := memory.shutdown_baselines.get(b.node)) is not None
         and baseline[0] == requests[0]
     ]
-    rises = {b.node: requests[1] - memory.shutdown_requests[b.node][1] for b in gone}
+    rises = {b.node: requests[1] - memory.shutdown_baselines[b.node][1] for b in gone}
     if (
         not gone
         or any(rise != len(gone) for rise in rises.values())
@@ -265,7 +265,7 @@ def shutdown_baselines(
 ) -> dict[str, tuple[str, float]]:
     """What the memory keeps for zookeeper_shutdown_requests: per broker, the controller's count in the last
     round it was read ACTIVE (this round's where it was), none for brokers the cluster no longer has."""
-    kept = {node: count for node, count in memory.shutdown_requests.items() if node in known}
+    kept = {node: count for node, count in memory.shutdown_baselines.items() if node in known}
     for b in brokers:
         if b.up and b.state is Lifecycle.ACTIVE:
             if requests is None:

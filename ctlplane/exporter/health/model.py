@@ -268,7 +268,7 @@ class ClusterMemory:
     admin_brokers: Mapping[int, Member] = field(default_factory=lambda: MappingProxyType({}))
     # ZooKeeper mode: broker -> (active controller, ControlledShutdown requests it had handled) in the last
     # round the broker was read ACTIVE (lifecycle.zookeeper_shutdown_requests)
-    shutdown_requests: Mapping[str, tuple[str, float]] = field(default_factory=lambda: MappingProxyType({}))
+    shutdown_baselines: Mapping[str, tuple[str, float]] = field(default_factory=lambda: MappingProxyType({}))
     # KRaft controller -> when its raft state was first read outside leader/follower (an election under way)
     out_of_step_since: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     # controller -> when it was first seen running outside the voter set (an observer controller)
