@@ -170,15 +170,15 @@ def control_plane_value(node: NodeSnapshot, series: str, twin: str) -> float | N
 
 
 def _restart_cell(answer: RestartSafety | None) -> Component:
-    """May it be restarted now (ctlplane/exporter/health/restart.py): yes, or wait and why."""
+    """May it be restarted now (ctlplane/exporter/health/restart.py): yes, or wait and why. Plain text, not a
+    badge: the row's one badge is its lifecycle state."""
     if answer is None:
         return html.Td(DASH, className="restart")
     if answer.safe:
         return html.Td("yes", className="restart", title=answer.reason)
+    why = (answer.blocker or "").replace("_", " ")
     return html.Td(
-        [badge("WAIT", Level.WARN), " ", (answer.blocker or "").replace("_", " ")],
-        className="restart",
-        title=answer.reason,
+        [html.Strong("wait", className="restart-wait"), f": {why}"], className="restart", title=answer.reason
     )
 
 

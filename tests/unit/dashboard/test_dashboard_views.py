@@ -177,7 +177,8 @@ class TestNodeTable:
         [b2] = find(tree, **{"data-node": "b2"})
         assert b1["props"]["data-restart"] == "at_min_isr" and b2["props"]["data-restart"] == "safe"
         restart_column = list(views.NODE_COLUMNS).index("restart now")
-        assert list(texts(b1["props"]["children"][restart_column])) == ["WAIT", " ", "at min isr"]
+        assert list(texts(b1["props"]["children"][restart_column])) == ["wait", ": at min isr"]
+        assert not find(b1["props"]["children"][restart_column], className="badge")  # the state's is the row's badge
         assert b1["props"]["children"][restart_column]["props"]["title"] == waiting.reason
         assert list(texts(b2["props"]["children"][restart_column])) == ["yes"]
 
