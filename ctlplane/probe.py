@@ -49,6 +49,9 @@ def format_probe(observation: Observation) -> str:
             flags = "".join(f" {flag}" for flag, on in (("STALE", broker.stale), ("FROZEN", broker.frozen)) if on)
             beside = f"  | quorum: {by_quorum[broker.node]}" if broker.node in by_quorum else ""
             lines.append(f"  {broker.node:<16} {broker.state.value:<12}{lag}{flags}  ({broker.evidence}){beside}")
+        if cluster.restart:
+            answers = (f"{r.node} {'yes' if r.safe else f'wait ({r.reason})'}" for r in cluster.restart)
+            lines.append(f"  may restart now: {'; '.join(answers)}")
     return "\n".join(lines) + "\n"
 
 
