@@ -12,19 +12,13 @@ from ctlplane.exporter.readings import plan_queries
 from ctlplane.exporter.sources.endpoint.client import inversion_for
 from ctlplane.exporter.sources.endpoint.profiles import EndpointNaming
 
-# (MBean pattern, attribute) -> the series it becomes: any one of them is enough
-LIFECYCLE_EVIDENCE = {
-    ("kafka.server:type=KafkaServer,name=BrokerState", "Value"): "kafka_broker_state",
-    (
-        "kafka.controller:type=KafkaController,name=BrokerRegistrationState,broker=*",
-        "Value",
-    ): "kafka_controller_broker_registration_state",
-    ("kafka.controller:type=KafkaController,name=FencedBrokerCount", "Value"): "kafka_controller_fenced_brokers",
-    (
-        "kafka.controller:type=ControllerChannelManager,name=QueueSize,broker-id=*",
-        "Value",
-    ): "kafka_controller_channel_queue_size",
-}
+# (MBean pattern, attribute): any one of them is enough
+LIFECYCLE_EVIDENCE = (
+    ("kafka.server:type=KafkaServer,name=BrokerState", "Value"),
+    ("kafka.controller:type=KafkaController,name=BrokerRegistrationState,broker=*", "Value"),
+    ("kafka.controller:type=KafkaController,name=FencedBrokerCount", "Value"),
+    ("kafka.controller:type=ControllerChannelManager,name=QueueSize,broker-id=*", "Value"),
+)
 
 
 def missing_lifecycle_evidence(naming: EndpointNaming) -> str | None:

@@ -121,7 +121,8 @@ _RULE_KEYS = frozenset(
 _RESERVED_SUFFIXES = ("_total", "_created", "_bucket", "_info")
 
 
-def _unreserved(name: str) -> str:
+def unreserved(name: str) -> str:
+    """`name` without the suffixes the Prometheus Java client 1.x reserves (PrometheusNaming.prometheusName)."""
     while name.endswith(_RESERVED_SUFFIXES) and name not in _RESERVED_SUFFIXES:
         name = next(name.removesuffix(s) for s in _RESERVED_SUFFIXES if name.endswith(s))
     return name
@@ -266,7 +267,7 @@ def export(
             return None
         if naming.lowercase_names:
             name = name.lower()
-        name = _unreserved(name)
+        name = unreserved(name)
         if rule.counter:
             name += "_total"
         if rule.value is not None:
@@ -297,7 +298,7 @@ def _default_export(
     name = safe_name("_".join(part for part in (domain, first, attribute) if part is not None))
     if naming.lowercase_names:
         name = name.lower()
-    name = _unreserved(name)
+    name = unreserved(name)
     labels = []
     for key, key_value in keys[1:]:
         label = safe_name(key)

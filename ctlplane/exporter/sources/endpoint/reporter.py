@@ -27,11 +27,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ctlplane.exporter.model import MBeanQuery
-from ctlplane.exporter.sources.endpoint.naming import KEY_MARK, Inverse, Inversion, probe_keys
+from ctlplane.exporter.sources.endpoint.naming import KEY_MARK, Inverse, Inversion, probe_keys, unreserved
 
 _ILLEGAL = re.compile(r"[^a-zA-Z0-9_:]")
 _ILLEGAL_LABEL = re.compile(r"[^a-zA-Z0-9_]")
-_RESERVED = ("_total", "_created", "_bucket", "_info")
 _PERCENTILE = re.compile(r"(\d+)thPercentile")
 _MARK_PREFIX = KEY_MARK.split("{", 1)[0]
 # MBeans Kafka registers itself, not metrics: AppInfoParser.registerAppInfo's `type=app-info,id=<node id>`
@@ -51,10 +50,7 @@ class ReporterNaming:
 
 def metric_name(text: str) -> str:
     """PrometheusNaming.sanitizeMetricName then lowercased, then prometheusName: no reserved suffix."""
-    name = _ILLEGAL.sub("_", text).lower()
-    while name.endswith(_RESERVED) and name not in _RESERVED:
-        name = next(name.removesuffix(s) for s in _RESERVED if name.endswith(s))
-    return name
+    return unreserved(_ILLEGAL.sub("_", text).lower())
 
 
 def label_name(text: str) -> str:
