@@ -53,16 +53,11 @@ def _total(nodes: Sequence[NodeSnapshot], series: str) -> float | None:
     return float(sum(v for v in values if v is not None))
 
 
-def _broker_blocker(
-    broker: BrokerHealth,
-    brokers: Sequence[BrokerHealth],
-    nodes: Mapping[str, NodeSnapshot],
-    active: NodeSnapshot | None,
+def _partitions_blocker(
+    brokers: Sequence[BrokerHealth], nodes: Mapping[str, NodeSnapshot], active: NodeSnapshot | None
 ) -> tuple[Blocker, str] | None:
-    if broker.state is not Lifecycle.ACTIVE:
-        return Blocker.NOT_ACTIVE, f"it is {broker.state.value}"
-    # the partitions first, the most telling reason; a broker not ACTIVE leads none (fencing moves its
-    # leaderships away), so the counts needed are the serving brokers'
+    """The cluster's partitions, once a round: what stops any broker from going. A broker not ACTIVE leads no
+    partition (fencing moves its leaderships away), so the counts needed are the serving brokers'."""
     serving = [b for b in brokers if b.state is Lifecycle.ACTIVE]
     read = [nodes[b.node] for b in serving if b.node in nodes and nodes[b.node].up]
     under, at = _total(read, UNDER_MIN_ISR), _total(read, AT_MIN_ISR)
@@ -79,6 +74,16 @@ def _broker_blocker(
         return Blocker.AT_MIN_ISR, (
             f"{at:g} partition(s) at min.insync.replicas: one more replica out of sync and acks=all writes fail"
         )
+    return None
+
+
+def _broker_blocker(
+    broker: BrokerHealth, brokers: Sequence[BrokerHealth], partitions: tuple[Blocker, str] | None
+) -> tuple[Blocker, str] | None:
+    if broker.state is not Lifecycle.ACTIVE:
+        return Blocker.NOT_ACTIVE, f"it is {broker.state.value}"
+    if partitions is not None:  # the partitions first, the most telling reason
+        return partitions
     others = [b for b in brokers if b.node != broker.node and b.state is not Lifecycle.ACTIVE]
     if others:
         named = ", ".join(f"{b.node} is {b.state.value}" for b in others)
@@ -114,12 +119,13 @@ def restart_safety(
     a combined node by both."""
     nodes = {node.node: node for node in cluster.nodes}
     by_node = {b.node: b for b in brokers}
+    partitions = _partitions_blocker(brokers, nodes, active) if brokers else None
     kraft = cluster.mode is not Mode.ZOOKEEPER
     answers = []
     for node in cluster.nodes:
         blockers = []
         if node.node in by_node:
-            blockers.append(_broker_blocker(by_node[node.node], brokers, nodes, active))
+            blockers.append(_broker_blocker(by_node[node.node], brokers, partitions))
         if kraft and node.role in (Role.CONTROLLER, Role.COMBINED):
             blockers.append(_controller_blocker(node.node, redundancy, voter_set))
         if node.node not in by_node and not (kraft and node.role in (Role.CONTROLLER, Role.COMBINED)):
