@@ -40,6 +40,7 @@ class Rule:
 
 FAULTS = "tests/integration/test_fault_table.py::"
 ENDPOINTS = "tests/integration/test_endpoint_source.py::"
+SOURCES = "tests/integration/test_source_fault_table.py::"
 # The order the scheduler hands the `together`s out: the longest first. The minutes are from fresh-clone runs
 # on 3 workers (2 cores, 2026-11-26), to see why the order is what it is. The tests of one session cluster
 # run together whether they are fault rows or not: a second copy of a cluster on another worker cost its
@@ -111,16 +112,14 @@ RULES: tuple[Rule, ...] = (
         "integration",
         "zookeeper",
     ),
-    # Two lanes of their own clusters, next longest (fresh-clone run of 2026-11-28 on 4 workers: ~7.5 and
-    # ~6.5 min): behind Spark on one worker they ended that run ~3 min after every other lane.
-    # A controller partitioned from the other voters, on a cluster of its own wired through links:
+    # the fault rows on each source beyond remote JMX (test_source_fault_table.py), a cluster of 7 JVMs each:
+    # Strimzi's rules with the Admin API alone read beside them (~10 min), jmx_exporter's default naming (~7)
+    Rule((SOURCES + "TestStrimziRulesAndTheAdminApiAlone",), "fault_table", "source-strimzi-admin"),
+    # A controller partitioned from the other voters, on a cluster of its own wired through links, ~8 min:
     Rule(("tests/integration/test_partitioned_controller.py",), "fault_table", "partitioned-controller"),
-    # the metrics-endpoint sources' own clusters: the MSK-like KRaft cluster read by five tests, three fault rows
-    # among them, and the naming comparisons, a cluster each (~7 min: its first rule places it before the two
-    # below); the crash rows on a cluster of their own (Strimzi's rules, the Strimzi Metrics Reporter), ~2.5 min
-    # each, each a lane of its own (all on one lane, it ended the run)
-    Rule((ENDPOINTS + "test_default_naming",), "fault_table", "endpoint-sources"),
-    Rule((ENDPOINTS + "test_a_crash_read_through_strimzi_named",), "fault_table", "endpoint-strimzi"),
+    Rule((SOURCES + "TestDefaultNaming",), "fault_table", "source-default-naming"),
+    # the metrics-endpoint sources' own clusters: the naming comparisons, a cluster each, ~1.5 min; the Strimzi
+    # Metrics Reporter's crash row on a cluster of its own, ~3 min
     Rule((ENDPOINTS + "test_strimzi_metrics_reporter",), "fault_table", "endpoint-reporter"),
     Rule((ENDPOINTS,), "fault_table", "endpoint-sources"),
     # discovery's own clusters (a KRaft and a ZooKeeper-mode one, module fixtures; the Admin API alone reads

@@ -660,6 +660,9 @@ HEALTH_SERIES: Mapping[str, str] = MappingProxyType(
         "kafka_cluster_fenced_brokers_unnamed": "KRaft: brokers the active controller counts fenced "
         "(FencedBrokerCount) that no kafka_broker_lifecycle_state of ctlplane shows FENCED, INITIAL or SHUTDOWN: "
         "a broker ctlplane does not watch (not listed, not discovered), or watches but cannot read",
+        "kafka_cluster_reading_unknown": "1 for each judgement no source served the evidence for this round "
+        "(`reading`: quorum_spare_voters, zookeeper_sessions), with the evidence it `lacks`: its alerts cannot fire, "
+        "so it is unknown, never healthy",
         "kafka_control_plane_saturated": "1 if the control-plane request queue is near its capacity of 20 or its "
         "threads are nearly never idle (KIP-291)",
     }

@@ -277,6 +277,7 @@ def health_families(health: FleetHealth) -> list[Family]:
     blocked = gauge("kafka_node_restart_blocked", [*NODE_LABELS, "reason"])
     controller_views = gauge("kafka_cluster_controller_views_disagree", ["cluster"])
     fenced_unnamed = gauge("kafka_cluster_fenced_brokers_unnamed", ["cluster"])
+    unknown = gauge("kafka_cluster_reading_unknown", ["cluster", "reading", "lacks"])
     voters = gauge("kafka_quorum_voters", ["cluster"])
     caught_up = gauge("kafka_quorum_voters_caught_up", ["cluster"])
     spare = gauge("kafka_quorum_spare_voters", ["cluster"])
@@ -301,6 +302,8 @@ def health_families(health: FleetHealth) -> list[Family]:
             observer_seconds.add((cluster.name, member.node, member.role.value), member.observer_seconds)
         if cluster.fenced_unnamed is not None:
             fenced_unnamed.add((cluster.name,), float(cluster.fenced_unnamed))
+        for reading in cluster.unknown:
+            unknown.add((cluster.name, reading.reading, reading.lacks), 1.0)
         if (redundancy := cluster.redundancy) is not None:
             voters.add((cluster.name,), float(redundancy.voters))
             caught_up.add((cluster.name,), float(redundancy.caught_up))
@@ -365,6 +368,7 @@ def health_families(health: FleetHealth) -> list[Family]:
         views,
         controller_views,
         fenced_unnamed,
+        unknown,
         voters,
         caught_up,
         spare,

@@ -379,6 +379,22 @@ def topic_around_fault(
         delete_topic(cluster, topic)
 
 
+@contextlib.contextmanager
+def restart_with_the_quorum_frozen(cluster: KafkaCluster, victim: KafkaNode) -> Iterator[None]:
+    """2 of 3 voters frozen (SIGSTOP: no leader, no heartbeat answered) and `victim` killed and started again at
+    once: its start-up cannot finish while the block runs; the voters resume when it ends."""
+    frozen = cluster.controllers()[:2]
+    for controller in frozen:
+        controller.pause()
+    try:
+        victim.kill()
+        victim.start()  # a restart: the process is back at once
+        yield
+    finally:
+        for controller in frozen:
+            controller.resume()
+
+
 def rounds_until_active(timeline: Timeline, victim: KafkaNode, rounds: int) -> None:
     """Rounds until `victim` is ACTIVE again (at most `rounds`), then one more: its page resolved."""
     for _ in range(rounds):

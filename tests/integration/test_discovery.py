@@ -20,9 +20,8 @@ from ctlplane.exporter.config import Settings
 from ctlplane.exporter.config_file import parse_settings
 from ctlplane.exporter.discovery.answers import NodeDiscovery
 from ctlplane.exporter.families import quorum_families
-from ctlplane.exporter.health import Cause, Lifecycle
+from ctlplane.exporter.health import Lifecycle
 from ctlplane.exporter.scraper import Scraper
-from ctlplane.exporter.sources.admin.client import QuorumReader
 from ctlplane.exporter.state import ExporterState, Observation
 from ctlplane.exporter.thresholds import Thresholds
 from ctlplane.probe import format_watch_list
@@ -41,15 +40,10 @@ from harness.localkafka import (
 from harness.localkafka.process import free_port_base
 from tests.dnsserver import loopback_dns
 from tests.integration.faults import (
-    CauseAt,
-    Timeline,
     cluster_health,
     healthy,
-    pages_then_resolves,
-    replay,
-    rounds_until_active,
 )
-from tests.integration.watch import DEFAULT_SCRAPE_TIMEOUT, Watch, shared_client, stop_scraper
+from tests.integration.watch import Watch, shared_client, stop_scraper
 
 NAME = "discovered"
 ZK_NAME = "discovered-zk"
@@ -486,66 +480,6 @@ def _alone(address: str) -> Rounds:
 def _alone_states(o: Observation) -> dict[str, Lifecycle]:
     health = o.health.cluster(ALONE)
     return {} if health is None else {b.node: b.state for b in health.brokers}
-
-
-def test_the_admin_api_alone_names_the_active_controller_every_broker_and_a_killed_one_fenced(
-    cluster: tuple[KafkaCluster, int], tmp_path: Path
-) -> None:
-    """KRaft 4.3.1 given one broker's address and nothing else (a managed service that opens no node's
-    metrics), at the real 15 s round: the quorum's leader is the active controller, describeCluster
-    (includeFencedBrokers, 4.0+) names every registered broker unfenced. kill -9 of a broker just after a
-    round: FENCED by the controller's word once its session timed out (9 s), cause no_node_metrics (no answer
-    says why), KafkaBrokerFenced pages; restarted, ACTIVE, and the page resolves. Recorded and replayed."""
-    kafka, _ = cluster
-    reader = QuorumReader(
-        kafka.name, [kafka.node("broker-1").address], controllers=False, timeout_seconds=DEFAULT_SCRAPE_TIMEOUT
-    )
-    watch = Watch(kafka, targets=[], quorum_sources={kafka.name: reader}, alone=[kafka.name])
-    running = {b.name: Lifecycle.ACTIVE for b in kafka.brokers() if b.is_running}
-    try:
-
-        def states(o: Observation) -> dict[str, Lifecycle]:
-            health = o.health.cluster(kafka.name)
-            return {} if health is None else {b.node: b.state for b in health.brokers}
-
-        def healthy(o: Observation) -> bool:
-            health = o.health.cluster(kafka.name)
-            return health is not None and health.controller.node == "controller-101" and states(o) == running
-
-        seen = watch.until(healthy, 60, f"controller-101 active, {running}")
-        alone = seen.snapshot.cluster(kafka.name)
-        assert alone is not None and alone.nodes == () and alone.admin_only
-        assert not [f for f in quorum_families(seen.snapshot) if f.name == "kafka_cluster_node_unwatched"]
-        victim = kafka.node("broker-2")
-        timeline = Timeline(watch, kafka)
-        timeline.round()
-        timeline.sleep_into_round(0.5)
-        victim.kill()
-        try:
-            for _ in range(7):  # 105 s: `for: 1m` has fired by then
-                timeline.round()
-            killed_until = len(timeline.observations) - 1
-            assert set(timeline.states(victim.name)[1:]) == {Lifecycle.FENCED}, timeline.evidence(victim.name)
-            assert "fenced (describeCluster)" in timeline.evidence(victim.name)[-1]
-            timeline.expect_causes(victim.name, {Cause.NO_NODE_METRICS}, Lifecycle.FENCED)
-            assert timeline.states("broker-1")[-1] is Lifecycle.ACTIVE
-        finally:
-            victim.start()
-        rounds_until_active(timeline, victim, 12)
-        last = len(timeline.observations) - 1
-        replay(
-            timeline,
-            "admin-alone-kill-broker",
-            [
-                *pages_then_resolves(killed_until, last, frozenset({("KafkaBrokerFenced", victim.name)})),
-                CauseAt(victim.name, killed_until, Cause.NO_NODE_METRICS),
-            ],
-            f"read through the Admin API alone (one broker's address, no node metrics); kill -9 of {victim.name} "
-            "0.5 s after a round, restart after 105 s",
-            tmp_path,
-        )
-    finally:
-        watch.close()
 
 
 def test_zookeeper_mode_the_admin_api_alone_names_the_controller_and_a_broker_that_deregisters(

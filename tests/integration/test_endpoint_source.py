@@ -8,7 +8,6 @@ through the endpoints alone: fenced, its cause named, paged by the shipped rules
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -28,15 +27,12 @@ from ctlplane.wiring import build_discovery, build_scraper, build_state
 from harness import localkafka
 from harness.localkafka import KafkaCluster, MetricsAgent, MetricsReporter, MetricsServer
 from tests.integration.faults import (
-    CauseAt,
-    Expectation,
     Timeline,
-    controlled_shutdown_of_a_leader,
     pages_then_resolves,
     replay,
     rounds_until_active,
 )
-from tests.integration.watch import Watch, endpoint_targets, shared_client, stop_scraper
+from tests.integration.watch import Watch, endpoint_targets, shared_client, stop_scraper, until_read
 from tests.kafka_versions import KRAFT_UNDER_TEST, ZK_UNDER_TEST
 from tools.docs import unserved_series
 
@@ -86,6 +82,11 @@ AIVEN_LACKS = {
     "kafka_node_info",
     "kafka_node_start_time_seconds",
     "kafka_jvm_gc_collection_seconds_total",
+}
+# The judgement each String a naming may drop leaves unknown (health/unknown.py)
+UNKNOWN_WITHOUT = {
+    Mode.KRAFT: {"kafka_raft_state": "quorum_spare_voters"},
+    Mode.ZOOKEEPER: {"kafka_zookeeper_session_state": "zookeeper_sessions"},
 }
 # Values that do not move between two reads a moment apart on a quiet cluster
 STEADY = (
@@ -213,6 +214,10 @@ def _compare(cluster: KafkaCluster, naming: EndpointNaming, lacks: set[str], mod
         health_e, health_j = by_endpoint.health.cluster(cluster.name), by_jmx.health.cluster(cluster.name)
         assert health_e is not None and health_j is not None
         assert health_e.controller.node == health_j.controller.node
+        # what the naming lacks leaves its judgement unknown, said with what it lacks (health/unknown.py)
+        unknown = {reading for series, reading in UNKNOWN_WITHOUT[mode].items() if series in lacks}
+        assert {u.reading for u in health_e.unknown} == unknown
+        assert health_j.unknown == ()
         # Kafka registers a RequestsPerSec MBean for a request and version when the first such request
         # arrives: one may appear between the two reads. Read both again, a moment apart, until what each has
         # is the same but what the naming lacks (a few tries)
@@ -332,22 +337,6 @@ def test_aivens_names_read_what_remote_jmx_reads_but_the_strings(aiven_like: Kaf
 
 
 # how the fault rows' recordings describe the source they read through
-READ_THROUGH = (
-    f"every node read through jmx_exporter {localkafka.JMX_EXPORTER_VERSION}'s javaagent in its default naming only"
-)
-
-
-@pytest.fixture
-def msk_watch(msk_like: KafkaCluster) -> Iterator[Watch]:
-    """The MSK-like cluster watched through its endpoints alone (default naming), every broker ACTIVE."""
-    watch = Watch(msk_like, targets=endpoint_targets(msk_like, profile("jmx_exporter")))
-    try:
-        watch.until(_healthy(msk_like), 90, "every node read, every broker ACTIVE")
-        yield watch
-    finally:
-        watch.close()
-
-
 def _crash_row(cluster: KafkaCluster, watch: Watch, recorded: str, read_through: str, tmp_path: Path) -> None:
     """kill -9 of the cluster's first broker 0.5 s after a round: its endpoint refuses (the process is gone),
     the controller's endpoint says it is fenced; KafkaBrokerFenced pages; restarted, it is ACTIVE again and the
@@ -375,28 +364,6 @@ def _crash_row(cluster: KafkaCluster, watch: Watch, recorded: str, read_through:
         f"{read_through}; kill -9 of {victim.name} 0.5 s after a round, restart after 105 s",
         tmp_path,
     )
-
-
-@pytest.mark.kraft
-def test_a_crash_read_through_endpoints_alone_is_fenced_gone_and_pages(
-    msk_like: KafkaCluster, msk_watch: Watch, tmp_path: Path
-) -> None:
-    """MSK's form (default naming): a crash pages with its cause, as over remote JMX."""
-    _crash_row(msk_like, msk_watch, "endpoint-default-naming-kill-broker", READ_THROUGH, tmp_path)
-
-
-@pytest.mark.kraft
-def test_a_crash_read_through_strimzi_named_endpoints_is_fenced_gone_and_pages(
-    strimzi_like: KafkaCluster, tmp_path: Path
-) -> None:
-    """Strimzi's form (its example rules, lowercased names, raft current-state as a label): the same row."""
-    watch = Watch(strimzi_like, targets=endpoint_targets(strimzi_like, profile("strimzi")))
-    try:
-        watch.until(_healthy(strimzi_like), 90, "every node read, every broker ACTIVE")
-        read_through = "every node read through its jmx_exporter endpoint alone, in Strimzi's example rules"
-        _crash_row(strimzi_like, watch, "endpoint-strimzi-naming-kill-broker", read_through, tmp_path)
-    finally:
-        watch.close()
 
 
 @pytest.mark.kraft
@@ -429,14 +396,7 @@ def test_one_address_and_an_endpoint_rule_read_every_node_through_its_endpoint(m
         for n in msk_like.nodes
     }
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            scraper.scrape_once()
-            read = {n.node: (n.node_id, n.address, n.up) for n in state.current().snapshot.nodes()}
-            if read == everyone:
-                break
-            assert time.monotonic() < deadline, f"every node read through its endpoint: {read}"
-            time.sleep(0.5)
+        until_read(scraper, state, everyone, "every node read through its endpoint")
         health = state.current().health.cluster(msk_like.name)
         assert health is not None and {b.node for b in health.brokers} == {
             f"broker-{b.node_id}" for b in msk_like.brokers()
@@ -444,52 +404,3 @@ def test_one_address_and_an_endpoint_rule_read_every_node_through_its_endpoint(m
         assert all(b.state is Lifecycle.ACTIVE for b in health.brokers), health.brokers
     finally:
         stop_scraper(scraper)
-
-
-@pytest.mark.kraft
-def test_a_hung_broker_read_through_endpoints_alone_is_fenced_hung_and_pages(
-    msk_like: KafkaCluster, msk_watch: Watch, tmp_path: Path
-) -> None:
-    """SIGSTOP of a broker: its endpoint takes the connection and never answers (the agent's threads are
-    stopped with the JVM), the controller's endpoint says it is fenced after broker.session.timeout.ms:
-    FENCED, hung_or_isolated, KafkaBrokerFenced pages; resumed, it is unfenced and the page resolves."""
-    victim = msk_like.brokers()[1]
-    timeline = Timeline(msk_watch, msk_like)
-    timeline.round()
-    timeline.sleep_into_round(0.5)
-    victim.pause()
-    try:
-        for _ in range(6):  # 90 s hung: `for: 1m` has fired by then
-            timeline.round()
-    finally:
-        victim.resume()
-    hung_until = len(timeline.observations) - 1
-    hung = timeline.states(victim.name)[1:]
-    assert hung[0] in (Lifecycle.FENCED, Lifecycle.UNREACHABLE), timeline.evidence(victim.name)
-    assert set(hung[1:]) == {Lifecycle.FENCED}, timeline.evidence(victim.name)
-    timeline.expect_causes(victim.name, {Cause.HUNG_OR_ISOLATED}, Lifecycle.FENCED, Lifecycle.UNREACHABLE)
-    rounds_until_active(timeline, victim, 8)
-    last = len(timeline.observations) - 1
-    replay(
-        timeline,
-        "endpoint-default-naming-broker-hung",
-        [
-            Expectation("critical", hung_until, frozenset({("KafkaBrokerFenced", victim.name)}), node=victim.name),
-            CauseAt(victim.name, hung_until, Cause.HUNG_OR_ISOLATED),
-            Expectation("critical", last, frozenset(), node=victim.name),
-        ],
-        f"{READ_THROUGH}; SIGSTOP of {victim.name} 0.5 s after a round for 90 s, then SIGCONT",
-        tmp_path,
-    )
-
-
-@pytest.mark.kraft
-def test_a_controlled_shutdown_read_through_endpoints_alone_is_shutdown_and_pages_nothing(
-    msk_like: KafkaCluster, msk_watch: Watch, tmp_path: Path
-) -> None:
-    """SIGTERM of a broker leading partitions, not restarted: the controller's endpoint names its controlled
-    shutdown (4.1+, BrokerRegistrationState 20) and nothing pages, as over remote JMX."""
-    recorded = "endpoint-default-naming-controlled-shutdown"
-    controlled_shutdown_of_a_leader(
-        msk_watch, msk_like, "ctlplane-endpoint-led", recorded, f", {READ_THROUGH}", tmp_path
-    )

@@ -41,6 +41,7 @@ from tests.integration.faults import (
     pages_then_resolves,
     read_of,
     replay,
+    restart_with_the_quorum_frozen,
     topic_around_fault,
 )
 from tests.integration.watch import Watch, discovered_watch
@@ -607,19 +608,11 @@ def test_a_restart_held_in_start_up_is_initial_and_never_pages_as_fenced(
     cluster_, kraft = restarted_kraft
     kraft.until(healthy(RESTARTED), 120, "healthy")
     victim = cluster_.brokers()[1]
-    quorum_breakers = cluster_.controllers()[:2]  # 2 of 3 voters frozen: no leader, no heartbeat answered
     timeline = Timeline(kraft, cluster_)
     timeline.round()
-    for controller in quorum_breakers:
-        controller.pause()
-    try:
-        victim.kill()
-        victim.start()  # a restart: the process is back at once, its start-up cannot finish
+    with restart_with_the_quorum_frozen(cluster_, victim):
         for _ in range(6):  # 90 s held in start-up: any FENCED reading would page by then (`for: 1m`)
             timeline.round()
-    finally:
-        for controller in quorum_breakers:
-            controller.resume()
     held = timeline.states(victim.name)[1:]
     answered = [state for state in held if state is not Lifecycle.UNREACHABLE]  # the JVM's first seconds
     assert len(answered) >= 4 and set(answered) == {Lifecycle.INITIAL}, timeline.evidence(victim.name)

@@ -137,6 +137,26 @@ class Watch:
         stop_scraper(self.scraper)
 
 
+def until_read(
+    scraper: Scraper,
+    state: ExporterState,
+    expected: Mapping[str, tuple[int | None, str, bool]],
+    what: str,
+    before: Callable[[], None] = lambda: None,
+    timeout: float = 60,
+) -> None:
+    """Rounds (each after `before`) until the nodes read are `expected`: node -> (node id, address, up)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        before()
+        scraper.scrape_once()
+        read = {n.node: (n.node_id, n.address, n.up) for n in state.current().snapshot.nodes()}
+        if read == expected:
+            return
+        assert time.monotonic() < deadline, f"{what}: {read}"
+        time.sleep(0.5)
+
+
 def discovered_watch(cluster: KafkaCluster, timeout: float = DEFAULT_SCRAPE_TIMEOUT) -> Watch:
     """ctlplane given only the cluster's controllers (`bootstrap_controllers`) and a JMX rule: no node
     listed, every node found from the cluster's answers (docs/configuration.md "Watching your own clusters").

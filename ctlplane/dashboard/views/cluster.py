@@ -310,6 +310,10 @@ def watch_gaps(snapshot: ClusterSnapshot, health: ClusterHealth) -> Component | 
                 **data(gap="fenced-unnamed"),
             )
         )
+    rows += [
+        html.Li(f"{unknown.reading.replace('_', ' ')}: unknown, no source serves {unknown.lacks}", **data(gap="unread"))
+        for unknown in health.unknown
+    ]
     if not rows:
         return None
     return html.Div([html.H3("Not watched"), html.Ul(rows)], className="watch-gaps")

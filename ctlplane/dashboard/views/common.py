@@ -175,6 +175,9 @@ def assess_cluster(cluster: ClusterHealth, firing: Sequence[Alert] = (), observe
     if cluster.fenced_unnamed:
         # the controller counts fenced brokers ctlplane cannot name (KafkaFencedBrokerUnnamed pages after its for:)
         reasons.append((Level.WARN, f"{cluster.fenced_unnamed} fenced broker(s) ctlplane cannot name"))
+    for unknown in cluster.unknown:
+        # no source serves its evidence: unknown, never healthy (health/unknown.py)
+        reasons.append((Level.UNKNOWN, f"{unknown.reading.replace('_', ' ')} unknown"))
     stale = [b.node for b in cluster.brokers if b.stale]
     if stale:
         reasons.append((Level.WARN, f"stale metadata: {', '.join(stale)}"))

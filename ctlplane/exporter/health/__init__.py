@@ -52,6 +52,7 @@ from ctlplane.exporter.health.model import (
 )
 from ctlplane.exporter.health.quorum import elections, quorum_lag, quorum_redundancy, voter_set
 from ctlplane.exporter.health.restart import restart_safety
+from ctlplane.exporter.health.unknown import unknown_readings
 from ctlplane.exporter.model import ClusterSnapshot, Failure, FleetSnapshot, NodeSnapshot
 from ctlplane.exporter.thresholds import Thresholds
 
@@ -124,6 +125,7 @@ def evaluate_cluster(
         elections=voters,
         voter_set=members,
         restart=restart_safety(cluster, final, active, redundancy, members),
+        unknown=unknown_readings(cluster, redundancy),
     )
     return health, memory
 

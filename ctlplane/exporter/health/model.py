@@ -121,6 +121,15 @@ class ControllerView:
 
 
 @dataclass(frozen=True)
+class UnknownReading:
+    """A judgement no source served the evidence for this round (health/unknown.py): its name, and what it
+    lacks."""
+
+    reading: str
+    lacks: str
+
+
+@dataclass(frozen=True)
 class ClusterHealth:
     name: str
     mode: Mode | None
@@ -148,6 +157,8 @@ class ClusterHealth:
     voter_set: VoterSet | None = None
     # every broker's and KRaft controller's answer to "may it be restarted now?" (health/restart.py)
     restart: tuple[RestartSafety, ...] = ()
+    # the judgements no source served the evidence for (health/unknown.py): unknown, never healthy
+    unknown: tuple[UnknownReading, ...] = ()
 
     @property
     def active_controllers(self) -> int:

@@ -9,7 +9,14 @@ from typing import Any
 from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.families import control_plane_listener_enabled
 from ctlplane.exporter.health import BrokerHealth, Cause, ClusterHealth, ControllerView, FleetHealth, Lifecycle
-from ctlplane.exporter.health.model import ElectionState, QuorumMember, Redundancy, RestartSafety, VoterSet
+from ctlplane.exporter.health.model import (
+    ElectionState,
+    QuorumMember,
+    Redundancy,
+    RestartSafety,
+    UnknownReading,
+    VoterSet,
+)
 from ctlplane.exporter.model import (
     ClusterSnapshot,
     Failure,
@@ -258,6 +265,7 @@ def health_to_dict(health: FleetHealth, snapshot: FleetSnapshot) -> dict[str, An
                     for b in cluster.brokers
                 ],
                 "restart": [_restart_to_dict(r) for r in cluster.restart],
+                "unknown": [{"reading": u.reading, "lacks": u.lacks} for u in cluster.unknown],
             }
             for cluster in health.clusters
         ],
@@ -368,6 +376,7 @@ def health_from_dict(document: Mapping[str, Any]) -> FleetHealth:
                     RestartSafety(str(r["node"]), Role(r["role"]), bool(r["safe"]), r.get("blocker"), str(r["reason"]))
                     for r in cluster.get("restart") or ()
                 ),
+                unknown=tuple(UnknownReading(str(u["reading"]), str(u["lacks"])) for u in cluster.get("unknown") or ()),
             )
         )
     return FleetHealth(tuple(clusters))

@@ -181,6 +181,11 @@ class RestartAnswer(RestartDocument):
     cluster: str
 
 
+class UnknownReadingDocument(_Document):
+    reading: str = Field(description="a judgement no source served the evidence for this round")
+    lacks: str = Field(description="the evidence it lacks")
+
+
 class ClusterHealthDocument(_Document):
     name: str
     mode: Mode | None
@@ -196,6 +201,9 @@ class ClusterHealthDocument(_Document):
     controller: ControllerDocument
     brokers: list[BrokerDocument]
     restart: list[RestartDocument] = Field(default=[], description="every node's answer to: may it restart now?")
+    unknown: list[UnknownReadingDocument] = Field(
+        default=[], description="judgements unknown for want of evidence: never read as healthy"
+    )
 
 
 class HealthDocument(_Document):
