@@ -118,8 +118,8 @@ RULES: tuple[Rule, ...] = (
     # A controller partitioned from the other voters, on a cluster of its own wired through links, ~8 min:
     Rule(("tests/integration/test_partitioned_controller.py",), "fault_table", "partitioned-controller"),
     Rule((SOURCES + "TestDefaultNaming",), "fault_table", "source-default-naming"),
-    # the metrics-endpoint sources' own clusters: the naming comparisons, a cluster each, ~1.5 min; the Strimzi
-    # Metrics Reporter's crash row on a cluster of its own, ~3 min
+    # the metrics-endpoint sources' own clusters: the naming comparisons, a cluster each, and a ZooKeeper-mode
+    # crash row, ~4 min; the Strimzi Metrics Reporter's crash row on a cluster of its own, ~3 min
     Rule((ENDPOINTS + "test_strimzi_metrics_reporter",), "fault_table", "endpoint-reporter"),
     Rule((ENDPOINTS,), "fault_table", "endpoint-sources"),
     # discovery's own clusters (a KRaft and a ZooKeeper-mode one, module fixtures; the Admin API alone reads

@@ -29,9 +29,9 @@ def _label(mode: Mode, line: str, listener: bool = True) -> str:
     return f"zk-{line}" + ("" if listener else "-nolistener")
 
 
-# Rows of a source, not of a release: read through the nodes' metrics endpoints (tests/integration/
-# test_endpoint_source.py) or the Admin API alone (test_discovery.py) on the pinned release (docs/sources.md),
-# not what every release's remote-JMX rows prove
+# Rows of a source, not of a release: read through the nodes' metrics endpoints or the Admin API alone
+# (tests/integration/test_source_fault_table.py, test_endpoint_source.py) on the pinned release
+# (docs/sources.md), not what every release's remote-JMX rows prove
 SOURCE_ROWS = ("endpoint-", "admin-alone-")
 
 

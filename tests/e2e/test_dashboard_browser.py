@@ -63,26 +63,33 @@ def _node(cluster: str, name: str, role: Role, node_id: int, at: float, samples:
 
 
 def kraft_fleet(sequence: int, at: float, fenced: frozenset[int] = frozenset()) -> FleetSnapshot:
-    """Two KRaft clusters; the controller reports broker ids in `fenced` as FENCED (4.1+ registration state)."""
+    """Two KRaft clusters of 3 controllers and 2 brokers; the controllers report broker ids in `fenced` as FENCED
+    (4.1+ registration state)."""
     clusters = []
     for cluster in ("east", "west"):
         registration = tuple(
             Sample("kafka_controller_broker_registration_state", (("broker", str(i)),), 10.0 if i in fenced else 30.0)
             for i in (1, 2)
         )
-        controller = _node(
-            cluster,
-            "controller-1",
-            Role.CONTROLLER,
-            101,
-            at,
-            (
-                Sample("kafka_controller_active", (), 1.0),
-                Sample("kafka_raft_current_epoch", (), 4.0),
-                Sample("kafka_controller_last_committed_record_offset", (), 100.0),
-                *registration,
-            ),
-        )
+        # three voters, controller-1 the leader (as remote JMX reads them: raft current-state included, so the
+        # quorum's spare voter is known)
+        controllers = [
+            _node(
+                cluster,
+                f"controller-{i}",
+                Role.CONTROLLER,
+                100 + i,
+                at,
+                (
+                    Sample("kafka_controller_active", (), 1.0 if i == 1 else 0.0),
+                    Sample("kafka_raft_current_epoch", (), 4.0),
+                    Sample("kafka_raft_state", (("state", "leader" if i == 1 else "follower"),), 1.0),
+                    Sample("kafka_controller_last_committed_record_offset", (), 100.0),
+                    *registration,
+                ),
+            )
+            for i in (1, 2, 3)
+        ]
         brokers = [
             _node(
                 cluster,
@@ -99,7 +106,7 @@ def kraft_fleet(sequence: int, at: float, fenced: frozenset[int] = frozenset()) 
             )
             for i in (1, 2)
         ]
-        clusters.append(ClusterSnapshot(cluster, (controller, *brokers)))
+        clusters.append(ClusterSnapshot(cluster, (*controllers, *brokers)))
     return FleetSnapshot(sequence, at, 0.05, tuple(clusters))
 
 
@@ -129,7 +136,7 @@ def test_every_page_loads_without_console_errors(
     page.evaluate("window.__not_reloaded = true")
     page.locator('tr[data-cluster="west"] a').click()
     expect(page).to_have_url(f"{base}/dashboard/cluster/west")
-    expect(page.locator("tr.node-row")).to_have_count(3)
+    expect(page.locator("tr.node-row")).to_have_count(5)
     expect(page.locator(".controller-identity")).to_have_text("controller-1 (id 101)")
     expect(page.locator(".js-plotly-plot")).to_have_count(4, timeout=20_000)  # plotly.js loads lazily
     shoot(page, artifacts, "fake-cluster")

@@ -3,7 +3,9 @@ KRaft cluster, in jmx_exporter's default naming (as Amazon MSK serves it) and in
 the real Strimzi Metrics Reporter (no JMX at all) with the allowlist Strimzi's operator gives it.
 
 What each naming serves is read beside what the same nodes' remote JMX says, and a broker's crash is read
-through the endpoints alone: fenced, its cause named, paged by the shipped rules (replayed by promtool).
+through the Strimzi Metrics Reporter alone and through a ZooKeeper-mode cluster's endpoints alone: fenced, its
+cause named, paged by the shipped rules (replayed by promtool). The other rows on each source, on KRaft, are
+test_source_fault_table.py's.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from ctlplane.exporter.sources.routed import Sources
 from ctlplane.exporter.state import Observation
 from ctlplane.wiring import build_discovery, build_scraper, build_state
 from harness import localkafka
-from harness.localkafka import KafkaCluster, MetricsAgent, MetricsReporter, MetricsServer
+from harness.localkafka import KafkaCluster, KafkaNode, MetricsAgent, MetricsReporter, MetricsServer
 from tests.integration.faults import (
     Timeline,
     pages_then_resolves,
@@ -128,8 +130,8 @@ def msk_012_like(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaClus
     yield from _cluster(tmp_path_factory.mktemp("msk012"), "endpoint-msk-012", 1, agent)
 
 
-# the clusters of one test each stop with it; the MSK-like one serves three
-@pytest.fixture
+# the clusters of one test each stop with it; the MSK-like ones serve two each
+@pytest.fixture(scope="module")
 def zookeeper_msk_like(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
     """A ZooKeeper-mode cluster (MSK ran ZooKeeper mode until 3.9) of 2 brokers with the KIP-291 listener,
     each serving jmx_exporter's default naming."""
@@ -336,12 +338,18 @@ def test_aivens_names_read_what_remote_jmx_reads_but_the_strings(aiven_like: Kaf
     _compare(aiven_like, profile("aiven"), AIVEN_LACKS)
 
 
-# how the fault rows' recordings describe the source they read through
-def _crash_row(cluster: KafkaCluster, watch: Watch, recorded: str, read_through: str, tmp_path: Path) -> None:
-    """kill -9 of the cluster's first broker 0.5 s after a round: its endpoint refuses (the process is gone),
-    the controller's endpoint says it is fenced; KafkaBrokerFenced pages; restarted, it is ACTIVE again and the
-    page resolves. Recorded as `recorded`."""
-    victim = cluster.brokers()[0]
+def _crash_row(
+    cluster: KafkaCluster,
+    watch: Watch,
+    recorded: str,
+    read_through: str,
+    tmp_path: Path,
+    victim: KafkaNode | None = None,
+) -> None:
+    """kill -9 of `victim` (the cluster's first broker by default) 0.5 s after a round: its endpoint refuses (the
+    process is gone), the controller's endpoint says it is fenced; KafkaBrokerFenced pages; restarted, it is
+    ACTIVE again and the page resolves. Recorded as `recorded`."""
+    victim = victim or cluster.brokers()[0]
     timeline = Timeline(watch, cluster)
     timeline.round()
     timeline.round()
@@ -404,3 +412,26 @@ def test_one_address_and_an_endpoint_rule_read_every_node_through_its_endpoint(m
         assert all(b.state is Lifecycle.ACTIVE for b in health.brokers), health.brokers
     finally:
         stop_scraper(scraper)
+
+
+@pytest.mark.zookeeper
+def test_a_zookeeper_mode_crash_read_through_endpoints_alone_is_fenced_gone_and_pages(
+    zookeeper_msk_like: KafkaCluster, tmp_path: Path
+) -> None:
+    """MSK's ZooKeeper-mode form (default naming): kill -9 of the broker that is not the controller. Its session
+    expires (zookeeper.session.timeout.ms, 6 s here) and the controller drops its request queue
+    (ControllerChannelManager.removeBroker), which the controller's endpoint serves: FENCED by the controller's
+    word, cause process_gone (its endpoint refuses), KafkaBrokerFenced pages; restarted, ACTIVE and resolved."""
+    watch = Watch(zookeeper_msk_like, targets=endpoint_targets(zookeeper_msk_like, profile("jmx_exporter")))
+    try:
+        seen = watch.until(_healthy(zookeeper_msk_like), 90, "every node read, every broker ACTIVE")
+        health = seen.health.cluster(zookeeper_msk_like.name)
+        assert health is not None
+        victim = next(b for b in zookeeper_msk_like.brokers() if b.name != health.controller.node)
+        read_through = (
+            f"every node read through jmx_exporter {localkafka.JMX_EXPORTER_VERSION}'s javaagent in its default "
+            "naming only"
+        )
+        _crash_row(zookeeper_msk_like, watch, "endpoint-default-naming-kill-broker", read_through, tmp_path, victim)
+    finally:
+        watch.close()

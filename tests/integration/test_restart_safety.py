@@ -1,7 +1,7 @@
-"""May this node restart now? (health/restart.py) on a real KRaft cluster: 3 brokers, a topic of replication
-factor 3 at min.insync.replicas 2, one controller. Every broker may go; stopped cleanly, one broker leaves each
-partition at its minimum, and the others must wait with the partitions as the reason; back in sync, every broker
-may go again. The quorum's only voter never may."""
+"""May this node restart now? (health/restart.py) on real clusters of 3 brokers with a topic of replication
+factor 3 at min.insync.replicas 2: KRaft (one controller) and ZooKeeper mode. Every broker may go; stopped
+cleanly, one broker leaves each partition at its minimum, and the others must wait with the partitions as the
+reason; back in sync, every broker may go again. The KRaft quorum's only voter never may."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from ctlplane.exporter.state import Observation
-from harness.localkafka import create_topic, start_kraft_cluster
+from harness.localkafka import KafkaCluster, create_topic, start_kraft_cluster, start_zk_cluster
 from tests.integration.watch import Watch
-from tests.kafka_versions import KRAFT_UNDER_TEST
+from tests.kafka_versions import KRAFT_UNDER_TEST, ZK_UNDER_TEST
 
-pytestmark = [pytest.mark.kafka, pytest.mark.kraft]
+pytestmark = [pytest.mark.kafka]
 
 NAME = "restart-safety"
 BROKERS = ("broker-1", "broker-2", "broker-3")
@@ -30,6 +30,28 @@ def _all(observation: Observation, answer: tuple[bool, str | None], nodes: tuple
     return all(answers.get(node) == answer for node in nodes)
 
 
+def _one_broker_stopped_and_back(cluster: KafkaCluster, watch: Watch) -> None:
+    """broker-3 stopped cleanly: its replicas leave every ISR at once, each partition at its minimum; the other
+    brokers wait, naming the partitions; broker-3 back in sync, every broker may go again."""
+    create_topic(cluster, "orders", [[1, 2, 3], [2, 3, 1], [3, 1, 2]])
+    watch.until(lambda o: _all(o, (True, None)), 60, "every broker safe to restart")
+    victim = cluster.node("broker-3")
+    victim.stop()  # SIGTERM: a clean stop
+    stopped = watch.until(
+        lambda o: _all(o, (False, "at_min_isr"), ("broker-1", "broker-2")),
+        60,
+        "the other brokers wait: every partition at min.insync.replicas",
+    )
+    assert _answers(stopped)["broker-3"] == (False, "not_active")
+    health = stopped.health.cluster(NAME)
+    assert health is not None
+    reason = next(r.reason for r in health.restart if r.node == "broker-1")
+    assert reason.startswith("3 partition(s) at min.insync.replicas"), reason
+    victim.start()
+    watch.until(lambda o: _all(o, (True, None)), 120, "back in sync: every broker safe again")
+
+
+@pytest.mark.kraft
 def test_a_broker_may_restart_only_while_every_partition_keeps_a_replica_to_spare(tmp_path: Path) -> None:
     # on the controller too: a topic created on KRaft 4.3.1 takes min.insync.replicas from the controllers'
     # config, not the brokers' (TopicCommand --describe shows it as the topic's own config)
@@ -39,26 +61,25 @@ def test_a_broker_may_restart_only_while_every_partition_keeps_a_replica_to_spar
     )
     watch = Watch(cluster)
     try:
-        create_topic(cluster, "orders", [[1, 2, 3], [2, 3, 1], [3, 1, 2]])
-        ready = watch.until(lambda o: _all(o, (True, None)), 60, "every broker safe to restart")
+        _one_broker_stopped_and_back(cluster, watch)
         (controller,) = (n.name for n in cluster.nodes if n.is_controller)
-        assert _answers(ready)[controller] == (False, "quorum_majority")  # the quorum's only voter
+        assert _answers(watch.scrape())[controller] == (False, "quorum_majority")  # the quorum's only voter
+    finally:
+        watch.close()
+        cluster.stop()
 
-        victim = cluster.node("broker-3")
-        victim.stop()  # SIGTERM: a clean stop, its replicas leave every ISR at once
-        stopped = watch.until(
-            lambda o: _all(o, (False, "at_min_isr"), ("broker-1", "broker-2")),
-            60,
-            "the other brokers wait: every partition at min.insync.replicas",
-        )
-        assert _answers(stopped)["broker-3"] == (False, "not_active")
-        health = stopped.health.cluster(NAME)
-        assert health is not None
-        reason = next(r.reason for r in health.restart if r.node == "broker-1")
-        assert reason.startswith("3 partition(s) at min.insync.replicas"), reason
 
-        victim.start()
-        watch.until(lambda o: _all(o, (True, None)), 120, "back in sync: every broker safe again")
+@pytest.mark.zookeeper
+def test_zookeeper_mode_a_broker_may_restart_only_while_every_partition_keeps_a_replica_to_spare(
+    tmp_path: Path,
+) -> None:
+    """The same on ZooKeeper mode: the brokers' own At/UnderMinIsrPartitionCount and the controller's
+    OfflinePartitionsCount are the evidence in both modes; no quorum of voters to keep."""
+    overrides = {node: {"min.insync.replicas": "2"} for node in BROKERS}
+    cluster = start_zk_cluster(NAME, tmp_path, brokers=3, version=ZK_UNDER_TEST, node_overrides=overrides)
+    watch = Watch(cluster)
+    try:
+        _one_broker_stopped_and_back(cluster, watch)
     finally:
         watch.close()
         cluster.stop()

@@ -382,12 +382,12 @@ class TestDefaultNaming:
     def test_srv_records_find_every_node_at_its_metrics_port(
         self, default_named: tuple[KafkaCluster, list[Source]]
     ) -> None:
-        """A headless Service's SRV records for the pods' metrics port (a Strimzi-style `_tcp-prometheus._tcp`
-        name, a target per pod) beside one broker's address: every node found once, under its pod's name, and
-        read at the address and port its records give, through its endpoint (`metrics:`)."""
+        """A headless Service's SRV records for the pods' metrics port (named `metrics`: a target per pod) beside
+        one broker's address: every node found once, under its pod's name, and read at the address and port its
+        records give, through its endpoint (`metrics:`)."""
         cluster, _ = default_named
         service = "source-default-kafka-pods.kafka.svc.cluster.local."
-        srv = f"_tcp-prometheus._tcp.{service}"
+        srv = f"_metrics._tcp.{service}"
         with loopback_dns() as dns:
             dns.records[(srv, "SRV")] = [f"0 50 {n.metrics_port} {n.name}.{service}" for n in cluster.nodes]
             for node in cluster.nodes:
