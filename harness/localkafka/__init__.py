@@ -20,7 +20,8 @@ CLI: ``python -m harness.localkafka up [--workdir DIR]``.
 Where things are: ``versions`` (the pinned releases, how a version reads), ``jars`` (Maven into the
 cache), ``process`` (a JVM: command line, logging, signals, ports), ``nodes`` (ZooKeeper and Kafka
 nodes), ``clusters`` (ZooKeeper-mode and KRaft clusters, the test fleets), ``tls`` (a throw-away CA for
-TLS listeners), ``agent`` (jmx_exporter's javaagent on a node), ``admin`` (Kafka's tools: topics, the
+TLS listeners), ``agent`` (jmx_exporter's javaagent on a node), ``standalone`` (jmx_exporter's standalone
+server beside a node), ``admin`` (Kafka's tools: topics, the
 quorum's voters), and ``__main__`` (the CLI). This module re-exports what callers use.
 """
 

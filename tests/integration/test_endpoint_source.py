@@ -10,7 +10,7 @@ test_source_fault_table.py's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -27,14 +27,22 @@ from ctlplane.exporter.sources.routed import Sources
 from ctlplane.exporter.state import Observation
 from ctlplane.wiring import build_discovery, build_scraper, build_state
 from harness import localkafka
-from harness.localkafka import KafkaCluster, KafkaNode, MetricsAgent, MetricsReporter, MetricsServer
+from harness.localkafka import KafkaCluster, KafkaNode, MetricsAgent, MetricsReporter, MetricsServer, free_port
+from harness.localkafka.standalone import start_standalone_exporters, stop_standalone_exporters
 from tests.integration.faults import (
     Timeline,
     pages_then_resolves,
     replay,
     rounds_until_active,
 )
-from tests.integration.watch import Watch, endpoint_targets, shared_client, stop_scraper, until_read
+from tests.integration.watch import (
+    DEFAULT_SCRAPE_TIMEOUT,
+    Watch,
+    endpoint_targets,
+    shared_client,
+    stop_scraper,
+    until_read,
+)
 from tests.kafka_versions import KRAFT_UNDER_TEST, ZK_UNDER_TEST
 from tools.docs import unserved_series
 
@@ -197,11 +205,17 @@ def _series(o: Observation, cluster: str) -> dict[str, dict[tuple[tuple[str, str
     return table
 
 
-def _compare(cluster: KafkaCluster, naming: EndpointNaming, lacks: set[str], mode: Mode = Mode.KRAFT) -> None:
-    """The endpoints read beside the same nodes' JMX: the same identities and health, every series the JMX
-    read has but those `lacks` names, and the same steady values."""
+def _compare(
+    cluster: KafkaCluster,
+    naming: EndpointNaming,
+    lacks: set[str],
+    mode: Mode = Mode.KRAFT,
+    urls: Mapping[str, str] | None = None,
+) -> None:
+    """The endpoints (each node's own, or `urls`) read beside the same nodes' JMX: the same identities and
+    health, every series the JMX read has but those `lacks` names, and the same steady values."""
     jmx = Watch(cluster)
-    endpoints = Watch(cluster, targets=endpoint_targets(cluster, naming))
+    endpoints = Watch(cluster, targets=endpoint_targets(cluster, naming, urls))
     try:
         by_endpoint = endpoints.until(_healthy(cluster), 90, "every node read, every broker ACTIVE")
         by_jmx = jmx.until(_healthy(cluster), 60, "every node read by JMX")
@@ -213,6 +227,7 @@ def _compare(cluster: KafkaCluster, naming: EndpointNaming, lacks: set[str], mod
             assert node.role is (Role.BROKER if expected.is_broker else Role.CONTROLLER), node
             assert node.node_id == expected.node_id, node
             assert node.address.startswith("http://127.0.0.1:"), node.address
+            assert urls is None or node.address == urls[node.node], node.address
         health_e, health_j = by_endpoint.health.cluster(cluster.name), by_jmx.health.cluster(cluster.name)
         assert health_e is not None and health_j is not None
         assert health_e.controller.node == health_j.controller.node
@@ -242,6 +257,35 @@ def _compare(cluster: KafkaCluster, naming: EndpointNaming, lacks: set[str], mod
 @pytest.mark.kraft
 def test_default_naming_reads_what_remote_jmx_reads_but_the_strings(msk_like: KafkaCluster) -> None:
     _compare(msk_like, profile("jmx_exporter"), DEFAULT_NAMING_LACKS)
+
+
+@pytest.mark.kraft
+def test_jmx_exporters_standalone_server_reads_the_same_and_a_scrape_it_could_not_make_is_the_nodes_error(
+    msk_like: KafkaCluster, tmp_path: Path
+) -> None:
+    """jmx_exporter's standalone server (jmx_prometheus_httpserver) beside each node, reading it over remote JMX
+    in the default naming: the same as the javaagent's but the collectors' time. It serves no JVM series (those
+    would be its own JVM's), and the default naming writes each collector's name into the series name
+    (`java_lang_G1_Young_Generation_CollectionTime`), which ctlplane does not map back: the javaagent's own
+    jvm_gc_collection_seconds stand in for it there. One whose node does not answer JMX answers 200 with none
+    of its MBeans: that node's one-line error, never a node read with nothing in it."""
+    reads = {node.name: node.jmx_port for node in msk_like.nodes}
+    reads["nobody"] = free_port()  # no JMX listens there
+    servers = start_standalone_exporters(reads, tmp_path)
+    try:
+        urls = {name: server.url for name, server in servers.items()}
+        lacks = DEFAULT_NAMING_LACKS | {"kafka_jvm_gc_collection_seconds_total"}
+        _compare(msk_like, profile("jmx_exporter"), lacks, urls=urls)
+        client = EndpointClient(DEFAULT_SCRAPE_TIMEOUT)
+        try:
+            with pytest.raises(ReadError) as error:
+                client.read(MetricsEndpoint(urls["nobody"], profile("jmx_exporter")), plan_queries())
+        finally:
+            client.close()
+        said = f"{urls['nobody']}: the exporter served none of the node's MBeans (jmx_scrape_error "
+        assert str(error.value).startswith(said), str(error.value)
+    finally:
+        stop_standalone_exporters(servers)
 
 
 @pytest.mark.kraft

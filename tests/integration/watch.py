@@ -66,14 +66,19 @@ def targets_of(*clusters: KafkaCluster, omit: Collection[str] = ()) -> list[Targ
     ]
 
 
-def endpoint_targets(cluster: KafkaCluster, naming: EndpointNaming) -> list[Target]:
-    """Every node of `cluster` read through its metrics endpoint (node.metrics_port), as a user's config
-    with `metrics:` lists it, and its node id (a naming may not serve app-info's)."""
+def endpoint_targets(
+    cluster: KafkaCluster, naming: EndpointNaming, urls: Mapping[str, str] | None = None
+) -> list[Target]:
+    """Every node of `cluster` read through its metrics endpoint (node.metrics_port, or `urls`: node name -> the
+    URL of a server beside it), as a user's config with `metrics:` lists it, and its node id (a naming may not
+    serve app-info's)."""
     return [
         Target(
             cluster.name,
             node.name,
-            MetricsEndpoint(f"http://127.0.0.1:{node.metrics_port}/metrics", naming),
+            MetricsEndpoint(
+                urls[node.name] if urls is not None else f"http://127.0.0.1:{node.metrics_port}/metrics", naming
+            ),
             Role.COMBINED if len(node.roles) > 1 else Role(node.roles[0]),
             node.node_id,
         )

@@ -336,7 +336,12 @@ class QuorumReader:
         for name, value in self._security.items():
             props.setProperty(name, value)
         timeout = str(self.timeout_ms)
-        props.setProperty("request.timeout.ms", timeout)
+        # A node that takes a request and never answers (a hung broker) is given up within a third of the call's
+        # deadline, so the call is tried again on another node inside it: NetworkClient drops the silent node's
+        # connection when a request times out, and KafkaAdminClient retries the call on the least loaded node.
+        # With the whole deadline for one request, one SIGSTOPped broker that the client picked cost the round
+        # its answer (seen in CI: the Admin API alone read every broker UNREACHABLE for a round).
+        props.setProperty("request.timeout.ms", str(max(1000, self.timeout_ms // 3)))
         props.setProperty("default.api.timeout.ms", timeout)
         props.setProperty("socket.connection.setup.timeout.ms", timeout)
         props.setProperty("socket.connection.setup.timeout.max.ms", timeout)

@@ -21,7 +21,7 @@ from ctlplane.exporter.model import Failure, MBeanQuery, RawReading
 from ctlplane.exporter.sources.base import NodeEndpoint, ReadError
 from ctlplane.exporter.sources.endpoint.naming import Inversion, invert
 from ctlplane.exporter.sources.endpoint.profiles import AGENT_ALIASES, EndpointNaming
-from ctlplane.exporter.sources.endpoint.readings import Lookup, lookup, readings_from_samples
+from ctlplane.exporter.sources.endpoint.readings import Lookup, lookup, node_readings
 from ctlplane.exporter.sources.endpoint.reporter import ReporterNaming, invert_reporter
 from ctlplane.exporter.sources.endpoint.text import TextError, page_samples
 
@@ -103,7 +103,7 @@ class EndpointClient:
             with client.stream("GET", endpoint.url, auth=auth, timeout=self.timeout_seconds) as response:
                 _check_status(response)
                 chunks = self._chunks(response, deadline)
-                return readings_from_samples(page_samples(chunks, found.wanted), found, queries)
+                return node_readings(page_samples(chunks, found.wanted), found, queries, endpoint.url)
         except ReadError:
             raise
         except TextError as exc:

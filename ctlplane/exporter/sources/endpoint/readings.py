@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from ctlplane.exporter.model import MBeanQuery, RawReading
+from ctlplane.exporter.sources.base import ReadError
 from ctlplane.exporter.sources.endpoint.naming import Inverse, Inversion
 from ctlplane.exporter.sources.endpoint.text import Needs, TextSample, Wanted
 
 OBJECT_NAME = "_objectname"
+# jmx_exporter's own gauge, on every page its javaagent or standalone server serves. The standalone server
+# (jmx_prometheus_httpserver: its WebServer registers the JMX collector and build info only) reads the node over
+# remote JMX and still answers 200, with none of the node's MBeans, when the node does not answer; and the
+# gauge it serves beside them is its previous scrape's (1.0.1: 0 on the page of the first failed scrape, 1
+# on the next; 1 still on the first page that has the MBeans again). So the page's own content decides.
+SCRAPE_ERROR = "jmx_scrape_error"
 _ABSENT = "\x00absent"  # a label the sample lacks: no text-format value is this
 _SUM = "\x00sum:"  # a summary's sum, kept until its Count is read
 # (required label names, their values -> the inverses that need exactly those)
@@ -46,7 +53,28 @@ def lookup(inversion: Inversion) -> Lookup:
         (keys, table), *others = by_keys.items()
         plain = all(_plain(value) for values in table for value in values)
         names[name] = Needs(keys, frozenset(table)) if keys and not others and plain else None
+    names[SCRAPE_ERROR] = None
     return Lookup(Wanted(names), groups)
+
+
+def node_readings(
+    samples: Iterable[TextSample], found: Lookup, queries: Sequence[MBeanQuery], url: str
+) -> list[RawReading]:
+    """readings_from_samples, but a ReadError for a page of jmx_exporter's (it serves SCRAPE_ERROR) that holds
+    none of the node's MBeans: the exporter could not read the node, however it answered."""
+    served: list[float] = []
+
+    def kafkas(page: Iterable[TextSample]) -> Iterator[TextSample]:
+        for sample in page:
+            if sample.name == SCRAPE_ERROR:
+                served.append(sample.value)
+            else:
+                yield sample
+
+    readings = readings_from_samples(kafkas(samples), found, queries)
+    if not readings and served:
+        raise ReadError(f"{url}: the exporter served none of the node's MBeans ({SCRAPE_ERROR} {served[-1]:g})")
+    return readings
 
 
 def readings_from_samples(

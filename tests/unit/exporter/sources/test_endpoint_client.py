@@ -102,6 +102,22 @@ def test_a_server_error_is_the_nodes_error(serve: Callable[[Handler], str]) -> N
     assert error.failure is Failure.OTHER and "HTTP 500" in str(error)
 
 
+def test_a_jmx_exporter_page_without_any_of_the_nodes_mbeans_is_the_nodes_error(
+    serve: Callable[[Handler], str],
+) -> None:
+    """jmx_exporter's standalone server reads the node over remote JMX and answers 200 when the node does not,
+    with none of its MBeans; its jmx_scrape_error is its previous scrape's (0 on the first failed page, 1 on
+    the first good one again, seen on 1.0.1), so the page's content decides, not the gauge."""
+    own = "jmx_scrape_duration_seconds 0.01\njmx_scrape_cached_beans 0.0\n"
+    for gauge in ("0.0", "1.0"):
+        error = _error(serve(_answer(200, f"{own}jmx_scrape_error {gauge}\n")))
+        assert error.failure is Failure.OTHER
+        assert str(error).endswith(f"the exporter served none of the node's MBeans (jmx_scrape_error {float(gauge):g})")
+    # the node's MBeans there: read, whatever the gauge says of the scrape before
+    readings = _read(serve(_answer(200, PAGE + "jmx_scrape_error 1.0\n")))
+    assert {s.series for s in samples_from_readings(readings)} == {"kafka_broker_state", "kafka_controller_active"}
+
+
 def test_a_refused_port_is_a_gone_process() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
