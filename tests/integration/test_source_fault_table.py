@@ -1,6 +1,7 @@
 """The fault table on each source beyond remote JMX (issue #45): a real KRaft cluster whose nodes serve their
-MBeans only through the jmx_exporter javaagent, read through those endpoints alone and, on the same clock,
-through the Admin API alone (one surviving broker's address, no node read).
+MBeans only through the jmx_exporter javaagent. In Strimzi's rules it is read through those endpoints alone and,
+on the same clock, through the Admin API alone (one surviving broker's address, no node read); in the default
+naming, through the endpoints and the quorum's view from one broker's address, as docs/sources.md configures MSK.
 
 The rows, each recorded per source and replayed through the shipped rules by promtool (the Strimzi-named
 cluster all three, the default-named one the first two). The faults of a row fall on distinct nodes of one
@@ -10,7 +11,7 @@ and ~2.5 min of the suite's 20):
 2. kill -9 of the active controller and of a third broker;
 3. the quorum's majority frozen while a broker restarts: no leader, the broker held in start-up.
 
-What a source cannot tell is said per row (docs/sources.md "What is proven on real clusters").
+What a source cannot tell is said per row (docs/sources.md "The fault table on each source").
 """
 
 from __future__ import annotations
