@@ -113,7 +113,7 @@ RULES: tuple[Rule, ...] = (
         "zookeeper",
     ),
     # the fault rows on each source beyond remote JMX (test_source_fault_table.py), a cluster of 7 JVMs each:
-    # Strimzi's rules with the Admin API alone read beside them (~10 min), jmx_exporter's default naming (~7)
+    # Strimzi's rules with the Admin API alone read beside them (~8.5 min), jmx_exporter's default naming (~5)
     Rule((SOURCES + "TestStrimziRulesAndTheAdminApiAlone",), "fault_table", "source-strimzi-admin"),
     # A controller partitioned from the other voters, on a cluster of its own wired through links, ~8 min:
     Rule(("tests/integration/test_partitioned_controller.py",), "fault_table", "partitioned-controller"),

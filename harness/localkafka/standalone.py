@@ -1,7 +1,8 @@
 """jmx_exporter's standalone server (io.prometheus.jmx:jmx_prometheus_httpserver) beside a local node: a JVM of its
 own that reads the node over remote JMX (`hostPort`) and serves what it read as Prometheus text, as a host runs
 it where the javaagent cannot go into Kafka's JVM. It serves no JVM series of its own (its WebServer registers the
-JMX collector and its build info only), and answers 200 with `jmx_scrape_error 1` when the node does not answer.
+JMX collector and its build info only), and answers 200 with none of the node's MBeans when the node does not
+answer (its `jmx_scrape_error` beside them is its previous scrape's).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from harness.localkafka.process import LOOPBACK, JvmProcess, free_port, java_exe
 
 @dataclass(eq=False)
 class StandaloneExporter(JvmProcess):
-    """One standalone server, serving /metrics on LOOPBACK:port for the node at `reads` (its JMX address)."""
+    """One standalone server, serving /metrics on LOOPBACK:port for the node whose JMX port is `jmx_port`."""
 
     name: str
     port: int

@@ -120,6 +120,16 @@ def _caught_up(view: QuorumView, replica: QuorumReplica, thresholds: Thresholds)
     return replica.replica_id == view.leader_id or (age is not None and age <= thresholds.quorum_caught_up_seconds)
 
 
+def kraft_controllers(cluster: ClusterSnapshot) -> list[NodeSnapshot]:
+    """The watched nodes that take part in the KRaft quorum (controllers and combined nodes of a KRaft or a
+    migrating cluster), read this round or not."""
+    return [
+        n
+        for n in cluster.nodes
+        if n.role in (Role.CONTROLLER, Role.COMBINED) and (n.mode or cluster.mode) in (Mode.KRAFT, Mode.MIGRATION)
+    ]
+
+
 def quorum_redundancy(cluster: ClusterSnapshot, thresholds: Thresholds) -> Redundancy | None:
     """The quorum's voters and how many are caught up. From the leader's own word where the quorum answered
     (describeMetadataQuorum: LeaderState.updateFollowerState moves a voter's lastCaughtUpTimestamp each time
@@ -132,11 +142,7 @@ def quorum_redundancy(cluster: ClusterSnapshot, thresholds: Thresholds) -> Redun
         if voters:
             caught_up = [r for r in voters if _caught_up(view, r, thresholds)]
             return Redundancy(len(voters), len(caught_up), "quorum")
-    controllers = [
-        n
-        for n in cluster.nodes
-        if n.role in (Role.CONTROLLER, Role.COMBINED) and (n.mode or cluster.mode) in (Mode.KRAFT, Mode.MIGRATION)
-    ]
+    controllers = kraft_controllers(cluster)
     states = {n.node: n.state("kafka_raft_state") for n in controllers if n.up}
     if not any(states.values()):
         return None  # no controller read, or none that says its raft state: nothing to count, never 0

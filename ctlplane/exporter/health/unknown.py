@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.health.model import Redundancy, UnknownReading
+from ctlplane.exporter.health.quorum import kraft_controllers
 from ctlplane.exporter.model import ClusterSnapshot
 
 # the quorum's spare voters: the controllers' own raft state (health/quorum.py quorum_redundancy), or the
@@ -30,12 +31,8 @@ ZOOKEEPER_SESSIONS = UnknownReading(
 def unknown_readings(cluster: ClusterSnapshot, redundancy: Redundancy | None) -> tuple[UnknownReading, ...]:
     """This round's readings that some node was read for and no source could make."""
     unknown: list[UnknownReading] = []
-    controllers = [
-        n
-        for n in cluster.nodes
-        if n.up and n.role in (Role.CONTROLLER, Role.COMBINED) and (n.mode or cluster.mode) is Mode.KRAFT
-    ]
-    if controllers and redundancy is None:
+    # the controllers quorum_redundancy counts from: one read, and still no count
+    if any(n.up for n in kraft_controllers(cluster)) and redundancy is None:
         unknown.append(SPARE_VOTERS)
     brokers = [n for n in cluster.nodes if n.up and n.role is Role.BROKER and n.mode is Mode.ZOOKEEPER]
     if brokers and not any(n.has("kafka_zookeeper_session_state") for n in brokers):
