@@ -42,7 +42,8 @@ FAULTS = "tests/integration/test_fault_table.py::"
 ENDPOINTS = "tests/integration/test_endpoint_source.py::"
 SOURCES = "tests/integration/test_source_fault_table.py::"
 # The order the scheduler hands the `together`s out: the longest first. The minutes are from fresh-clone runs
-# on 3 workers (2 cores, 2026-11-26), to see why the order is what it is. The tests of one session cluster
+# (2 cores, 2026-11-26 on 3 workers, the source lanes and Spark's place 2026-11-28 on 5), to see why the order
+# is what it is. The tests of one session cluster
 # run together whether they are fault rows or not: a second copy of a cluster on another worker cost its
 # start-up and ~0.14 of a core while idle (a KRaft cluster of 5 JVMs), and two lanes end where one would.
 RULES: tuple[Rule, ...] = (
@@ -117,6 +118,12 @@ RULES: tuple[Rule, ...] = (
     Rule((SOURCES + "TestStrimziRulesAndTheAdminApiAlone",), "fault_table", "source-strimzi-admin"),
     # A controller partitioned from the other voters, on a cluster of its own wired through links, ~8 min:
     Rule(("tests/integration/test_partitioned_controller.py",), "fault_table", "partitioned-controller"),
+    # Spark (~5 min), one after the other on one worker: the local Spark JVM (a worker process keeps it,
+    # ~1-3 min), then a standalone master and two workers (~3-5 min of both cores). Side by side on two workers they
+    # took each other's CPU and the cluster's jobs ran past the test's 600 s (a fresh-clone run on 3 workers)
+    Rule(("tests/integration/test_history_pipeline.py",), "spark", "spark"),
+    Rule(("tests/unit/pipeline/",), "unit", "spark"),
+    Rule(("tests/integration/test_spark_cluster.py",), "spark", "spark"),
     Rule((SOURCES + "TestDefaultNaming",), "fault_table", "source-default-naming"),
     # the metrics-endpoint sources' own clusters: the naming comparisons, a cluster each, and a ZooKeeper-mode
     # crash row, ~4 min; the Strimzi Metrics Reporter's crash row on a cluster of its own, ~3 min
@@ -125,12 +132,6 @@ RULES: tuple[Rule, ...] = (
     # discovery's own clusters (a KRaft and a ZooKeeper-mode one, module fixtures; the Admin API alone reads
     # them too): one copy of each, ~4.5 min
     Rule(("tests/integration/test_discovery.py",), "integration", "discovery"),
-    # Spark, one after the other on one worker: the local Spark JVM (a worker process keeps it, ~1-3 min),
-    # then a standalone master and two workers (~3-5 min of both cores). Side by side on two workers they
-    # took each other's CPU and the cluster's jobs ran past the test's 600 s (a fresh-clone run on 3 workers)
-    Rule(("tests/integration/test_history_pipeline.py",), "spark", "spark"),
-    Rule(("tests/unit/pipeline/",), "unit", "spark"),
-    Rule(("tests/integration/test_spark_cluster.py",), "spark", "spark"),
     # the dynamic quorum's own cluster (4 controllers, a broker): its voter changes at the 15 s round, ~2.5 min
     Rule(("tests/integration/test_dynamic_quorum.py",), "fault_table", "dynamic-quorum"),
     # a broker stopped inside a real GC pause, on a KRaft cluster of its own (3 JVMs), ~1.5 min
@@ -226,11 +227,15 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     return result
 
 
-@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: without xdist the suite runs in one process
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+def together_scheduling(config: pytest.Config, log: Any = None) -> Any:
     """xdist's scope scheduling with RULES' `together` as the scope: each scope runs whole on one worker,
     handed out in collection order (--no-loadscope-reorder), the order made above. (Not `--dist loadgroup`:
-    it marks a group by rewriting the test's node id, which pytest 9.2 no longer lets it do.)"""
+    it marks a group by rewriting the test's node id, which pytest 9.2 no longer lets it do.)
+
+    A worker is handed its next scope only when one test of its own is left, not xdist's two: a worker runs
+    a test only once it knows the next (its teardown needs it), so one is the least, and with two a worker
+    whose last two tests were fault rows (~2.5 min each) took the Spark lane minutes before another worker
+    was free, and ended the run ~100 s after the others (a fresh-clone run, 2026-11-28)."""
     from xdist.scheduler import LoadScopeScheduling
 
     class TogetherScheduling(LoadScopeScheduling):
@@ -238,7 +243,22 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             together = rule_of(nodeid).together
             return nodeid if together is None else f"together:{together}"
 
+        def _reschedule(self, node: Any) -> None:
+            if node.shutting_down:
+                return
+            if not self.workqueue:
+                node.shutdown()
+                return
+            if self._pending_of(self.assigned_work[node]) > 1:
+                return
+            self._assign_work_unit(node)
+
     return TogetherScheduling(config, log)
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: without xdist the suite runs in one process
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    return together_scheduling(config, log)
 
 
 @dataclass

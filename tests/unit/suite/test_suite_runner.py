@@ -109,3 +109,51 @@ def test_a_session_cluster_stops_after_the_last_test_of_its_together_that_uses_i
         quorum + "test_b": ("kraft_cluster", "zk_cluster", "zookeeper"),
         grafana + "test_d": ("kraft_cluster", "zk_cluster", "zookeeper"),
     }
+
+
+class _Worker:
+    """A pytest-xdist worker as its scheduler sees it: the tests sent to it, and whether it was told to stop."""
+
+    def __init__(self, name: str) -> None:
+        self.gateway = type("Gateway", (), {"id": name})()
+        self.sent: list[int] = []
+        self.shutting_down = False
+
+    def send_runtest_some(self, indices: list[int]) -> None:
+        self.sent.extend(indices)
+
+    def shutdown(self) -> None:
+        self.shutting_down = True
+
+
+def test_a_worker_is_handed_its_next_together_only_when_its_last_test_is_left() -> None:
+    from tests.suite import together_scheduling
+
+    class Config:
+        option = type("Option", (), {"loadscopereorder": False})()
+
+        def getvalue(self, name: str) -> list[str]:
+            assert name == "tx"
+            return ["2*popen"]
+
+    faults = "tests/integration/test_fault_table.py::"
+    collection = [
+        faults + "test_kill_just_after_a_round_a",  # the session KRaft cluster's lane, three tests
+        faults + "test_kill_just_after_a_round_b",
+        faults + "test_kill_just_after_a_round_c",
+        "tests/integration/test_spark_cluster.py::test_d",  # the Spark lane
+        "tests/integration/test_dynamic_quorum.py::test_e",
+        "tests/unit/exporter/test_config.py::test_f",
+    ]
+    scheduler = together_scheduling(Config())
+    first, second = _Worker("gw0"), _Worker("gw1")
+    for worker in (first, second):
+        scheduler.add_node(worker)
+        scheduler.add_node_collection(worker, collection)
+    scheduler.schedule()
+    # one together each; the Spark lane's one test cannot run before its worker knows a next one
+    assert first.sent == [0, 1, 2] and second.sent == [3, 4]
+    scheduler.mark_test_complete(first, 0)
+    assert first.sent == [0, 1, 2], "two tests of its own left: xdist's default would take the next lane now"
+    scheduler.mark_test_complete(first, 1)
+    assert first.sent == [0, 1, 2, 5]
