@@ -1,25 +1,56 @@
-"""The JSON form of a FleetSnapshot served at /api/v1/snapshot, and its inverse for remote readers."""
+"""The JSON documents of /api/v1/snapshot, /api/v1/health and /api/v1/restart, written from the values and read
+back into them (the dashboard reads a remote exporter so), both derived from http/schema.py's models.
+
+A document's field is the value's attribute of the same name, carried by the field's type: an enum by its
+value, a tuple as a list, a nested value as its own document (VALUES pairs each document with its value). The
+few fields a value carries in another shape, or not at all, are written and read by the functions named in
+WRITTEN and READ. Samples, the bulk of a snapshot (~100 per node), are written and read by hand.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import math
-from collections.abc import Mapping
+import types
+import typing
+from collections.abc import Callable, Mapping
+from functools import cache
 from typing import Any
 
-from ctlplane.exporter.catalog import Mode, Role
+from pydantic import BaseModel
+
 from ctlplane.exporter.families import control_plane_listener_enabled
-from ctlplane.exporter.health import BrokerHealth, Cause, ClusterHealth, ControllerView, FleetHealth, Lifecycle
 from ctlplane.exporter.health.model import (
+    BrokerHealth,
+    ClusterHealth,
+    ControllerView,
     ElectionState,
+    FleetHealth,
     QuorumMember,
     Redundancy,
     RestartSafety,
     UnknownReading,
     VoterSet,
 )
+from ctlplane.exporter.http.schema import (
+    BrokerDocument,
+    ClusterDocument,
+    ClusterHealthDocument,
+    ControllerDocument,
+    ElectionDocument,
+    MemberDocument,
+    NodeDocument,
+    QuorumDocument,
+    RedundancyDocument,
+    ReplicaDocument,
+    RestartDocument,
+    UnknownReadingDocument,
+    VoterDocument,
+    VoterSetDocument,
+)
 from ctlplane.exporter.model import (
     ClusterSnapshot,
-    Failure,
     FleetSnapshot,
     Member,
     NodeSnapshot,
@@ -30,152 +61,188 @@ from ctlplane.exporter.model import (
 
 SCHEMA_VERSION = 1
 
+# Each document and the value it carries.
+VALUES: dict[type[BaseModel], type] = {
+    NodeDocument: NodeSnapshot,
+    ReplicaDocument: QuorumReplica,
+    MemberDocument: Member,
+    QuorumDocument: QuorumView,
+    ClusterDocument: ClusterSnapshot,
+    BrokerDocument: BrokerHealth,
+    ControllerDocument: ControllerView,
+    ElectionDocument: ElectionState,
+    RedundancyDocument: Redundancy,
+    VoterDocument: QuorumMember,
+    VoterSetDocument: VoterSet,
+    RestartDocument: RestartSafety,
+    UnknownReadingDocument: UnknownReading,
+    ClusterHealthDocument: ClusterHealth,
+}
+
 
 def _finite(value: float) -> float | None:
     # JSON has no NaN; Kafka reports NaN for idle ratios of listeners it does not have.
     return value if math.isfinite(value) else None
 
 
+def _number(value: float | None) -> float:
+    return math.nan if value is None else float(value)
+
+
+def _sample_to_dict(sample: Sample) -> dict[str, Any]:
+    document: dict[str, Any] = {"series": sample.series, "labels": dict(sample.labels), "value": _finite(sample.value)}
+    if sample.parts:
+        document["parts"] = {k: _finite(v) for k, v in sample.parts}
+    if sample.read_at is not None:
+        document["read_at"] = sample.read_at
+    return document
+
+
+def _sample_from_dict(document: Mapping[str, Any]) -> Sample:
+    return Sample(
+        document["series"],
+        tuple(sorted(document["labels"].items())),
+        _number(document["value"]),
+        tuple((k, _number(v)) for k, v in document.get("parts", {}).items()),
+        document.get("read_at"),
+    )
+
+
+# Fields written from the whole value, not from its attribute of the field's name: (document, field) -> writer
+WRITTEN: dict[tuple[type[BaseModel], str], Callable[[Any], Any]] = {
+    (NodeDocument, "control_plane_listener"): control_plane_listener_enabled,
+    (NodeDocument, "samples"): lambda node: [_sample_to_dict(sample) for sample in node.samples],
+    # JSON keys are strings: broker id -> fenced
+    (QuorumDocument, "fenced"): lambda view: (
+        None if view.fenced is None else {str(k): v for k, v in sorted(view.fenced.items())}
+    ),
+}
+# Fields read back by hand: (document, field) -> reader of the field's JSON. Fields the value computes (its
+# properties, a node's control-plane listener from its samples) are not read back.
+READ: dict[tuple[type[BaseModel], str], Callable[[Any], Any]] = {
+    (NodeDocument, "samples"): lambda samples: tuple(_sample_from_dict(s) for s in samples),
+    (QuorumDocument, "fenced"): lambda fenced: None if fenced is None else {int(k): bool(v) for k, v in fenced.items()},
+}
+# Fields left out, not written as null, where the value has none: (document, field)
+ABSENT_WHEN_NONE = frozenset({(ClusterDocument, "quorum")})
+
+
+def _field_kind(annotation: Any) -> tuple[str, Any]:
+    """How a field's type carries a value: ("document", model), ("documents", model), ("enum", class),
+    ("list", None) or ("plain", None); an optional type as its other part."""
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        (annotation,) = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+    origin = typing.get_origin(annotation)
+    if origin is list:
+        (item,) = typing.get_args(annotation)
+        if isinstance(item, type) and issubclass(item, BaseModel):
+            return "documents", item
+        return "list", None
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return "document", annotation
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return "enum", annotation
+    return "plain", None
+
+
+def _writer(kind: str, inner: Any) -> Callable[[Any], Any]:
+    """What writes an attribute of a field's kind as JSON."""
+    if kind == "document":
+        return lambda v: None if v is None else to_document(v, inner)
+    if kind == "documents":
+        return lambda v: [to_document(x, inner) for x in v]
+    if kind == "enum":
+        return lambda v: None if v is None else v.value
+    if kind == "list":
+        return list
+    return lambda v: v
+
+
+def _reader(kind: str, inner: Any) -> Callable[[Any], Any]:
+    """What reads a field of a kind back from JSON: the inverse of _writer."""
+    if kind == "document":
+        return lambda v: None if v is None else from_document(v, inner)
+    if kind == "documents":
+        return lambda v: tuple(from_document(x, inner) for x in v)
+    if kind == "enum":
+        return lambda v: None if v is None else inner(v)
+    if kind == "list":
+        return tuple
+    return lambda v: v
+
+
+def _attribute(name: str, write: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda value: write(getattr(value, name))
+
+
+@cache
+def _writers(model: type[BaseModel]) -> tuple[tuple[str, Callable[[Any], Any], bool], ...]:
+    """For each field of a document: its JSON key, what writes it from the value, and whether it is left out
+    where None."""
+    return tuple(
+        (
+            field.alias or name,
+            WRITTEN.get((model, name)) or _attribute(name, _writer(*_field_kind(field.annotation))),
+            (model, name) in ABSENT_WHEN_NONE,
+        )
+        for name, field in model.model_fields.items()
+    )
+
+
+def to_document(value: Any, model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON document `model` of a value."""
+    document = {}
+    for key, write, absent_when_none in _writers(model):
+        written = write(value)
+        if written is not None or not absent_when_none:
+            document[key] = written
+    return document
+
+
+@cache
+def _readers(model: type[BaseModel]) -> tuple[tuple[str, str, Callable[[Any], Any]], ...]:
+    """For each field of a document the value stores: its JSON key, the value's field name, what reads it."""
+    stored = {f.name for f in dataclasses.fields(VALUES[model])}
+    return tuple(
+        (field.alias or name, name, READ.get((model, name)) or _reader(*_field_kind(field.annotation)))
+        for name, field in model.model_fields.items()
+        if name in stored
+    )
+
+
+def from_document(document: Mapping[str, Any], model: type[BaseModel], **given: Any) -> Any:
+    """The value a JSON document `model` carries; a field the document lacks (an older exporter's) takes the
+    value's default; `given` are fields the document does not carry (the cluster a node is listed under)."""
+    kwargs = dict(given)
+    for key, name, read in _readers(model):
+        if key in document and name not in given:
+            kwargs[name] = read(document[key])
+    return VALUES[model](**kwargs)
+
+
+def _check_schema(document: Mapping[str, Any], what: str) -> None:
+    if document.get("schema") != SCHEMA_VERSION:
+        raise ValueError(f"unsupported {what} schema {document.get('schema')!r}, expected {SCHEMA_VERSION}")
+
+
 def snapshot_to_dict(snapshot: FleetSnapshot) -> dict[str, Any]:
+    """/api/v1/snapshot: every node's readings of the last round."""
     return {
         "schema": SCHEMA_VERSION,
         "sequence": snapshot.sequence,
         "taken_at": snapshot.taken_at,
         "round_duration_seconds": snapshot.round_duration_seconds,
-        "clusters": [
-            {
-                "name": cluster.name,
-                "mode": cluster.mode.value if cluster.mode else None,
-                "admin_only": cluster.admin_only,
-                "nodes": [_node_to_dict(node) for node in cluster.nodes],
-                **({"quorum": _quorum_to_dict(cluster.quorum)} if cluster.quorum is not None else {}),
-            }
-            for cluster in snapshot.clusters
-        ],
+        "clusters": [to_document(cluster, ClusterDocument) for cluster in snapshot.clusters],
     }
 
 
-def _quorum_to_dict(view: QuorumView) -> dict[str, Any]:
-    return {
-        "read_at": view.read_at,
-        "error": view.error,
-        "leader_id": view.leader_id,
-        "leader_epoch": view.leader_epoch,
-        "high_watermark": view.high_watermark,
-        "replicas": [
-            {
-                "replica_id": r.replica_id,
-                "voter": r.voter,
-                "log_end_offset": r.log_end_offset,
-                "last_fetch_at": r.last_fetch_at,
-                "last_caught_up_at": r.last_caught_up_at,
-                "directory_id": r.directory_id,
-            }
-            for r in view.replicas
-        ],
-        # JSON keys are strings: broker id -> fenced
-        "fenced": None if view.fenced is None else {str(k): v for k, v in sorted(view.fenced.items())},
-        "registrations_error": view.registrations_error,
-        # every node the cluster's answers named (discovery's input), and why describeCluster did not answer
-        "members": [
-            {"node_id": m.node_id, "role": m.role.value, "host": m.host, "current": m.current} for m in view.members
-        ],
-        "members_error": view.members_error,
-        "no_quorum": view.no_quorum,
-        "controller_id": view.controller_id,
-    }
-
-
-def _quorum_from_dict(document: Mapping[str, Any]) -> QuorumView:
-    return QuorumView(
-        read_at=document["read_at"],
-        error=document["error"],
-        leader_id=document["leader_id"],
-        leader_epoch=document["leader_epoch"],
-        high_watermark=document["high_watermark"],
-        replicas=tuple(QuorumReplica(**replica) for replica in document["replicas"]),
-        fenced=None if document.get("fenced") is None else {int(k): bool(v) for k, v in document["fenced"].items()},
-        registrations_error=document.get("registrations_error"),
-        members=tuple(
-            Member(int(m["node_id"]), Role(m["role"]), m.get("host"), bool(m.get("current", True)))
-            for m in document.get("members") or ()
-        ),
-        members_error=document.get("members_error"),
-        no_quorum=bool(document.get("no_quorum", False)),
-        controller_id=document.get("controller_id"),
-    )
-
-
-def _node_to_dict(node: NodeSnapshot) -> dict[str, Any]:
-    return {
-        "node": node.node,
-        "address": node.address,
-        "role": node.role.value,
-        "mode": node.mode.value if node.mode else None,
-        "node_id": node.node_id,
-        "version": node.version,
-        "up": node.up,
-        "error": node.error,
-        "failure": node.failure.value if node.failure else None,
-        "scrape_duration_seconds": node.scrape_duration_seconds,
-        "errors_total": node.errors_total,
-        "scraped_at": node.scraped_at,
-        "control_plane_listener": control_plane_listener_enabled(node),
-        "samples": [
-            {
-                "series": sample.series,
-                "labels": dict(sample.labels),
-                "value": _finite(sample.value),
-                **({"parts": {k: _finite(v) for k, v in sample.parts}} if sample.parts else {}),
-                **({"read_at": sample.read_at} if sample.read_at is not None else {}),
-            }
-            for sample in node.samples
-        ],
-    }
-
-
-def snapshot_from_dict(document: dict[str, Any]) -> FleetSnapshot:
+def snapshot_from_dict(document: Mapping[str, Any]) -> FleetSnapshot:
     """Rebuild a snapshot from /api/v1/snapshot JSON (NaN comes back for values JSON could not carry)."""
-    if document.get("schema") != SCHEMA_VERSION:
-        raise ValueError(f"unsupported snapshot schema {document.get('schema')!r}, expected {SCHEMA_VERSION}")
-
-    def number(value: float | None) -> float:
-        return math.nan if value is None else float(value)
-
+    _check_schema(document, "snapshot")
     clusters = []
     for cluster in document["clusters"]:
-        nodes = []
-        for node in cluster["nodes"]:
-            samples = tuple(
-                Sample(
-                    s["series"],
-                    tuple(sorted(s["labels"].items())),
-                    number(s["value"]),
-                    tuple((k, number(v)) for k, v in s.get("parts", {}).items()),
-                    s.get("read_at"),
-                )
-                for s in node["samples"]
-            )
-            nodes.append(
-                NodeSnapshot(
-                    cluster=cluster["name"],
-                    node=node["node"],
-                    address=node["address"],
-                    role=Role(node["role"]),
-                    mode=Mode(node["mode"]) if node["mode"] else None,
-                    node_id=node["node_id"],
-                    version=node["version"],
-                    up=node["up"],
-                    scrape_duration_seconds=node["scrape_duration_seconds"],
-                    error=node["error"],
-                    errors_total=node["errors_total"],
-                    scraped_at=node["scraped_at"],
-                    samples=samples,
-                    failure=Failure(node["failure"]) if node.get("failure") else None,
-                )
-            )
-        quorum = _quorum_from_dict(cluster["quorum"]) if "quorum" in cluster else None
-        clusters.append(ClusterSnapshot(cluster["name"], tuple(nodes), quorum, bool(cluster.get("admin_only", False))))
+        nodes = tuple(from_document(node, NodeDocument, cluster=cluster["name"]) for node in cluster["nodes"])
+        clusters.append(from_document(cluster, ClusterDocument, nodes=nodes))
     return FleetSnapshot(
         document["sequence"], document["taken_at"], document["round_duration_seconds"], tuple(clusters)
     )
@@ -187,196 +254,27 @@ def health_to_dict(health: FleetHealth, snapshot: FleetSnapshot) -> dict[str, An
         "schema": SCHEMA_VERSION,
         "sequence": snapshot.sequence,
         "taken_at": snapshot.taken_at,
-        "clusters": [
-            {
-                "name": cluster.name,
-                "mode": cluster.mode.value if cluster.mode else None,
-                "error": cluster.error,
-                "migration_phase": cluster.migration_phase,
-                "quorum_leader_id": cluster.quorum_leader_id,
-                "controller_views_disagree": cluster.controller_views_disagree,
-                "fenced_unnamed": cluster.fenced_unnamed,
-                "redundancy": None
-                if cluster.redundancy is None
-                else {
-                    "voters": cluster.redundancy.voters,
-                    "caught_up": cluster.redundancy.caught_up,
-                    "spare": cluster.redundancy.spare,
-                    "source": cluster.redundancy.source,
-                },
-                "voter_set": None
-                if cluster.voter_set is None
-                else {
-                    "source": cluster.voter_set.source,
-                    "members": [
-                        {
-                            "node": m.node,
-                            "node_id": m.node_id,
-                            "role": m.role.value,
-                            "directory_id": m.directory_id,
-                            "voter": m.voter,
-                            "observer_seconds": m.observer_seconds,
-                            "caught_up": m.caught_up,
-                        }
-                        for m in cluster.voter_set.members
-                    ],
-                },
-                "elections": [
-                    {
-                        "node": e.node,
-                        "role": e.role.value,
-                        "state": e.state,
-                        "out_of_step_seconds": e.out_of_step_seconds,
-                    }
-                    for e in cluster.elections
-                ],
-                "active_controllers": cluster.active_controllers,
-                "controller": {
-                    "claimants": list(cluster.controller.claimants),
-                    "node": cluster.controller.node,
-                    "node_id": cluster.controller.node_id,
-                    "epoch": cluster.controller.epoch,
-                    "failovers_total": cluster.controller.failovers_total,
-                    "last_failover_at": cluster.controller.last_failover_at,
-                    "reachable_controllers": cluster.controller.reachable_controllers,
-                    "known": cluster.controller.known,
-                },
-                "brokers": [
-                    {
-                        "node": b.node,
-                        "node_id": b.node_id,
-                        "role": b.role.value,
-                        "up": b.up,
-                        "state": b.state.value,
-                        "evidence": b.evidence,
-                        "metadata_lag_records": b.metadata_lag_records,
-                        "metadata_lag_seconds": b.metadata_lag_seconds,
-                        "stale": b.stale,
-                        "frozen": b.frozen,
-                        "control_plane_listener": b.control_plane_listener,
-                        "control_plane_queue_ratio": b.control_plane_queue_ratio,
-                        "control_plane_saturated": b.control_plane_saturated,
-                        "decided_by": b.decided_by,
-                        "views_disagree": b.views_disagree,
-                        "metadata_lag_source": b.metadata_lag_source,
-                        "fenced_unplanned": b.fenced_unplanned,
-                        "cause": b.cause.value if b.cause is not None else None,
-                    }
-                    for b in cluster.brokers
-                ],
-                "restart": [_restart_to_dict(r) for r in cluster.restart],
-                "unknown": [{"reading": u.reading, "lacks": u.lacks} for u in cluster.unknown],
-            }
-            for cluster in health.clusters
-        ],
+        "clusters": [to_document(cluster, ClusterHealthDocument) for cluster in health.clusters],
     }
-
-
-def _restart_to_dict(answer: RestartSafety) -> dict[str, Any]:
-    return {
-        "node": answer.node,
-        "role": answer.role.value,
-        "safe": answer.safe,
-        "blocker": answer.blocker,
-        "reason": answer.reason,
-    }
-
-
-def restart_answers(health: FleetHealth, cluster: str | None = None, node: str | None = None) -> list[dict[str, Any]]:
-    """/api/v1/restart: every node's answer, or those of one cluster or one node."""
-    return [
-        {"cluster": c.name, **_restart_to_dict(r)}
-        for c in health.clusters
-        if cluster is None or c.name == cluster
-        for r in c.restart
-        if node is None or r.node == node
-    ]
-
-
-def _redundancy(document: Any) -> Redundancy | None:
-    if not isinstance(document, dict):
-        return None
-    return Redundancy(int(document["voters"]), int(document["caught_up"]), str(document["source"]))
-
-
-def _voter_set(document: Any) -> VoterSet | None:
-    if not isinstance(document, dict):
-        return None
-    members = tuple(
-        QuorumMember(
-            str(m["node"]),
-            m.get("node_id"),
-            Role(m["role"]),
-            m.get("directory_id"),
-            bool(m["voter"]),
-            float(m.get("observer_seconds", 0.0)),
-            m.get("caught_up"),
-        )
-        for m in document.get("members", ())
-    )
-    return VoterSet(members, str(document["source"]))
 
 
 def health_from_dict(document: Mapping[str, Any]) -> FleetHealth:
     """Rebuild FleetHealth from `/api/v1/health` JSON (the inverse of `health_to_dict`)."""
     clusters = []
     for cluster in document["clusters"]:
-        controller = cluster["controller"]
+        brokers = tuple(from_document(b, BrokerDocument, cluster=cluster["name"]) for b in cluster["brokers"])
         clusters.append(
-            ClusterHealth(
-                name=cluster["name"],
-                mode=Mode(cluster["mode"]) if cluster["mode"] else None,
-                controller=ControllerView(
-                    claimants=tuple(controller["claimants"]),
-                    node=controller["node"],
-                    node_id=controller["node_id"],
-                    epoch=controller["epoch"],
-                    failovers_total=controller["failovers_total"],
-                    last_failover_at=controller["last_failover_at"],
-                    reachable_controllers=controller["reachable_controllers"],
-                    known=bool(controller.get("known", True)),
-                ),
-                brokers=tuple(
-                    BrokerHealth(
-                        cluster=cluster["name"],
-                        node=b["node"],
-                        role=Role(b["role"]),
-                        node_id=b["node_id"],
-                        up=b["up"],
-                        state=Lifecycle(b["state"]),
-                        evidence=b["evidence"],
-                        metadata_lag_records=b["metadata_lag_records"],
-                        metadata_lag_seconds=b["metadata_lag_seconds"],
-                        stale=b["stale"],
-                        frozen=b["frozen"],
-                        control_plane_listener=b["control_plane_listener"],
-                        control_plane_queue_ratio=b["control_plane_queue_ratio"],
-                        control_plane_saturated=b["control_plane_saturated"],
-                        decided_by=b.get("decided_by", "jmx"),
-                        views_disagree=b.get("views_disagree", False),
-                        metadata_lag_source=b.get("metadata_lag_source"),
-                        fenced_unplanned=b.get("fenced_unplanned", False),
-                        cause=Cause(b["cause"]) if b.get("cause") else None,
-                    )
-                    for b in cluster["brokers"]
-                ),
-                evaluated_at=document["taken_at"],
-                error=cluster.get("error"),
-                migration_phase=cluster.get("migration_phase"),
-                quorum_leader_id=cluster.get("quorum_leader_id"),
-                controller_views_disagree=cluster.get("controller_views_disagree", False),
-                fenced_unnamed=cluster.get("fenced_unnamed"),
-                redundancy=_redundancy(cluster.get("redundancy")),
-                elections=tuple(
-                    ElectionState(str(e["node"]), Role(e["role"]), str(e["state"]), float(e["out_of_step_seconds"]))
-                    for e in cluster.get("elections") or ()
-                ),
-                voter_set=_voter_set(cluster.get("voter_set")),
-                restart=tuple(
-                    RestartSafety(str(r["node"]), Role(r["role"]), bool(r["safe"]), r.get("blocker"), str(r["reason"]))
-                    for r in cluster.get("restart") or ()
-                ),
-                unknown=tuple(UnknownReading(str(u["reading"]), str(u["lacks"])) for u in cluster.get("unknown") or ()),
-            )
+            from_document(cluster, ClusterHealthDocument, brokers=brokers, evaluated_at=document["taken_at"])
         )
     return FleetHealth(tuple(clusters))
+
+
+def restart_answers(health: FleetHealth, cluster: str | None = None, node: str | None = None) -> list[dict[str, Any]]:
+    """/api/v1/restart: every node's answer, or those of one cluster or one node."""
+    return [
+        {"cluster": c.name, **to_document(r, RestartDocument)}
+        for c in health.clusters
+        if cluster is None or c.name == cluster
+        for r in c.restart
+        if node is None or r.node == node
+    ]
