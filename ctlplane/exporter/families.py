@@ -30,7 +30,7 @@ from ctlplane.exporter.catalog import (
     Mode,
     SeriesType,
 )
-from ctlplane.exporter.health import MIGRATION_PHASES, FleetHealth, Lifecycle
+from ctlplane.exporter.health import MIGRATION_PHASES, BrokerHealth, ClusterHealth, FleetHealth, Lifecycle
 from ctlplane.exporter.model import ClusterSnapshot, FleetSnapshot, NodeSnapshot, Sample, member_label, merged
 from ctlplane.exporter.readings import LISTENER_EVIDENCE
 from ctlplane.exporter.releases import CLIENT_VERSION
@@ -248,137 +248,135 @@ def render_families(snapshot: FleetSnapshot, health: FleetHealth | None = None, 
     return [family.to_metric() for family in collect_families(snapshot, health, version)]
 
 
-def health_families(health: FleetHealth) -> list[Family]:
-    """The health record as series: controller identity and failovers, lifecycle, freshness, saturation."""
-
-    def gauge(name: str, labels: Sequence[str]) -> Family:
-        return Family(name, HEALTH_SERIES[name], "gauge", labels)
-
-    cluster_mode = gauge("kafka_cluster_mode_info", ["cluster", "mode"])
-    migration = gauge("kafka_cluster_migration_phase", ["cluster", "phase"])
-    active = gauge("kafka_cluster_active_controllers", ["cluster"])
-    reachable = gauge("kafka_cluster_reachable_controllers", ["cluster"])
-    info = gauge("kafka_controller_info", ["cluster", "node", "node_id"])
-    failovers = Family(
-        "kafka_controller_failovers", HEALTH_SERIES["kafka_controller_failovers_total"], "counter", ["cluster"]
-    )
-    last_failover = gauge("kafka_controller_last_failover_timestamp_seconds", ["cluster"])
-    lifecycle = gauge("kafka_broker_lifecycle_state", [*NODE_LABELS, "state"])
-    lag_records = gauge("kafka_broker_metadata_lag_records", NODE_LABELS)
-    lag_seconds = gauge("kafka_broker_metadata_lag_seconds", NODE_LABELS)
-    lag_source = gauge("kafka_broker_metadata_lag_source_info", [*NODE_LABELS, "source"])
-    stale = gauge("kafka_broker_metadata_stale", NODE_LABELS)
-    frozen = gauge("kafka_broker_metadata_frozen", NODE_LABELS)
-    saturated = gauge("kafka_control_plane_saturated", NODE_LABELS)
-    views = gauge("kafka_broker_views_disagree", NODE_LABELS)
-    unplanned = gauge("kafka_broker_fenced_unplanned", NODE_LABELS)
-    cause = gauge("kafka_broker_fault_cause", [*NODE_LABELS, "cause"])
-    safe = gauge("kafka_node_safe_to_restart", NODE_LABELS)
-    blocked = gauge("kafka_node_restart_blocked", [*NODE_LABELS, "reason"])
-    controller_views = gauge("kafka_cluster_controller_views_disagree", ["cluster"])
-    fenced_unnamed = gauge("kafka_cluster_fenced_brokers_unnamed", ["cluster"])
-    unknown = gauge("kafka_cluster_reading_unknown", ["cluster", "reading", "lacks"])
-    voters = gauge("kafka_quorum_voters", ["cluster"])
-    caught_up = gauge("kafka_quorum_voters_caught_up", ["cluster"])
-    spare = gauge("kafka_quorum_spare_voters", ["cluster"])
+# The health record's families in the order /metrics serves them: (name, labels), each a gauge but the counter
+# of failovers (its help text is HEALTH_SERIES' under the name with `_total`).
+_HEALTH_FAMILIES: tuple[tuple[str, Sequence[str]], ...] = (
+    ("kafka_cluster_mode_info", ["cluster", "mode"]),
+    ("kafka_cluster_migration_phase", ["cluster", "phase"]),
+    ("kafka_cluster_active_controllers", ["cluster"]),
+    ("kafka_cluster_reachable_controllers", ["cluster"]),
+    ("kafka_controller_info", ["cluster", "node", "node_id"]),
+    ("kafka_controller_failovers", ["cluster"]),
+    ("kafka_controller_last_failover_timestamp_seconds", ["cluster"]),
+    ("kafka_broker_lifecycle_state", [*NODE_LABELS, "state"]),
+    ("kafka_broker_fenced_unplanned", NODE_LABELS),
+    ("kafka_broker_fault_cause", [*NODE_LABELS, "cause"]),
+    ("kafka_broker_metadata_lag_records", NODE_LABELS),
+    ("kafka_broker_metadata_lag_seconds", NODE_LABELS),
+    ("kafka_broker_metadata_lag_source_info", [*NODE_LABELS, "source"]),
+    ("kafka_broker_metadata_stale", NODE_LABELS),
+    ("kafka_broker_metadata_frozen", NODE_LABELS),
+    ("kafka_control_plane_saturated", NODE_LABELS),
+    ("kafka_broker_views_disagree", NODE_LABELS),
+    ("kafka_cluster_controller_views_disagree", ["cluster"]),
+    ("kafka_cluster_fenced_brokers_unnamed", ["cluster"]),
+    ("kafka_cluster_reading_unknown", ["cluster", "reading", "lacks"]),
+    ("kafka_quorum_voters", ["cluster"]),
+    ("kafka_quorum_voters_caught_up", ["cluster"]),
+    ("kafka_quorum_spare_voters", ["cluster"]),
     # no state label: an election that moves between candidate and prospective is one series, one alert
-    out_of_step = gauge("kafka_controller_raft_out_of_step_seconds", NODE_LABELS)
+    ("kafka_controller_raft_out_of_step_seconds", NODE_LABELS),
     # the voter set as the quorum says it, one series per voter (id, directory id); and per controller process
     # how long it has run outside that set (an observer controller, KIP-853), 0 for a voter
-    voter_info = gauge("kafka_quorum_voter_info", ["cluster", "node", "node_id", "directory_id"])
-    observer_seconds = gauge("kafka_controller_observer_seconds", NODE_LABELS)
+    ("kafka_quorum_voter_info", ["cluster", "node", "node_id", "directory_id"]),
+    ("kafka_controller_observer_seconds", NODE_LABELS),
+    ("kafka_node_safe_to_restart", NODE_LABELS),
+    ("kafka_node_restart_blocked", [*NODE_LABELS, "reason"]),
+)
+_COUNTERS = frozenset({"kafka_controller_failovers"})
+
+
+def health_families(health: FleetHealth) -> list[Family]:
+    """The health record as series: controller identity and failovers, lifecycle, freshness, saturation, the
+    quorum's redundancy and voter set, restart safety."""
+    families = {
+        name: Family(name, HEALTH_SERIES[f"{name}_total"], "counter", labels)
+        if name in _COUNTERS
+        else Family(name, HEALTH_SERIES[name], "gauge", labels)
+        for name, labels in _HEALTH_FAMILIES
+    }
     for cluster in health.clusters:
-        for answer in cluster.restart:
-            node_labels = (cluster.name, answer.node, answer.role.value)
-            safe.add(node_labels, 1.0 if answer.safe else 0.0)
-            if answer.blocker is not None:
-                blocked.add((*node_labels, answer.blocker), 1.0)
-        for election in cluster.elections:
-            out_of_step.add((cluster.name, election.node, election.role.value), election.out_of_step_seconds)
-        for member in cluster.voter_set.members if cluster.voter_set is not None else ():
-            if member.voter:
-                node_id = "" if member.node_id is None else str(member.node_id)
-                voter_info.add((cluster.name, member.node, node_id, member.directory_id or ""), 1.0)
-            observer_seconds.add((cluster.name, member.node, member.role.value), member.observer_seconds)
-        if cluster.fenced_unnamed is not None:
-            fenced_unnamed.add((cluster.name,), float(cluster.fenced_unnamed))
-        for reading in cluster.unknown:
-            unknown.add((cluster.name, reading.reading, reading.lacks), 1.0)
-        if (redundancy := cluster.redundancy) is not None:
-            voters.add((cluster.name,), float(redundancy.voters))
-            caught_up.add((cluster.name,), float(redundancy.caught_up))
-            spare.add((cluster.name,), float(redundancy.spare))
+        _add_quorum(families, cluster)
+        _add_controller(families, cluster)
         with_quorum = cluster.quorum_leader_id is not None  # the quorum answered this round
-        if with_quorum:
-            controller_views.add((cluster.name,), 1.0 if cluster.controller_views_disagree else 0.0)
-        controller = cluster.controller
-        if cluster.mode is not None:
-            cluster_mode.add((cluster.name, cluster.mode.value), 1.0)
-        if cluster.migration_phase is not None:
-            for phase in MIGRATION_PHASES.values():
-                migration.add((cluster.name, phase), 1.0 if phase == cluster.migration_phase else 0.0)
-        if controller.known:  # an unanswered round of the Admin API alone says neither 0 nor 1
-            active.add((cluster.name,), float(cluster.active_controllers))
-        reachable.add((cluster.name,), float(controller.reachable_controllers))
-        if controller.node is not None:
-            node_id = "" if controller.node_id is None else str(controller.node_id)
-            info.add((cluster.name, controller.node, node_id), 1.0)
-        failovers.add((cluster.name,), float(controller.failovers_total))
-        if controller.last_failover_at is not None:
-            last_failover.add((cluster.name,), controller.last_failover_at)
         for broker in cluster.brokers:
-            labels = (broker.cluster, broker.node, broker.role.value)
-            for state in Lifecycle:
-                lifecycle.add((*labels, state.value), 1.0 if broker.state is state else 0.0)
-            unplanned.add(labels, 1.0 if broker.fenced_unplanned else 0.0)
-            if broker.cause is not None:
-                # an info series beside the lifecycle, never a label on it: a cause that changes while the
-                # broker stays FENCED must not restart the `for:` of its page
-                cause.add((*labels, broker.cause.value), 1.0)
-            if broker.metadata_lag_records is not None:
-                lag_records.add(labels, broker.metadata_lag_records)
-            if broker.metadata_lag_seconds is not None:
-                lag_seconds.add(labels, broker.metadata_lag_seconds)
-            if broker.metadata_lag_source is not None:
-                lag_source.add((*labels, broker.metadata_lag_source), 1.0)
-            if broker.up:
-                stale.add(labels, 1.0 if broker.stale else 0.0)
-                frozen.add(labels, 1.0 if broker.frozen else 0.0)
-            if broker.control_plane_listener:
-                saturated.add(labels, 1.0 if broker.control_plane_saturated else 0.0)
-            if with_quorum:
-                views.add(labels, 1.0 if broker.views_disagree else 0.0)
-    families = [
-        cluster_mode,
-        migration,
-        active,
-        reachable,
-        info,
-        failovers,
-        last_failover,
-        lifecycle,
-        unplanned,
-        cause,
-        lag_records,
-        lag_seconds,
-        lag_source,
-        stale,
-        frozen,
-        saturated,
-        views,
-        controller_views,
-        fenced_unnamed,
-        unknown,
-        voters,
-        caught_up,
-        spare,
-        out_of_step,
-        voter_info,
-        observer_seconds,
-        safe,
-        blocked,
-    ]
-    return [family for family in families if family.rows]
+            _add_broker(families, broker, with_quorum)
+    return [family for family in families.values() if family.rows]
+
+
+def _add_quorum(families: Mapping[str, Family], cluster: ClusterHealth) -> None:
+    """Restart answers, elections, the voter set, redundancy, and what no source let it judge."""
+    for answer in cluster.restart:
+        node_labels = (cluster.name, answer.node, answer.role.value)
+        families["kafka_node_safe_to_restart"].add(node_labels, 1.0 if answer.safe else 0.0)
+        if answer.blocker is not None:
+            families["kafka_node_restart_blocked"].add((*node_labels, answer.blocker), 1.0)
+    for election in cluster.elections:
+        labels = (cluster.name, election.node, election.role.value)
+        families["kafka_controller_raft_out_of_step_seconds"].add(labels, election.out_of_step_seconds)
+    for member in cluster.voter_set.members if cluster.voter_set is not None else ():
+        if member.voter:
+            node_id = "" if member.node_id is None else str(member.node_id)
+            voter = (cluster.name, member.node, node_id, member.directory_id or "")
+            families["kafka_quorum_voter_info"].add(voter, 1.0)
+        labels = (cluster.name, member.node, member.role.value)
+        families["kafka_controller_observer_seconds"].add(labels, member.observer_seconds)
+    if cluster.fenced_unnamed is not None:
+        families["kafka_cluster_fenced_brokers_unnamed"].add((cluster.name,), float(cluster.fenced_unnamed))
+    for reading in cluster.unknown:
+        families["kafka_cluster_reading_unknown"].add((cluster.name, reading.reading, reading.lacks), 1.0)
+    if (redundancy := cluster.redundancy) is not None:
+        families["kafka_quorum_voters"].add((cluster.name,), float(redundancy.voters))
+        families["kafka_quorum_voters_caught_up"].add((cluster.name,), float(redundancy.caught_up))
+        families["kafka_quorum_spare_voters"].add((cluster.name,), float(redundancy.spare))
+    if cluster.quorum_leader_id is not None:
+        disagree = 1.0 if cluster.controller_views_disagree else 0.0
+        families["kafka_cluster_controller_views_disagree"].add((cluster.name,), disagree)
+
+
+def _add_controller(families: Mapping[str, Family], cluster: ClusterHealth) -> None:
+    """The cluster's mode and migration phase, its active controller and failovers."""
+    controller = cluster.controller
+    if cluster.mode is not None:
+        families["kafka_cluster_mode_info"].add((cluster.name, cluster.mode.value), 1.0)
+    if cluster.migration_phase is not None:
+        for phase in MIGRATION_PHASES.values():
+            value = 1.0 if phase == cluster.migration_phase else 0.0
+            families["kafka_cluster_migration_phase"].add((cluster.name, phase), value)
+    if controller.known:  # an unanswered round of the Admin API alone says neither 0 nor 1
+        families["kafka_cluster_active_controllers"].add((cluster.name,), float(cluster.active_controllers))
+    families["kafka_cluster_reachable_controllers"].add((cluster.name,), float(controller.reachable_controllers))
+    if controller.node is not None:
+        node_id = "" if controller.node_id is None else str(controller.node_id)
+        families["kafka_controller_info"].add((cluster.name, controller.node, node_id), 1.0)
+    families["kafka_controller_failovers"].add((cluster.name,), float(controller.failovers_total))
+    if controller.last_failover_at is not None:
+        families["kafka_controller_last_failover_timestamp_seconds"].add((cluster.name,), controller.last_failover_at)
+
+
+def _add_broker(families: Mapping[str, Family], broker: BrokerHealth, with_quorum: bool) -> None:
+    """A broker's lifecycle and cause, metadata freshness, control-plane saturation, the two views' agreement."""
+    labels = (broker.cluster, broker.node, broker.role.value)
+    for state in Lifecycle:
+        families["kafka_broker_lifecycle_state"].add((*labels, state.value), 1.0 if broker.state is state else 0.0)
+    families["kafka_broker_fenced_unplanned"].add(labels, 1.0 if broker.fenced_unplanned else 0.0)
+    if broker.cause is not None:
+        # an info series beside the lifecycle, never a label on it: a cause that changes while the broker stays
+        # FENCED must not restart the `for:` of its page
+        families["kafka_broker_fault_cause"].add((*labels, broker.cause.value), 1.0)
+    if broker.metadata_lag_records is not None:
+        families["kafka_broker_metadata_lag_records"].add(labels, broker.metadata_lag_records)
+    if broker.metadata_lag_seconds is not None:
+        families["kafka_broker_metadata_lag_seconds"].add(labels, broker.metadata_lag_seconds)
+    if broker.metadata_lag_source is not None:
+        families["kafka_broker_metadata_lag_source_info"].add((*labels, broker.metadata_lag_source), 1.0)
+    if broker.up:
+        families["kafka_broker_metadata_stale"].add(labels, 1.0 if broker.stale else 0.0)
+        families["kafka_broker_metadata_frozen"].add(labels, 1.0 if broker.frozen else 0.0)
+    if broker.control_plane_listener:
+        families["kafka_control_plane_saturated"].add(labels, 1.0 if broker.control_plane_saturated else 0.0)
+    if with_quorum:
+        families["kafka_broker_views_disagree"].add(labels, 1.0 if broker.views_disagree else 0.0)
 
 
 def _gauge(name: str, labels: Sequence[str] = NODE_LABELS) -> Family:
