@@ -40,7 +40,7 @@ from ctlplane.exporter.model import (
     RawReading,
     Sample,
 )
-from ctlplane.exporter.readings import identify, plan_queries, samples_from_readings
+from ctlplane.exporter.readings import Identity, identify, plan_queries, samples_from_readings
 from ctlplane.exporter.sources.base import NodeEndpoint, NodeSource, ReadError
 from ctlplane.exporter.subscribers import Subscribers
 
@@ -433,32 +433,7 @@ class Scraper:
         taken_at = self.clock()
         started = time.perf_counter()
         sequence = self._latest.sequence + 1
-        late: dict[Target, Future[_Read]] = {}
-        fresh: list[Future[_Read]] = []
-        suspects: list[tuple[float, Future[_Read]]] = []  # (seconds it may be waited for, its read)
-        due: list[Target] = []
-        for target in self.targets:
-            memory = self._memory[target]
-            if memory.read is not None and memory.read.done():
-                # finished after its round's deadline: served by this snapshot unless a newer read finishes
-                late[target] = memory.read
-                memory.timed_out = _timed_out(memory.read)
-                memory.read = None
-            if memory.read is None:
-                due.append(target)
-            # else a read from an earlier round is still queued or running: not doubled, and not waited for
-            # (a stalled node's would hold every round to the timeout), but used if it is done by the end
-        # nodes that answered last time first: their reads start before the ones that may hang again
-        for target in sorted(due, key=lambda t: self._memory[t].timed_out):
-            memory = self._memory[target]
-            memory.read = self._lanes[target.cluster].submit(
-                functools.partial(self._read, target, self._slow_due(memory, taken_at)), timed_out=memory.timed_out
-            )
-            memory.read_round = sequence
-            if memory.timed_out:
-                suspects.append((self._allowance(memory), memory.read))
-            else:
-                fresh.append(memory.read)
+        late, fresh, suspects = self._start_reads(taken_at, sequence)
         quorum_reads = self._submit_quorum_reads(sequence)
         pending: list[Future[Any]] = [*fresh, *(read for read, _ in quorum_reads.values())]
         wait(pending, timeout=waited)
@@ -482,17 +457,43 @@ class Scraper:
         )
         self._latest = snapshot
         if log.isEnabledFor(logging.DEBUG):
-            down = [f"{n.cluster}/{n.node}: {n.error}" for n in nodes if not n.up]
-            log.debug(
-                "round %d: %d of %d nodes read in %.3f s%s",
-                sequence,
-                len(nodes) - len(down),
-                len(nodes),
-                snapshot.round_duration_seconds,
-                "; not read: " + "; ".join(down) if down else "",
-            )
+            _log_round(snapshot, nodes)
         self._subscribers.notify(snapshot)
         return snapshot
+
+    def _start_reads(
+        self, taken_at: float, sequence: int
+    ) -> tuple[dict[Target, Future[_Read]], list[Future[_Read]], list[tuple[float, Future[_Read]]]]:
+        """Start the round's reads: the reads that finished after their round's deadline (served unless a newer
+        one finishes), the fresh reads the round waits for, and the reads of nodes that timed out last time
+        with how long each may be waited for."""
+        late: dict[Target, Future[_Read]] = {}
+        fresh: list[Future[_Read]] = []
+        suspects: list[tuple[float, Future[_Read]]] = []
+        due: list[Target] = []
+        for target in self.targets:
+            memory = self._memory[target]
+            if memory.read is not None and memory.read.done():
+                # finished after its round's deadline: served by this snapshot unless a newer read finishes
+                late[target] = memory.read
+                memory.timed_out = _timed_out(memory.read)
+                memory.read = None
+            if memory.read is None:
+                due.append(target)
+            # else a read from an earlier round is still queued or running: not doubled, and not waited for
+            # (a stalled node's would hold every round to the timeout), but used if it is done by the end
+        # nodes that answered last time first: their reads start before the ones that may hang again
+        for target in sorted(due, key=lambda t: self._memory[t].timed_out):
+            memory = self._memory[target]
+            memory.read = self._lanes[target.cluster].submit(
+                functools.partial(self._read, target, self._slow_due(memory, taken_at)), timed_out=memory.timed_out
+            )
+            memory.read_round = sequence
+            if memory.timed_out:
+                suspects.append((self._allowance(memory), memory.read))
+            else:
+                fresh.append(memory.read)
+        return late, fresh, suspects
 
     def _allowance(self, memory: _NodeMemory) -> float:
         """How long a round waits for the fresh read of a node: the scrape timeout, or for a node whose last
@@ -516,35 +517,11 @@ class Scraper:
         self, target: Target, late: Future[_Read] | None, taken_at: float, sequence: int
     ) -> NodeSnapshot:
         memory = self._memory[target]
-        future = memory.read
-        error: str | None = None
-        failure = Failure.TIMEOUT  # unless the read failed with a reason of its own
         waited = self._allowance(memory)  # before a finished read updates memory.timed_out
-        if future is not None and future.done():
-            memory.read = None  # consumed: the next round reads the node again
-            memory.timed_out = _timed_out(future)
-        elif late is not None:
-            future = late
-        elif future is None or future.running():
-            if memory.read_round != sequence:
-                error = "previous read still running (node stalled?)"
-            elif memory.timed_out:
-                error = f"no answer within {waited:g}s (its last read timed out: the round waits for it no longer)"
-            else:
-                error = f"no answer within {waited:g}s"
-        else:
-            error = (
-                "read still queued (more reads than the cluster's workers can do per round)"
-                if memory.read_round == sequence
-                else "previous read still queued (more reads than the cluster's workers can do per round)"
-            )
+        future, error = self._finished_read(memory, late, sequence, waited)
+        failure = Failure.TIMEOUT  # unless the read failed with a reason of its own
         if error is None and future is not None:
-            exc = ReadError("read cancelled (scraper stopping)") if future.cancelled() else future.exception()
-            if isinstance(exc, ReadError):
-                error, failure = str(exc), exc.failure
-            elif exc is not None:
-                log.error("unexpected failure reading %s/%s", target.cluster, target.node, exc_info=exc)
-                error, failure = f"{type(exc).__name__}: {exc}", Failure.OTHER
+            error, failure = _read_failure(target, future) or (None, failure)
         samples: tuple[Sample, ...] = ()
         if error is None and future is not None:
             try:
@@ -557,6 +534,7 @@ class Scraper:
         if error is not None:
             memory.errors_total += 1
             memory.slow_samples, memory.slow_read_at = (), None
+            duration = waited if future is not None and not future.done() else 0.0
             return NodeSnapshot(
                 target.cluster,
                 target.node,
@@ -566,14 +544,42 @@ class Scraper:
                 memory.node_id,
                 memory.version,
                 False,
-                waited if future is not None and not future.done() else 0.0,
+                duration,
                 error,
                 memory.errors_total,
                 taken_at,
                 failure=failure,
             )
         assert future is not None
-        read = future.result()
+        return self._answered(target, memory, future.result(), samples, identity)
+
+    def _finished_read(
+        self, memory: _NodeMemory, late: Future[_Read] | None, sequence: int, waited: float
+    ) -> tuple[Future[_Read] | None, str | None]:
+        """The read this round serves for a node (its own, else one finished late), or why there is none."""
+        future = memory.read
+        if future is not None and future.done():
+            memory.read = None  # consumed: the next round reads the node again
+            memory.timed_out = _timed_out(future)
+            return future, None
+        if late is not None:
+            return late, None
+        if future is None or future.running():
+            if memory.read_round != sequence:
+                return future, "previous read still running (node stalled?)"
+            if memory.timed_out:
+                return future, (
+                    f"no answer within {waited:g}s (its last read timed out: the round waits for it no longer)"
+                )
+            return future, f"no answer within {waited:g}s"
+        if memory.read_round == sequence:
+            return future, "read still queued (more reads than the cluster's workers can do per round)"
+        return future, "previous read still queued (more reads than the cluster's workers can do per round)"
+
+    def _answered(
+        self, target: Target, memory: _NodeMemory, read: _Read, samples: tuple[Sample, ...], identity: Identity
+    ) -> NodeSnapshot:
+        """The snapshot of a node that answered, its slow tier added, what it says of itself remembered."""
         memory.good_read_seconds = read.duration
         if self.slow_interval_seconds is not None:
             samples = _with_slow_tier(memory, read, samples)
@@ -658,3 +664,26 @@ def _timed_out(read: Future[_Read]) -> bool:
         return False
     exc = read.exception()
     return isinstance(exc, ReadError) and exc.failure is Failure.TIMEOUT
+
+
+def _read_failure(target: Target, future: Future[_Read]) -> tuple[str, Failure] | None:
+    """Why a finished read failed, if it did: its own reason, or an unexpected exception logged."""
+    exc = ReadError("read cancelled (scraper stopping)") if future.cancelled() else future.exception()
+    if isinstance(exc, ReadError):
+        return str(exc), exc.failure
+    if exc is not None:
+        log.error("unexpected failure reading %s/%s", target.cluster, target.node, exc_info=exc)
+        return f"{type(exc).__name__}: {exc}", Failure.OTHER
+    return None
+
+
+def _log_round(snapshot: FleetSnapshot, nodes: Sequence[NodeSnapshot]) -> None:
+    down = [f"{n.cluster}/{n.node}: {n.error}" for n in nodes if not n.up]
+    log.debug(
+        "round %d: %d of %d nodes read in %.3f s%s",
+        snapshot.sequence,
+        len(nodes) - len(down),
+        len(nodes),
+        snapshot.round_duration_seconds,
+        "; not read: " + "; ".join(down) if down else "",
+    )
