@@ -171,6 +171,27 @@ class Discovered:
     # what the controllers' metrics held, round by round (set by NodeDiscovery after each reconcile)
     registrations: RegistrationsSeen = field(default_factory=RegistrationsSeen)
 
+    def _kept(
+        self, rule: JmxRule, static_ids: frozenset[int], now: float, departed: Mapping[int, tuple[Departure, str]]
+    ) -> tuple[dict[int, Watched], list[Forgotten]]:
+        """The nodes watched before that stay watched, and those forgotten now: gone for the rule's
+        forget_after_seconds, round after round."""
+        watched: dict[int, Watched] = {}
+        forgotten: list[Forgotten] = []
+        for node_id, found in self.watched.items():
+            if node_id in static_ids:
+                continue  # a listed node is read as listed: once its id is known, a discovered copy of it goes
+            if node_id not in departed:
+                watched[node_id] = replace(found, leaving_since=None) if found.leaving_since is not None else found
+                continue
+            since, held = _held(found.leaving_since, now, rule)
+            leaving = replace(found, leaving_since=since)
+            if held:
+                forgotten.append(Forgotten(leaving, *departed[node_id]))
+            else:
+                watched[node_id] = leaving
+        return watched, forgotten
+
     def reconcile(
         self,
         answer: Iterable[Member],
@@ -187,21 +208,7 @@ class Discovered:
         evidence that a node left (`departures`); one whose evidence held for the rule's
         forget_after_seconds, round after round, is no longer watched."""
         named = merged(answer)
-        # a listed node is read as listed: once its id is known, a discovered copy of it goes
-        watched: dict[int, Watched] = {}
-        forgotten: list[Forgotten] = []
-        for node_id, found in self.watched.items():
-            if node_id in static_ids:
-                continue
-            if node_id not in departed:
-                watched[node_id] = replace(found, leaving_since=None) if found.leaving_since is not None else found
-                continue
-            since, held = _held(found.leaving_since, now, rule)
-            leaving = replace(found, leaving_since=since)
-            if held:
-                forgotten.append(Forgotten(leaving, *departed[node_id]))
-            else:
-                watched[node_id] = leaving
+        watched, forgotten = self._kept(rule, static_ids, now, departed)
         unwatched: dict[int, Unwatched] = {}
         left = set(self.left) | {gone.watched.member.node_id for gone in forgotten}
         for node_id, member in named.items():
