@@ -25,6 +25,7 @@ from ctlplane.exporter.http.guard import GuardedFastAPI
 from ctlplane.exporter.http.jsonapi import health_to_dict, restart_answers, snapshot_to_dict
 from ctlplane.exporter.http.page import MetricsPage, accepts_gzip
 from ctlplane.exporter.http.schema import HealthDocument, RestartAnswer, SnapshotDocument
+from ctlplane.exporter.model import FleetSnapshot
 from ctlplane.exporter.state import Observation
 
 LatestObservation = Callable[[], Observation]
@@ -177,6 +178,20 @@ def create_app(
     if observations is not None:
         observations(lambda observation: page.prepare(observation.snapshot, observation.health))
 
+    _serve_metrics(app, source, page, clock, per_request)
+    _serve_reload(app, reload)
+    _serve_api(app, source)
+    _serve_status(app, source, clock, interval)
+    return app
+
+
+def _serve_metrics(
+    app: FastAPI,
+    source: LatestObservation,
+    page: MetricsPage,
+    clock: Callable[[], float],
+    per_request: Callable[[], Sequence[Family]],
+) -> None:
     # A plain (sync) route rather than make_asgi_app: no 307 redirect to /metrics/, and rendering runs
     # in the threadpool instead of the event loop.
     @app.get("/metrics", response_class=Response)
@@ -188,6 +203,8 @@ def create_app(
         )
         return PageResponse(parts, content_type, gzipped)
 
+
+def _serve_reload(app: FastAPI, reload: Callable[[], str | None] | None) -> None:
     @app.post("/-/reload", response_class=PlainTextResponse)
     def reload_config() -> PlainTextResponse:
         """Prometheus' convention: read the config file again; 500 and why when it fails its checks (the
@@ -199,7 +216,9 @@ def create_app(
             return PlainTextResponse(f"failed to reload config: {failed}\n", status_code=500)
         return PlainTextResponse("config reloaded\n")
 
-    # the models describe the documents (OpenAPI); jsonapi.py writes them, tests hold the two together
+
+def _serve_api(app: FastAPI, source: LatestObservation) -> None:
+    # the models describe the documents (OpenAPI); jsonapi.py writes them from the models
     @app.get("/api/v1/snapshot", response_model=SnapshotDocument)
     def snapshot() -> JSONResponse:
         """Every node's readings of the last round."""
@@ -220,6 +239,10 @@ def create_app(
             return JSONResponse({"detail": f"no node {node or '*'} in cluster {cluster or '*'}"}, status_code=404)
         return JSONResponse(answers)
 
+
+def _serve_status(
+    app: FastAPI, source: LatestObservation, clock: Callable[[], float], interval: Callable[[], float]
+) -> None:
     @app.get("/healthz")
     def healthz() -> JSONResponse:
         current = source().snapshot
@@ -236,29 +259,26 @@ def create_app(
 
     @app.get("/", response_class=HTMLResponse)
     def landing() -> str:
-        current = source().snapshot
-        rows = "".join(
-            f"<tr><td>{html.escape(cluster.name)}</td><td>{cluster.mode.value if cluster.mode else '?'}</td>"
-            f"<td>{sum(node.up for node in cluster.nodes)}/{len(cluster.nodes)}</td></tr>"
-            for cluster in current.clusters
-        )
-        return (
-            "<!doctype html><html><head><title>ctlplane</title></head><body>"
-            "<h1>ctlplane</h1><p>Kafka control-plane exporter.</p>"
-            "<ul>"
-            + "".join(
-                f'<li><a href="{path}">{label}</a></li>'
-                for path, label in (
-                    ("/dashboard/", "dashboard"),
-                    ("/metrics", "/metrics"),
-                    ("/api/v1/snapshot", "/api/v1/snapshot"),
-                    ("/api/v1/health", "/api/v1/health"),
-                    ("/healthz", "/healthz"),
-                )
-            )
-            + "</ul>"
-            f"<table><tr><th>cluster</th><th>mode</th><th>nodes up</th></tr>{rows}</table>"
-            "</body></html>"
-        )
+        return _landing_page(source().snapshot)
 
-    return app
+
+def _landing_page(current: FleetSnapshot) -> str:
+    rows = "".join(
+        f"<tr><td>{html.escape(cluster.name)}</td><td>{cluster.mode.value if cluster.mode else '?'}</td>"
+        f"<td>{sum(node.up for node in cluster.nodes)}/{len(cluster.nodes)}</td></tr>"
+        for cluster in current.clusters
+    )
+    links = (
+        ("/dashboard/", "dashboard"),
+        ("/metrics", "/metrics"),
+        ("/api/v1/snapshot", "/api/v1/snapshot"),
+        ("/api/v1/health", "/api/v1/health"),
+        ("/healthz", "/healthz"),
+    )
+    return (
+        "<!doctype html><html><head><title>ctlplane</title></head><body>"
+        "<h1>ctlplane</h1><p>Kafka control-plane exporter.</p>"
+        "<ul>" + "".join(f'<li><a href="{path}">{label}</a></li>' for path, label in links) + "</ul>"
+        f"<table><tr><th>cluster</th><th>mode</th><th>nodes up</th></tr>{rows}</table>"
+        "</body></html>"
+    )
