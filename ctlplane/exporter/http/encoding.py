@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 
 from prometheus_client import exposition
@@ -67,44 +67,42 @@ _go_float: Callable[[float], str] = floatToGoString
 _ZERO, _NEGATIVE_ZERO = _go_float(0.0), _go_float(-0.0)
 
 
-def _encode(
-    families: Sequence[Family], openmetrics_format: bool, escaping: str, memo: RenderMemo | None = None
-) -> bytes:
-    # Not reproduced because a Family cannot hold them: exemplars, units, native histograms, and
-    # the text encoder's separate blocks for `_created`/`_gsum`/`_gcount` samples (a Family's sample names
-    # are its name, `_total`, `_count` and `_sum` only).
-    utf8 = escaping == om_exposition.ALLOWUTF8
-    key = (openmetrics_format, escaping)
-    formatting = memo.formatting.get(key) if memo is not None else None
-    if formatting is None:
-        formatting = TextFormatting()
-    names, label_names, orders = formatting.names, formatting.label_names, formatting.orders
-    label_sets, escaped = formatting.label_sets, formatting.escaped
-    numbers: dict[float, str] = {}  # per page: values change from round to round
+class _LineWriter:
+    """One page's sample lines, each distinct name, label set and value formatted once (TextFormatting keeps
+    names and label sets from page to page; values change from round to round, so they are kept per page)."""
 
-    def sample_name(name: str) -> str:
-        text = names.get(name)
+    def __init__(self, formatting: TextFormatting, openmetrics_format: bool, escaping: str) -> None:
+        self.formatting = formatting
+        self.openmetrics_format = openmetrics_format
+        self.escaping = escaping
+        self.utf8 = escaping == om_exposition.ALLOWUTF8
+        self.numbers: dict[float, str] = {}
+
+    def sample_name(self, name: str) -> str:
+        text = self.formatting.names.get(name)
         if text is None:
-            if utf8 and not _is_valid_legacy_metric_name(name):
+            if self.utf8 and not _is_valid_legacy_metric_name(name):
                 raise _NeedsEncoder(name)  # the encoders quote such names inside the braces
-            if openmetrics_format:
-                text = om_exposition._escape(name, escaping, om_exposition._is_legacy_labelname_rune)
+            if self.openmetrics_format:
+                text = om_exposition._escape(name, self.escaping, om_exposition._is_legacy_labelname_rune)
             else:
-                text = om_exposition.escape_metric_name(name, escaping)
-            names[name] = text
+                text = om_exposition.escape_metric_name(name, self.escaping)
+            self.formatting.names[name] = text
         return text
 
-    def label_set(key: tuple[tuple[str, ...], tuple[str, ...]]) -> str:
-        labelnames, values = key
-        order = orders.get(labelnames)
+    def label_set(self, labelnames: tuple[str, ...], values: tuple[str, ...]) -> str:
+        formatting = self.formatting
+        order = formatting.orders.get(labelnames)
         if order is None:
             for name in labelnames:
-                if name not in label_names:
-                    if utf8 and not _is_valid_legacy_labelname(name):
+                if name not in formatting.label_names:
+                    if self.utf8 and not _is_valid_legacy_labelname(name):
                         raise _NeedsEncoder(name)
-                    label_names[name] = om_exposition.escape_label_name(name, escaping)
+                    formatting.label_names[name] = om_exposition.escape_label_name(name, self.escaping)
             # the encoders sort a sample's labels by name
-            order = orders[labelnames] = [(labelnames.index(n), label_names[n]) for n in sorted(labelnames)]
+            order = [(labelnames.index(n), formatting.label_names[n]) for n in sorted(labelnames)]
+            formatting.orders[labelnames] = order
+        escaped = formatting.escaped
         parts = []
         for i, name in order:
             value = values[i]
@@ -114,15 +112,19 @@ def _encode(
             parts.append(f'{name}="{text}"')
         return "{" + ",".join(parts) + "}"
 
-    def number(value: float) -> str:
+    def number(self, value: float) -> str:
         if not value:  # 0.0 == -0.0 would share a cache entry; NaN is truthy
             return _NEGATIVE_ZERO if math.copysign(1.0, value) < 0 else _ZERO
         text = _go_float(value)
         if value == value:  # every NaN would be a new key
-            numbers[value] = text
+            self.numbers[value] = text
         return text
 
-    def lines(family: Family, start: int, end: int, append: Callable[[str], None]) -> None:
+    def lines(self, family: Family, start: int, end: int, append: Callable[[str], None]) -> None:
+        # the per-sample loop: everything it calls bound to a local once
+        names, numbers, label_sets = self.formatting.names, self.numbers, self.formatting.label_sets
+        sample_name, number, label_set = self.sample_name, self.number, self.label_set
+        openmetrics_format = self.openmetrics_format
         current_names: tuple[str, ...] | None = None
         sets: dict[tuple[str, ...], str] = {}
         stamps = family.timestamps
@@ -134,7 +136,7 @@ def _encode(
                 sets = label_sets.setdefault(labelnames, {})
             labels = sets.get(values)
             if labels is None:
-                labels = sets[values] = label_set((labelnames, values)) if labelnames else ""
+                labels = sets[values] = label_set(labelnames, values) if labelnames else ""
             line = f"{names.get(name) or sample_name(name)}{labels} {numbers.get(value) or number(value)}"
             if stamps and index in stamps:
                 # as prometheus_client's encoders write a sample's timestamp: text in whole milliseconds,
@@ -143,16 +145,15 @@ def _encode(
                 line += f" {stamp}" if openmetrics_format else f" {int(stamp * 1000):d}"
             append(line + "\n")
 
-    remembered = memo.text.get(key, {}) if memo is not None else {}
-    kept: dict[int, tuple[Sample, Row, str]] = {}
-    out: list[str] = []
-    append = out.append
-    for family in families:
-        out.extend(_header(family, openmetrics_format, escaping))
-        if memo is None or not family.blocks:
-            lines(family, 0, len(family.rows), append)
-            continue
-        # a block's lines as one string, kept for the next page (RenderMemo); rows between blocks as usual
+    def blocks(
+        self,
+        family: Family,
+        remembered: Mapping[int, tuple[Sample, Row, str]],
+        kept: dict[int, tuple[Sample, Row, str]],
+        append: Callable[[str], None],
+    ) -> None:
+        """A family with slow-tier blocks: a block's lines as one string, kept for the next page (RenderMemo)
+        and taken from the last page's where its sample is the same; rows between blocks as usual."""
         index, end, blocks = 0, len(family.rows), family.blocks
         starts = list(blocks)  # ascending: rows are only appended
         while index < end:
@@ -160,26 +161,47 @@ def _encode(
             if block is None:
                 after = bisect.bisect_right(starts, index)
                 following = starts[after] if after < len(starts) else end
-                lines(family, index, following, append)
+                self.lines(family, index, following, append)
                 index = following
                 continue
             block_end, source = block
             entry = remembered.get(id(source))
             if entry is None or entry[0] is not source or entry[1] is not family.rows[index]:
                 block_lines: list[str] = []
-                lines(family, index, block_end, block_lines.append)
+                self.lines(family, index, block_end, block_lines.append)
                 entry = (source, family.rows[index], "".join(block_lines))
             kept[id(source)] = entry
             append(entry[2])
             index = block_end
+
+
+def _encode(
+    families: Sequence[Family], openmetrics_format: bool, escaping: str, memo: RenderMemo | None = None
+) -> bytes:
+    # Not reproduced because a Family cannot hold them: exemplars, units, native histograms, and
+    # the text encoder's separate blocks for `_created`/`_gsum`/`_gcount` samples (a Family's sample names
+    # are its name, `_total`, `_count` and `_sum` only).
+    key = (openmetrics_format, escaping)
+    formatting = memo.formatting.get(key) if memo is not None else None
+    writer = _LineWriter(formatting or TextFormatting(), openmetrics_format, escaping)
+    remembered = memo.text.get(key, {}) if memo is not None else {}
+    kept: dict[int, tuple[Sample, Row, str]] = {}
+    out: list[str] = []
+    for family in families:
+        out.extend(_header(family, openmetrics_format, escaping))
+        if memo is None or not family.blocks:
+            writer.lines(family, 0, len(family.rows), out.append)
+        else:
+            writer.blocks(family, remembered, kept, out.append)
     if memo is not None:
         memo.text[key] = kept
         # kept while it holds about one page's labels; nodes and label values that went away are dropped
         # by starting afresh once it holds twice as many as this page's lines
         rows = sum(len(family.rows) for family in families)
+        formatting = writer.formatting
         memo.formatting[key] = formatting if formatting.size() <= 2 * rows + 1000 else TextFormatting()
     if openmetrics_format:
-        append("# EOF\n")
+        out.append("# EOF\n")
     return "".join(out).encode("utf-8")
 
 
