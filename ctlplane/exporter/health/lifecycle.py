@@ -37,6 +37,27 @@ STARTING_BROKER_STATES = frozenset({BrokerState.STARTING, BrokerState.RECOVERY})
 SHUTTING_DOWN_BROKER_STATES = frozenset({BrokerState.PENDING_CONTROLLED_SHUTDOWN, BrokerState.SHUTTING_DOWN})
 
 
+def _unanswered(
+    node: NodeSnapshot, registration: float | None, controller_says: Lifecycle | None, previous: Lifecycle | None
+) -> tuple[Lifecycle, str]:
+    """A broker whose JMX did not answer: what the controller's registration says, or its last state says."""
+    if previous is Lifecycle.SHUTDOWN:
+        # After a controlled shutdown the controller fences the departed broker; that is the expected
+        # end of a shutdown, not a fencing incident, until the process comes back.
+        return Lifecycle.SHUTDOWN, f"after controlled shutdown; JMX: {node.error}"
+    if controller_says is Lifecycle.SHUTDOWN:
+        return Lifecycle.SHUTDOWN, f"controller BrokerRegistrationState={registration:g}; JMX: {node.error}"
+    if controller_says is Lifecycle.FENCED:
+        # No evidence of a controlled shutdown: a crash (process gone) or a hang / partition (timeout).
+        what = "process gone" if node.failure is Failure.GONE else "hung"
+        return Lifecycle.FENCED, (
+            f"controller registration state FENCED, {what} without a controlled shutdown; JMX: {node.error}"
+        )
+    if controller_says is Lifecycle.INITIAL:
+        return Lifecycle.INITIAL, f"controller registration state INITIAL; JMX: {node.error}"
+    return Lifecycle.UNREACHABLE, f"JMX: {node.error}"
+
+
 def broker_lifecycle(
     node: NodeSnapshot,
     registration: float | None,
@@ -53,21 +74,7 @@ def broker_lifecycle(
     """
     controller_says = REGISTRATION_STATES.get(registration) if registration is not None else None
     if not node.up:
-        if previous is Lifecycle.SHUTDOWN:
-            # After a controlled shutdown the controller fences the departed broker; that is the expected
-            # end of a shutdown, not a fencing incident, until the process comes back.
-            return Lifecycle.SHUTDOWN, f"after controlled shutdown; JMX: {node.error}"
-        if controller_says is Lifecycle.SHUTDOWN:
-            return Lifecycle.SHUTDOWN, f"controller BrokerRegistrationState={registration:g}; JMX: {node.error}"
-        if controller_says is Lifecycle.FENCED:
-            # No evidence of a controlled shutdown: a crash (process gone) or a hang / partition (timeout).
-            what = "process gone" if node.failure is Failure.GONE else "hung"
-            return Lifecycle.FENCED, (
-                f"controller registration state FENCED, {what} without a controlled shutdown; JMX: {node.error}"
-            )
-        if controller_says is Lifecycle.INITIAL:
-            return Lifecycle.INITIAL, f"controller registration state INITIAL; JMX: {node.error}"
-        return Lifecycle.UNREACHABLE, f"JMX: {node.error}"
+        return _unanswered(node, registration, controller_says, previous)
     broker_state = node.value("kafka_broker_state")
     name = BROKER_STATE_NAMES.get(broker_state, f"{broker_state:g}") if broker_state is not None else None
     said = f"; controller BrokerRegistrationState={registration:g}" if registration is not None else ""
