@@ -134,6 +134,14 @@ _Offsets = dict[str, tuple[tuple[float, float], ...]]
 _Waits = dict[tuple[str, str], tuple[float, float, float]]
 
 
+def _quorum_lag(cluster: ClusterSnapshot, node: NodeSnapshot) -> tuple[float | None, float | None, str | None]:
+    """A broker's metadata lag by the quorum's word, where its JMX cannot say but the process may be there
+    (hung, or cut off from ctlplane). Not for a refused connection: a stopped broker serves no metadata, and
+    the leader would report a cleanly stopped one ever further behind for minutes, a page for no fault."""
+    lag_records, lag_seconds = quorum_lag(cluster.quorum, node.node_id)
+    return lag_records, lag_seconds, "quorum" if lag_records is not None or lag_seconds is not None else None
+
+
 def _first_readings(
     cluster: ClusterSnapshot, active: NodeSnapshot | None, memory: ClusterMemory, thresholds: Thresholds, now: float
 ) -> tuple[list[BrokerHealth], frozenset[str], _Offsets, _Waits]:
@@ -150,11 +158,7 @@ def _first_readings(
         lag_records, lag_seconds, applied, committed = metadata_lag(node, active, node_mode, waits, now)
         lag_source = "jmx" if lag_records is not None or lag_seconds is not None else None
         if not node.up and node.failure is not Failure.GONE and node_mode is not Mode.ZOOKEEPER:
-            # its JMX cannot say, but the process may be there (hung, or cut off from ctlplane): the quorum
-            # says. Not for a refused connection: a stopped broker serves no metadata, and the leader would
-            # report a cleanly stopped one ever further behind for minutes, a page for no fault.
-            lag_records, lag_seconds = quorum_lag(cluster.quorum, node.node_id)
-            lag_source = "quorum" if lag_records is not None or lag_seconds is not None else None
+            lag_records, lag_seconds, lag_source = _quorum_lag(cluster, node)
         if applied is not None and committed is not None:
             offsets[node.node] = (
                 *offsets.get(node.node, ())[-thresholds.metadata_frozen_scrapes :],

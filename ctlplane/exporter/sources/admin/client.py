@@ -399,36 +399,41 @@ class QuorumReader:
                 nodes, nodes_error = self._answer(described.nodes(), again)
             # the same response's controller (one DescribeCluster answers both futures)
             controller = self._answer(described.controller(), deadline)[0] if nodes is not None else None
-            now = time.time()
-            role = Role.CONTROLLER if self.controllers else Role.BROKER
-            members = [Member(int(n.id()), role, str(n.host()) or None) for n in nodes or ()]
-            if info is None:
-                # ZooKeeper-mode brokers have no quorum: "UnsupportedVersionException: The node does not
-                # support DESCRIBE_QUORUM" (seen on 3.9.2), while describeCluster answers
-                no_quorum = nodes is not None and not self.controllers and "UnsupportedVersion" in (error or "")
-                view = QuorumView(read_at=now, error=f"{self._where}: {error}", no_quorum=no_quorum)
-                if nodes is None:
-                    self._close_admin()  # nothing answered: the next round starts a new client
+            return self._view(info, error, nodes, nodes_error, controller)
+
+    def _view(self, info: Any, error: str | None, nodes: Any, nodes_error: str | None, controller: Any) -> QuorumView:
+        """The quorum's view from describeMetadataQuorum's answer (or why none) and describeCluster's nodes and
+        controller (or why none)."""
+        now = time.time()
+        role = Role.CONTROLLER if self.controllers else Role.BROKER
+        members = [Member(int(n.id()), role, str(n.host()) or None) for n in nodes or ()]
+        if info is None:
+            # ZooKeeper-mode brokers have no quorum: "UnsupportedVersionException: The node does not
+            # support DESCRIBE_QUORUM" (seen on 3.9.2), while describeCluster answers
+            no_quorum = nodes is not None and not self.controllers and "UnsupportedVersion" in (error or "")
+            view = QuorumView(read_at=now, error=f"{self._where}: {error}", no_quorum=no_quorum)
+            if nodes is None:
+                self._close_admin()  # nothing answered: the next round starts a new client
+        else:
+            view = quorum_view(info, now)
+            controller_ids = frozenset(m.node_id for m in members if self.controllers)
+            members += _quorum_members(info, now, controller_ids)
+        fenced: Mapping[int, bool] | None = None
+        registrations_error = None
+        if not self.controllers:
+            # controllers answer DescribeCluster with themselves (KIP-919): fenced flags come from brokers
+            if nodes is not None and self._fenced_listed:
+                fenced = MappingProxyType({int(n.id()): bool(n.isFenced()) for n in nodes})
             else:
-                view = quorum_view(info, now)
-                controller_ids = frozenset(m.node_id for m in members if self.controllers)
-                members += _quorum_members(info, now, controller_ids)
-            fenced: Mapping[int, bool] | None = None
-            registrations_error = None
-            if not self.controllers:
-                # controllers answer DescribeCluster with themselves (KIP-919): fenced flags come from brokers
-                if nodes is not None and self._fenced_listed:
-                    fenced = MappingProxyType({int(n.id()): bool(n.isFenced()) for n in nodes})
-                else:
-                    registrations_error = nodes_error or self._fenced_refusal
-            return replace(
-                view,
-                fenced=fenced,
-                registrations_error=registrations_error,
-                members=tuple(members),
-                members_error=None if nodes is not None else f"{self._where}: {nodes_error}",
-                controller_id=int(controller.id()) if controller is not None and int(controller.id()) >= 0 else None,
-            )
+                registrations_error = nodes_error or self._fenced_refusal
+        return replace(
+            view,
+            fenced=fenced,
+            registrations_error=registrations_error,
+            members=tuple(members),
+            members_error=None if nodes is not None else f"{self._where}: {nodes_error}",
+            controller_id=int(controller.id()) if controller is not None and int(controller.id()) >= 0 else None,
+        )
 
     def _describe_cluster(self, admin: Any, *, include_fenced: bool) -> Any:
         import jpype
