@@ -21,7 +21,12 @@ from ctlplane.exporter.config_file import ConfigError, load_settings, parse_sett
 from ctlplane.exporter.java_runtime import java_problem
 
 if TYPE_CHECKING:
-    pass
+    from fastapi import FastAPI
+
+    from ctlplane.exporter.discovery.dns import DnsWatch
+    from ctlplane.exporter.history.writer import HistoryWriter
+    from ctlplane.exporter.scraper import Scraper
+    from ctlplane.exporter.state import ExporterState
 
 from ctlplane.probe import format_probe, format_watch_list
 from ctlplane.reload import ConfigReload
@@ -30,6 +35,7 @@ from ctlplane.wiring import (
     build_client,
     build_discovery,
     build_dns_watch,
+    build_history_writer,
     build_scraper,
     build_state,
     client_version_text,
@@ -100,20 +106,9 @@ def serve(settings: Settings, config_path: Path | None = None, shard: str | None
     reload = (
         None if config_path is None else ConfigReload(config_path, settings, scraper, discovery, state, shard, dns=dns)
     )
-    writer = None
-    if settings.history is not None:
-        from ctlplane.exporter.history.writer import HistoryWriter
-
-        history = settings.history
-        writer = HistoryWriter(
-            history.path,
-            history.flush_seconds,
-            history.retention_days,
-            history.max_bytes,
-            max_buffered_rows=history.max_buffered_rows,
-            compact_after_seconds=history.compact_after_seconds,
-        ).start()
-        state.subscribe(writer.observe)
+    writer = build_history_writer(settings)
+    if writer is not None:
+        state.subscribe(writer.start().observe)
     scraper.start()
     try:
         http = settings.http
@@ -121,59 +116,76 @@ def serve(settings: Settings, config_path: Path | None = None, shard: str | None
         if reload is not None:
             # the handler only starts the work: a reload reads files and may wait for a quorum reader
             signal.signal(signal.SIGHUP, lambda signum, frame: threading.Thread(target=reload, name="reload").start())
-        dashboard_served = settings.dashboard.enabled
-        if dashboard_served and (missing := missing_extras((("dash", "dashboard"),))):
-            # the exporter is what an operator cannot do without: serve it, and say what the dashboard needs
-            log.warning("dashboard not served (set dashboard.enabled: false to silence this): %s", missing)
-            dashboard_served = False
-        if dashboard_served:
-            from ctlplane.dashboard.cli import mount_dashboard
-
-            board = settings.dashboard
-            mount_dashboard(
-                app,
-                state,
-                refresh_ms=int(board.refresh_seconds * 1000),
-                alerts_url=board.alerts_url,
-                history_dir=board.history_dir,
-                window_seconds=board.window_seconds,
-            )
-        scheme = "https" if http.tls else "http"
-        base = f"{scheme}://{http.host}:{http.port}"
-        sys.stdout.write(
-            f"ctlplane {ctlplane_version()} watching {len(scraper.targets)} nodes in "
-            f"{len(settings.clusters)} cluster(s)\n"
-            + (f"  dashboard: {base}/dashboard/\n" if dashboard_served else "")
-            + f"  metrics:   {base}/metrics\n  snapshot:  {base}/api/v1/snapshot\n"
-            f"  health:    {base}/api/v1/health\n  home:      {base}/\n"
-        )
+        dashboard_served = _mount_dashboard(settings, app, state)
+        sys.stdout.write(_banner(settings, len(scraper.targets), dashboard_served))
         sys.stdout.flush()
         run_until_stopped(http_server(app, http.host, http.port, http.tls))
     finally:
-        # `docker stop` kills 10 s after SIGTERM; joining the scraper can take a whole scrape timeout (a
-        # round waiting on a hung node). So: no new round, history flushed first, then a join bounded by
-        # what is left of those 10 s (uvicorn has given an in-flight request up to 3 s), then one more
-        # flush for a round that finished meanwhile.
-        scraper.request_stop()
-        dns.stop()
-        if writer is not None:
-            try:
-                writer.flush()
-            except Exception as exc:  # a full disk: close() below tries once more and says what is lost
-                log.warning("history flush at shutdown failed: %s", exc)
-        scraper.stop(join_seconds=SHUTDOWN_JOIN_SECONDS)
-        if writer is not None:
-            writer.close()
+        _stop(scraper, dns, writer)
     if scraper.running():
-        # A round still waits on a hung node's read inside the JVM, and the interpreter's exit would wait
-        # for it (the read pool's threads are joined at exit), past Docker's kill on a loaded machine (a
-        # fresh-clone run saw exit -9). Everything worth keeping is written: leave now, a clean stop.
-        log.info("stopped; a JMX read of a hung node is still in flight and is not waited for")
-        logging.shutdown()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
+        _exit_now()
     return 0
+
+
+def _mount_dashboard(settings: Settings, app: FastAPI, state: ExporterState) -> bool:
+    """Mount the dashboard on the exporter's app where it is enabled and its extra installed; whether it is."""
+    if not settings.dashboard.enabled:
+        return False
+    if missing := missing_extras((("dash", "dashboard"),)):
+        # the exporter is what an operator cannot do without: serve it, and say what the dashboard needs
+        log.warning("dashboard not served (set dashboard.enabled: false to silence this): %s", missing)
+        return False
+    from ctlplane.dashboard.cli import mount_dashboard
+
+    board = settings.dashboard
+    mount_dashboard(
+        app,
+        state,
+        refresh_ms=int(board.refresh_seconds * 1000),
+        alerts_url=board.alerts_url,
+        history_dir=board.history_dir,
+        window_seconds=board.window_seconds,
+    )
+    return True
+
+
+def _banner(settings: Settings, nodes: int, dashboard_served: bool) -> str:
+    http = settings.http
+    base = f"{'https' if http.tls else 'http'}://{http.host}:{http.port}"
+    return (
+        f"ctlplane {ctlplane_version()} watching {nodes} nodes in {len(settings.clusters)} cluster(s)\n"
+        + (f"  dashboard: {base}/dashboard/\n" if dashboard_served else "")
+        + f"  metrics:   {base}/metrics\n  snapshot:  {base}/api/v1/snapshot\n"
+        f"  health:    {base}/api/v1/health\n  home:      {base}/\n"
+    )
+
+
+def _stop(scraper: Scraper, dns: DnsWatch, writer: HistoryWriter | None) -> None:
+    # `docker stop` kills 10 s after SIGTERM; joining the scraper can take a whole scrape timeout (a
+    # round waiting on a hung node). So: no new round, history flushed first, then a join bounded by
+    # what is left of those 10 s (uvicorn has given an in-flight request up to 3 s), then one more
+    # flush for a round that finished meanwhile.
+    scraper.request_stop()
+    dns.stop()
+    if writer is not None:
+        try:
+            writer.flush()
+        except Exception as exc:  # a full disk: close() below tries once more and says what is lost
+            log.warning("history flush at shutdown failed: %s", exc)
+    scraper.stop(join_seconds=SHUTDOWN_JOIN_SECONDS)
+    if writer is not None:
+        writer.close()
+
+
+def _exit_now() -> None:
+    # A round still waits on a hung node's read inside the JVM, and the interpreter's exit would wait
+    # for it (the read pool's threads are joined at exit), past Docker's kill on a loaded machine (a
+    # fresh-clone run saw exit -9). Everything worth keeping is written: leave now, a clean stop.
+    log.info("stopped; a JMX read of a hung node is still in flight and is not waited for")
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 class HostError(Exception):

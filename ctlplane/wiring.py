@@ -273,6 +273,23 @@ def build_state(settings: Settings, scraper: Scraper) -> ExporterState:
     return state
 
 
+def build_history_writer(settings: Settings) -> HistoryWriter | None:
+    """The Parquet history's writer, not started, where the config keeps history."""
+    if settings.history is None:
+        return None
+    from ctlplane.exporter.history.writer import HistoryWriter
+
+    history = settings.history
+    return HistoryWriter(
+        history.path,
+        history.flush_seconds,
+        history.retention_days,
+        history.max_bytes,
+        max_buffered_rows=history.max_buffered_rows,
+        compact_after_seconds=history.compact_after_seconds,
+    )
+
+
 def build_app(
     settings: Settings,
     scraper: Scraper,
