@@ -143,6 +143,18 @@ def create_dashboard(
         serve_locally=True,  # no CDN: the dashboard works air-gapped
     )
     app.index_string = INDEX
+    _serve_deep_links(app, url_prefix)
+    app.layout = _layout(refresh_ms)
+    pages = PageBuilder(source, alerts, history, url_prefix, refresh_ms, clock, app.strip_relative_path)
+    _add_callbacks(app, pages)
+    fastapi_server: FastAPI = app.server
+    fastapi_server.add_middleware(
+        CallbackShapeCheck, callback_map=app.callback_map, path=f"{url_prefix}_dash-update-component"
+    )
+    return app
+
+
+def _serve_deep_links(app: Dash, url_prefix: str) -> None:
     # Deep links (/dashboard/cluster/x) must serve the page too. Dash's FastAPI backend adds its catch-all
     # only in the ASGI lifespan, through the process-global "current app" (wrong when a process builds
     # several apps, absent when lifespan is off); this route is the app's own. Like Dash's catch-all it
@@ -157,7 +169,11 @@ def create_dashboard(
             reset_current_request(token)  # type: ignore[no-untyped-call]  # unannotated in Dash
 
     fastapi_server.add_api_route(f"{url_prefix}{{path:path}}", deep_link, methods=["GET"], include_in_schema=False)
-    app.layout = html.Div(
+
+
+def _layout(refresh_ms: int) -> html.Div:
+    """The frame every page is drawn in: the location, the refresh tick, the header, banner, page, status."""
+    return html.Div(
         [
             dcc.Location(id="url", refresh=False),
             dcc.Interval(id="tick", interval=refresh_ms, n_intervals=0),
@@ -168,11 +184,12 @@ def create_dashboard(
         ]
     )
 
-    pages = PageBuilder(source, alerts, history, url_prefix, refresh_ms, clock, app.strip_relative_path)
 
-    # The callbacks are async and build their pages in a worker thread: Dash's FastAPI backend calls a
-    # sync callback on the event loop, where a large fleet's page would hold up /metrics while it renders.
-    # Nothing they call waits for I/O (alerts and history are read in the background).
+def _add_callbacks(app: Dash, pages: PageBuilder) -> None:
+    """The page on navigation, its live part and graphs on every tick, the frame around it. The callbacks are
+    async and build their pages in a worker thread: Dash's FastAPI backend calls a sync callback on the event
+    loop, where a large fleet's page would hold up /metrics while it renders. Nothing they call waits for I/O
+    (alerts and history are read in the background)."""
 
     @app.callback(Output("page", "children"), Input("url", "pathname"))
     async def show_page(pathname: str | None) -> Component:
@@ -207,11 +224,6 @@ def create_dashboard(
     )
     async def frame(_: int | None) -> tuple[list[Component], Component | None, str]:
         return await asyncio.to_thread(pages.frame)
-
-    fastapi_server.add_middleware(
-        CallbackShapeCheck, callback_map=app.callback_map, path=f"{url_prefix}_dash-update-component"
-    )
-    return app
 
 
 class PageBuilder:

@@ -202,22 +202,9 @@ def sweep(
     Columns: cluster, threshold, for_seconds, pages, minutes_firing, episodes_caught, episodes_total.
     """
     ordered_thresholds = sorted(set(thresholds))
-    spark = archive.sparkSession
-    over = F.filter(F.array(*(F.lit(float(t)) for t in ordered_thresholds)), lambda t: F.col("value") >= t)
+    ordered_fors = sorted(set(for_seconds))
     of_series = archive.where(F.col("series") == series).select("timestamp", "cluster", "node", "value")
-    exploded = (
-        of_series.where(F.col("value") >= ordered_thresholds[0])
-        .select("timestamp", "cluster", "node", F.explode(over).alias("threshold"))
-        .withColumn("peak_value", F.lit(None).cast("double"))
-    )
-    runs = islands(exploded, ("threshold", "cluster", "node"), gap_seconds)
-    fors = spark.createDataFrame([(float(f),) for f in sorted(set(for_seconds))], "for_seconds double")
-    firing = (
-        runs.crossJoin(F.broadcast(fors))
-        .where(F.col("duration_seconds") >= F.col("for_seconds"))
-        .withColumn("fire_start", _micros("start") + (F.col("for_seconds") * 1_000_000).cast("long"))
-        .withColumn("fire_end", _micros("end"))
-    )
+    firing = _firing(of_series, ordered_thresholds, ordered_fors, gap_seconds)
     per_grid = firing.groupBy("cluster", "threshold", "for_seconds").agg(
         F.count(F.lit(1)).alias("pages"),
         (F.sum(F.col("duration_seconds") - F.col("for_seconds")) / 60.0).alias("minutes_firing"),
@@ -233,8 +220,8 @@ def sweep(
     )
     totals = ref.groupBy("cluster").agg(F.count(F.lit(1)).alias("episodes_total"))
     clusters = of_series.select("cluster").union(ref.select("cluster")).distinct()
-    grid_values = spark.createDataFrame(
-        [(float(t), float(f)) for t in ordered_thresholds for f in sorted(set(for_seconds))],
+    grid_values = archive.sparkSession.createDataFrame(
+        [(float(t), float(f)) for t in ordered_thresholds for f in ordered_fors],
         "threshold double, for_seconds double",
     )
     return (
@@ -251,6 +238,27 @@ def sweep(
             F.coalesce("episodes_caught", F.lit(0)).cast("long").alias("episodes_caught"),
             F.coalesce("episodes_total", F.lit(0)).cast("long").alias("episodes_total"),
         )
+    )
+
+
+def _firing(
+    of_series: DataFrame, ordered_thresholds: Sequence[float], ordered_fors: Sequence[float], gap_seconds: float
+) -> DataFrame:
+    """Each (threshold, cluster, node) run at or over the threshold that lasts at least `for_seconds`, per
+    `for_seconds`, with the interval it fires in (microseconds)."""
+    over = F.filter(F.array(*(F.lit(float(t)) for t in ordered_thresholds)), lambda t: F.col("value") >= t)
+    exploded = (
+        of_series.where(F.col("value") >= ordered_thresholds[0])
+        .select("timestamp", "cluster", "node", F.explode(over).alias("threshold"))
+        .withColumn("peak_value", F.lit(None).cast("double"))
+    )
+    runs = islands(exploded, ("threshold", "cluster", "node"), gap_seconds)
+    fors = of_series.sparkSession.createDataFrame([(float(f),) for f in ordered_fors], "for_seconds double")
+    return (
+        runs.crossJoin(F.broadcast(fors))
+        .where(F.col("duration_seconds") >= F.col("for_seconds"))
+        .withColumn("fire_start", _micros("start") + (F.col("for_seconds") * 1_000_000).cast("long"))
+        .withColumn("fire_end", _micros("end"))
     )
 
 
