@@ -182,6 +182,22 @@ def _restart_cell(answer: RestartSafety | None) -> Component:
     )
 
 
+def _flags(broker: BrokerHealth) -> list[Component]:
+    """A broker's warnings beside its state: stale or frozen metadata, a saturated control plane, the views
+    disagreeing."""
+    flags = []
+    if broker.stale:
+        flags.append(badge("STALE", Level.WARN))
+    if broker.frozen:
+        flags.append(badge("FROZEN", Level.WARN))
+    if broker.control_plane_saturated:
+        flags.append(badge("SATURATED", Level.WARN))
+    if broker.views_disagree:
+        # the quorum's view decided against the node's own JMX (docs/configuration.md "The quorum's view")
+        flags.append(badge("VIEWS DISAGREE", Level.WARN, views_disagree="true"))
+    return flags
+
+
 def _node_row(
     node: NodeSnapshot,
     broker: BrokerHealth | None,
@@ -198,16 +214,7 @@ def _node_row(
     role = [html.Span(node.role.value, className="role")]
     if node.node == active:
         role.append(badge("active controller", Level.OK, active_controller="true"))
-    flags = []
-    if broker is not None and broker.stale:
-        flags.append(badge("STALE", Level.WARN))
-    if broker is not None and broker.frozen:
-        flags.append(badge("FROZEN", Level.WARN))
-    if broker is not None and broker.control_plane_saturated:
-        flags.append(badge("SATURATED", Level.WARN))
-    if broker is not None and broker.views_disagree:
-        # the quorum's view decided against the node's own JMX (docs/configuration.md "The quorum's view")
-        flags.append(badge("VIEWS DISAGREE", Level.WARN, views_disagree="true"))
+    flags: list[Component] = _flags(broker) if broker is not None else []
     queues = [control_plane_value(node, series, twin) for series, twin in CP_TWINS]
     source = broker.metadata_lag_source if broker is not None else None
     cause = broker.cause if broker is not None else None
