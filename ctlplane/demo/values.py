@@ -169,15 +169,21 @@ def _zk_channel_queue(m: ClusterMoment, broker_id: str) -> int:
 def _series_value(
     m: ClusterMoment, node: NodeSpec, spec: MetricSpec, keys: Mapping[str, str]
 ) -> Value | Meter | Histogram:
-    """The reading of one catalogue row on one node (a scalar, a Meter or a Histogram)."""
-    series = spec.series
+    """The reading of one catalogue row on one node (a scalar, a Meter or a Histogram): from the first part of
+    the value model that has a rule for its series (each answers None for the series it has none for)."""
+    for part in _VALUE_PARTS:
+        value = part(m, node, spec.series, keys)
+        if value is not None:
+            return value
+    raise KeyError(f"the value model has no rule for catalogue series {spec.series}")
+
+
+def _plane_value(
+    m: ClusterMoment, node: NodeSpec, series: str, keys: Mapping[str, str]
+) -> Value | Meter | Histogram | None:
+    """The node itself and its request planes: the KIP-291 control plane beside the data plane."""
     s, t = m.seed, m.t
-    leader = _claims(m, node)
-    zk = node.mode is Mode.ZOOKEEPER
     backlog = m.targets(Scenario.CONTROL_PLANE_BACKLOG, node)
-    event_backlog = m.now.scenario is Scenario.CONTROLLER_EVENT_QUEUE_BACKLOG and _is_leader(m, node)
-    fenced = m.fenced
-    topics = 20 + s % 10
     match series:
         case "kafka_node_info":
             return node.version
@@ -210,6 +216,26 @@ def _series_value(
             return Meter(math.floor(0.85e9 * (t - m.origin)), _idle(m, node, "rh", 0.9, 0.06))
         case "kafka_expired_connections_killed_total":
             return 0.0
+        case "kafka_request_queue_time_seconds":
+            return _histogram(m, node, f"rqt/{keys['request']}", RPC_RATES[keys["request"]], 800.0 if backlog else 0.1)
+        case "kafka_request_total_time_seconds":
+            return _histogram(m, node, f"rtt/{keys['request']}", RPC_RATES[keys["request"]], 1200.0 if backlog else 2.0)
+        case "kafka_requests_total":
+            return _meter(m, node, f"rps/{keys['request']}", RPC_RATES[keys["request"]])
+        case _:
+            return None
+
+
+def _controller_value(
+    m: ClusterMoment, node: NodeSpec, series: str, keys: Mapping[str, str]
+) -> Value | Meter | Histogram | None:
+    """The controller: its claim, partitions and topics, its event queue, ZooKeeper mode's channel."""
+    s, t = m.seed, m.t
+    leader = _claims(m, node)
+    zk = node.mode is Mode.ZOOKEEPER
+    event_backlog = m.now.scenario is Scenario.CONTROLLER_EVENT_QUEUE_BACKLOG and _is_leader(m, node)
+    topics = 20 + s % 10
+    match series:
         case "kafka_controller_active":
             return 1 if leader else 0
         case "kafka_controller_offline_partitions":
@@ -242,12 +268,24 @@ def _series_value(
             return Meter(0, 0.0)
         case "kafka_controller_event_manager_idle_ratio":
             return _idle(m, node, "cem", 0.02, 0.01) if event_backlog else _idle(m, node, "cem", 0.9, 0.05)
+        case _:
+            return None
+
+
+def _registration_value(
+    m: ClusterMoment, node: NodeSpec, series: str, keys: Mapping[str, str]
+) -> Value | Meter | Histogram | None:
+    """Registrations and the metadata log as the controllers keep them."""
+    s, t = m.seed, m.t
+    leader = _claims(m, node)
+    zk = node.mode is Mode.ZOOKEEPER
+    match series:
         case "kafka_zookeeper_session_state":
             return "CONNECTED"
         case "kafka_controller_fenced_brokers":
-            return fenced
+            return m.fenced
         case "kafka_controller_active_brokers":
-            return len(m.cluster.brokers) - fenced if leader or not zk else 0
+            return len(m.cluster.brokers) - m.fenced if leader or not zk else 0
         case "kafka_controller_broker_registration_state":
             return 10 if _registration_fenced(m, keys["broker"]) else 30
         case "kafka_controller_broker_heartbeat_age_seconds":
@@ -282,6 +320,16 @@ def _series_value(
             return 4  # ZK: a ZooKeeper-mode cluster with no migration
         case "kafka_metadata_current_controller_id":
             return m.now.leader.node_id if m.now.leader is not None else -1
+        case _:
+            return None
+
+
+def _broker_value(
+    m: ClusterMoment, node: NodeSpec, series: str, keys: Mapping[str, str]
+) -> Value | Meter | Histogram | None:
+    """A broker's own state, leaderships and applied metadata."""
+    t = m.t
+    match series:
         case "kafka_broker_state":
             return 3  # RUNNING; a fenced KRaft broker keeps RUNNING (the controller knows better)
         case "kafka_broker_leader_partitions":
@@ -299,6 +347,17 @@ def _series_value(
             return float(round(_applied_lag(m, node)[1] * 1000))
         case "kafka_broker_metadata_load_errors_total" | "kafka_broker_metadata_apply_errors_total":
             return 0.0
+        case _:
+            return None
+
+
+def _quorum_value(
+    m: ClusterMoment, node: NodeSpec, series: str, keys: Mapping[str, str]
+) -> Value | Meter | Histogram | None:
+    """The raft quorum, metadata snapshots and features, ZooKeeper sessions."""
+    s, t = m.seed, m.t
+    topics = 20 + s % 10
+    match series:
         case "kafka_raft_state":
             return _raft_state(m, node)
         case "kafka_raft_current_leader":
@@ -344,13 +403,11 @@ def _series_value(
             return 0  # controller.quorum.voters set and used
         case "kafka_zookeeper_expires_total" | "kafka_zookeeper_disconnects_total":
             return Meter(0, 0.0)
-        case "kafka_request_queue_time_seconds":
-            return _histogram(m, node, f"rqt/{keys['request']}", RPC_RATES[keys["request"]], 800.0 if backlog else 0.1)
-        case "kafka_request_total_time_seconds":
-            return _histogram(m, node, f"rtt/{keys['request']}", RPC_RATES[keys["request"]], 1200.0 if backlog else 2.0)
-        case "kafka_requests_total":
-            return _meter(m, node, f"rps/{keys['request']}", RPC_RATES[keys["request"]])
-    raise KeyError(f"the value model has no rule for catalogue series {series}")
+        case _:
+            return None
+
+
+_VALUE_PARTS = (_plane_value, _controller_value, _registration_value, _broker_value, _quorum_value)
 
 
 def _raft_state(m: ClusterMoment, node: NodeSpec) -> str:
