@@ -9,14 +9,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ctlplane.exporter.catalog import Role
 from ctlplane.exporter.config import ClusterConfig, MetricsEndpointConfig, Settings
 from ctlplane.exporter.config_file import ConfigError
 from ctlplane.exporter.discovery.answers import JmxRule, NodeDiscovery
 from ctlplane.exporter.discovery.dns import DnsName, DnsResolver, DnsWatch
-from ctlplane.exporter.families import dashboard_family
+from ctlplane.exporter.families import Family, dashboard_family
 from ctlplane.exporter.memory import collect_garbage_per_round, release_free_memory
 from ctlplane.exporter.releases import CLIENT_VERSION
 from ctlplane.exporter.scraper import QuorumSource, Scraper, Target
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from fastapi import FastAPI
 
     from ctlplane.exporter.history.writer import HistoryWriter
-    from ctlplane.reload import ConfigReload
 
 log = logging.getLogger(__name__)
 
@@ -290,12 +289,21 @@ def build_history_writer(settings: Settings) -> HistoryWriter | None:
     )
 
 
+class Reloader(Protocol):
+    """What the app serves POST /-/reload and its self-metrics with (ctlplane/reload.py ConfigReload, which
+    wires through this module: named here by what it does, so the two import in one direction)."""
+
+    def __call__(self) -> str | None: ...
+
+    def families(self) -> list[Family]: ...
+
+
 def build_app(
     settings: Settings,
     scraper: Scraper,
     state: ExporterState,
     discovery: NodeDiscovery,
-    reload: ConfigReload | None = None,
+    reload: Reloader | None = None,
     writer: HistoryWriter | None = None,
     clock: Callable[[], float] = time.time,
 ) -> FastAPI:

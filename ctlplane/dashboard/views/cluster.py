@@ -185,7 +185,7 @@ def _restart_cell(answer: RestartSafety | None) -> Component:
 def _flags(broker: BrokerHealth) -> list[Component]:
     """A broker's warnings beside its state: stale or frozen metadata, a saturated control plane, the views
     disagreeing."""
-    flags = []
+    flags: list[Component] = []
     if broker.stale:
         flags.append(badge("STALE", Level.WARN))
     if broker.frozen:
