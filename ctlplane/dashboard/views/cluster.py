@@ -199,32 +199,40 @@ def _flags(broker: BrokerHealth) -> list[Component]:
 
 
 def _node_row(
-    node: NodeSnapshot,
+    cluster: str,
+    node: NodeSnapshot | None,
     broker: BrokerHealth | None,
     active: str | None,
     url_prefix: str | None,
     restart: RestartSafety | None = None,
 ) -> Component:
+    """A node's row; `node` None for a broker watched through the Admin API alone (its health is all there is
+    of it)."""
+    up = node is not None and node.up
     if broker is not None:
+        label, node_role, node_id = broker.node, broker.role, broker.node_id
         state, level, evidence = str(broker.state), STATE_LEVELS[broker.state], broker.evidence
-    elif not node.up:
-        state, level, evidence = "UNREACHABLE", Level.CRITICAL, f"JMX: {node.error}"
     else:
-        state, level, evidence = "CONTROLLER", Level.OK, "controller-only node (no broker lifecycle)"
-    role = [html.Span(node.role.value, className="role")]
-    if node.node == active:
+        assert node is not None, "a row of a node read or of a broker's health"
+        label, node_role, node_id = node.node, node.role, node.node_id
+        if not node.up:
+            state, level, evidence = "UNREACHABLE", Level.CRITICAL, f"JMX: {node.error}"
+        else:
+            state, level, evidence = "CONTROLLER", Level.OK, "controller-only node (no broker lifecycle)"
+    role = [html.Span(node_role.value, className="role")]
+    if label == active:
         role.append(badge("active controller", Level.OK, active_controller="true"))
     flags: list[Component] = _flags(broker) if broker is not None else []
-    queues = [control_plane_value(node, series, twin) for series, twin in CP_TWINS]
+    queues = [control_plane_value(node, series, twin) if node is not None else None for series, twin in CP_TWINS]
     source = broker.metadata_lag_source if broker is not None else None
     cause = broker.cause if broker is not None else None
     # the cause first, in words (ctlplane/exporter/health/cause.py), then the evidence it rests on
     why: list[Component | str] | str = (
         [html.Strong(cause.value.replace("_", " "), className="cause"), ": ", evidence] if cause else evidence
     )
-    name: Component | str = node.node + (f" (id {node.node_id})" if node.node_id is not None else "")
+    name: Component | str = label + (f" (id {node_id})" if node_id is not None else "")
     if broker is not None and url_prefix is not None:
-        name = dcc.Link(name, href=f"{url_prefix}cluster/{node.cluster}/broker/{node.node}")
+        name = dcc.Link(name, href=f"{url_prefix}cluster/{cluster}/broker/{label}")
     return html.Tr(
         [
             html.Td(name, className="node"),
@@ -239,13 +247,13 @@ def _node_row(
             html.Td(format_ratio(queues[2])),
             html.Td(format_ratio(queues[3])),
             _restart_cell(restart),
-            html.Td("yes" if node.up else "NO"),
+            html.Td("yes" if up else "NO"),
         ],
         className=f"node-row level-{level}",
         style={"backgroundColor": LEVEL_COLOURS[level]},
         **data(
-            node=node.node,
-            role=node.role.value,
+            node=label,
+            role=node_role.value,
             state=state,
             cause=cause.value if cause else "",
             restart="" if restart is None else "safe" if restart.safe else restart.blocker or "",
@@ -258,36 +266,20 @@ def node_table(
 ) -> Component:
     """Every node of the cluster (`only`: that one): brokers with their lifecycle, controllers with their
     identity. With `url_prefix`, a broker's name links to its page."""
-    listed = snapshot.nodes if not snapshot.admin_only else _not_read(snapshot, health)
-    nodes = [node for node in listed if only is None or node.node == only]
+    listed: list[tuple[str, NodeSnapshot | None, BrokerHealth | None]] = (
+        # the Admin API alone: no node read, the cluster's word on each broker
+        [(broker.node, None, broker) for broker in health.brokers]
+        if snapshot.admin_only
+        else [(node.node, node, health.broker(node.node)) for node in snapshot.nodes]
+    )
     rows = [
-        _node_row(node, health.broker(node.node), health.controller.node, url_prefix, health.restart_answer(node.node))
-        for node in nodes
+        _node_row(snapshot.name, node, broker, health.controller.node, url_prefix, health.restart_answer(name))
+        for name, node, broker in listed
+        if only is None or name == only
     ]
     return html.Table(
         [html.Thead(html.Tr([html.Th(c) for c in NODE_COLUMNS])), html.Tbody(rows)],
         className="node-table",
-    )
-
-
-def _not_read(snapshot: ClusterSnapshot, health: ClusterHealth) -> tuple[NodeSnapshot, ...]:
-    """Watched through the Admin API alone: a row per broker its health names, none of them read."""
-    return tuple(
-        NodeSnapshot(
-            cluster=snapshot.name,
-            node=broker.node,
-            address="",
-            role=broker.role,
-            mode=health.mode,
-            node_id=broker.node_id,
-            version=None,
-            up=False,
-            scrape_duration_seconds=0.0,
-            error="not read: the Admin API alone",
-            errors_total=0,
-            scraped_at=health.evaluated_at,
-        )
-        for broker in health.brokers
     )
 
 
