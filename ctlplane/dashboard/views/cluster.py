@@ -310,7 +310,7 @@ def watch_gaps(snapshot: ClusterSnapshot, health: ClusterHealth) -> Component | 
             )
         )
     rows += [
-        html.Li(f"{unknown.reading.replace('_', ' ')}: unknown, no source serves {unknown.lacks}", **data(gap="unread"))
+        html.Li(f"{unknown.words}: unknown, no source serves {unknown.lacks}", **data(gap="unread"))
         for unknown in health.unknown
     ]
     if not rows:

@@ -177,7 +177,7 @@ def assess_cluster(cluster: ClusterHealth, firing: Sequence[Alert] = (), observe
         reasons.append((Level.WARN, f"{cluster.fenced_unnamed} fenced broker(s) ctlplane cannot name"))
     for unknown in cluster.unknown:
         # no source serves its evidence: unknown, never healthy (health/unknown.py)
-        reasons.append((Level.UNKNOWN, f"{unknown.reading.replace('_', ' ')} unknown"))
+        reasons.append((Level.UNKNOWN, f"{unknown.words} unknown"))
     stale = [b.node for b in cluster.brokers if b.stale]
     if stale:
         reasons.append((Level.WARN, f"stale metadata: {', '.join(stale)}"))

@@ -128,6 +128,11 @@ class UnknownReading:
     reading: str
     lacks: str
 
+    @property
+    def words(self) -> str:
+        """The reading as an operator reads it ("quorum spare voters")."""
+        return self.reading.replace("_", " ")
+
 
 @dataclass(frozen=True)
 class ClusterHealth:
