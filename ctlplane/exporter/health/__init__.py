@@ -11,7 +11,7 @@ Its parts: model (the values), controller, lifecycle, metadata and quorum (what 
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from ctlplane.exporter.catalog import Mode
@@ -48,6 +48,8 @@ from ctlplane.exporter.health.model import (
     FleetHealth,
     HealthMemory,
     Lifecycle,
+    Redundancy,
+    VoterSet,
     last_reads,
 )
 from ctlplane.exporter.health.quorum import elections, quorum_lag, quorum_redundancy, voter_set
@@ -90,7 +92,7 @@ def evaluate_cluster(
     decided = decide_brokers(cluster, active, first, registered, memory, thresholds)
     kraft = mode is not Mode.ZOOKEEPER
     voters, out_of_step = elections(cluster, memory.out_of_step_since, now, thresholds) if kraft else ((), {})
-    members, observer_since = voter_set(cluster, memory.observer_since, now, thresholds) if kraft else (None, {})
+    quorum = _quorum_half(cluster, memory, thresholds, now, kraft)
     known = {node.node for node in cluster.nodes}
     final = decided.brokers
     memory = replace(
@@ -107,10 +109,8 @@ def evaluate_cluster(
         timed_out_heartbeats=_timed_out_heartbeats(active, memory.timed_out_heartbeats),
         shutdown_baselines=MappingProxyType(shutdown_baselines(final, memory, decided.shutdown_requests, known)),
         out_of_step_since=MappingProxyType(out_of_step),
-        observer_since=MappingProxyType(observer_since),
+        observer_since=MappingProxyType(quorum.observer_since),
     )
-    quorum = cluster.quorum
-    redundancy = quorum_redundancy(cluster, thresholds) if kraft else None
     health = ClusterHealth(
         cluster.name,
         mode,
@@ -118,16 +118,39 @@ def evaluate_cluster(
         final,
         now,
         migration_phase=migration_phase(cluster, active),
-        quorum_leader_id=quorum.leader_id if quorum is not None and quorum.up else None,
+        quorum_leader_id=quorum.leader_id,
         controller_views_disagree=controller_views_disagree(cluster, controller),
         fenced_unnamed=fenced_unnamed(cluster, active, final),
-        redundancy=redundancy,
+        redundancy=quorum.redundancy,
         elections=voters,
-        voter_set=members,
-        restart=restart_safety(cluster, final, active, redundancy, members),
-        unknown=unknown_readings(cluster, redundancy),
+        voter_set=quorum.voter_set,
+        restart=restart_safety(cluster, final, active, quorum.redundancy, quorum.voter_set),
+        unknown=unknown_readings(cluster, quorum.redundancy),
     )
     return health, memory
+
+
+@dataclass(frozen=True)
+class _QuorumHalf:
+    """What a KRaft cluster's quorum says of itself, the same whether its nodes are read or not."""
+
+    voter_set: VoterSet | None
+    observer_since: dict[str, float]
+    redundancy: Redundancy | None
+    leader_id: int | None  # where the quorum answered this round
+
+
+def _quorum_half(
+    cluster: ClusterSnapshot, memory: ClusterMemory, thresholds: Thresholds, now: float, kraft: bool
+) -> _QuorumHalf:
+    members, observer_since = voter_set(cluster, memory.observer_since, now, thresholds) if kraft else (None, {})
+    view = cluster.quorum
+    return _QuorumHalf(
+        members,
+        observer_since,
+        quorum_redundancy(cluster, thresholds) if kraft else None,
+        view.leader_id if view is not None and view.up else None,
+    )
 
 
 _Offsets = dict[str, tuple[tuple[float, float], ...]]
@@ -208,24 +231,22 @@ def _evaluate_admin_only(
     brokers, memory = admin_brokers(cluster, memory, thresholds)
     mode = cluster.mode
     kraft = mode is Mode.KRAFT
-    members, observer_since = voter_set(cluster, memory.observer_since, now, thresholds) if kraft else (None, {})
+    quorum = _quorum_half(cluster, memory, thresholds, now, kraft)
     memory = replace(
         memory,
         states=MappingProxyType({b.node: b.state for b in brokers}),
-        observer_since=MappingProxyType(observer_since),
+        observer_since=MappingProxyType(quorum.observer_since),
     )
-    quorum = cluster.quorum
-    redundancy = quorum_redundancy(cluster, thresholds) if kraft else None
     health = ClusterHealth(
         cluster.name,
         mode,
         controller,
         tuple(brokers),
         now,
-        quorum_leader_id=quorum.leader_id if quorum is not None and quorum.up else None,
-        redundancy=redundancy,
-        voter_set=members,
-        restart=restart_safety(cluster, brokers, None, redundancy, members),
+        quorum_leader_id=quorum.leader_id,
+        redundancy=quorum.redundancy,
+        voter_set=quorum.voter_set,
+        restart=restart_safety(cluster, brokers, None, quorum.redundancy, quorum.voter_set),
     )
     return health, memory
 
