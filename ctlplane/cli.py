@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ctlplane.exporter.config import Settings
-from ctlplane.exporter.config_file import ConfigError, load_settings, parse_settings
-from ctlplane.exporter.java_runtime import java_problem
+from ctlplane.exporter.config.file import ConfigError, load_settings, parse_settings
+from ctlplane.exporter.jvm.runtime import java_problem
 
 if TYPE_CHECKING:
     from fastapi import FastAPI

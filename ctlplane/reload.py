@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ctlplane.exporter.config import Settings
-from ctlplane.exporter.config_file import ConfigError, load_settings
+from ctlplane.exporter.config.file import ConfigError, load_settings
 from ctlplane.exporter.discovery.answers import NodeDiscovery
 from ctlplane.exporter.discovery.dns import DnsWatch
 from ctlplane.exporter.families import Family, reload_families

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ctlplane.exporter.catalog import Role
 from ctlplane.exporter.config import ClusterConfig, MetricsEndpointConfig, Settings
-from ctlplane.exporter.config_file import ConfigError
+from ctlplane.exporter.config.file import ConfigError
 from ctlplane.exporter.discovery.answers import JmxRule, NodeDiscovery
 from ctlplane.exporter.discovery.dns import DnsName, DnsResolver, DnsWatch
 from ctlplane.exporter.families import Family, dashboard_family

@@ -137,7 +137,7 @@ def _bounds(info: FieldInfo) -> str:
 def config_reference() -> str:
     """Every field of `Settings`, section by section, in the order a config file nests them."""
     out = [
-        GENERATED.format(source="ctlplane/exporter/config.py"),
+        GENERATED.format(source="ctlplane/exporter/config/__init__.py"),
         "# Configuration reference\n",
         "Every key of a ctlplane config file, with its type, default and meaning, from the model that checks it "
         "(`ctlplane check-config` and `ctlplane run` refuse anything else: an unknown key, a wrong type, a value "

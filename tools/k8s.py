@@ -279,7 +279,7 @@ def _pod_spec(env: list[dict[str, Any]]) -> dict[str, Any]:
                 "volumeMounts": [
                     {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
                     # the in-process JVM's temporary files and the Java node reader compiled at start
-                    # (ctlplane/exporter/javac.py cache_root: under the temporary directory on a read-only install)
+                    # (ctlplane/exporter/jvm/javac.py cache_root: under the temporary directory on a read-only install)
                     {"name": "tmp", "mountPath": "/tmp"},
                 ],
             }

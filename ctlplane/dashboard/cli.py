@@ -76,7 +76,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
     from ctlplane.dashboard.app import create_dashboard
     from ctlplane.exporter.config import HttpConfig
-    from ctlplane.exporter.config_file import ConfigError, tls_problems, with_web_config
+    from ctlplane.exporter.config.file import ConfigError, tls_problems, with_web_config
     from ctlplane.exporter.http.app import http_server, run_until_stopped
     from ctlplane.exporter.http.guard import GuardedFastAPI
 

@@ -6,7 +6,7 @@ Here RMI threads read a `double[]`/`String[]` snapshot that Python publishes in 
 refresh, ValueBank.publish), so a read never enters Python. The loopback socket factory is Java too, so
 no RMI thread ever attaches to Python.
 
-The source is kept here, not as a .java file, so it ships with the package; ctlplane/exporter/javac.py compiles it
+The source is kept here, not as a .java file, so it ships with the package; ctlplane/exporter/jvm/javac.py compiles it
 into a cache directory keyed by the source's hash (javac takes ~1 s, once).
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctlplane.exporter.javac import compiled_classes
+from ctlplane.exporter.jvm.javac import compiled_classes
 
 PACKAGE = "ctlplane.demo"
 CLASS = f"{PACKAGE}.SimulatedMBean"

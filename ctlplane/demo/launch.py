@@ -2,7 +2,7 @@
 
 `ctlplane demo` is split so the CLI keeps the exporter's wiring: `cmd_demo(args, serve)` starts the
 simulator, prints what is simulated and how to switch scenarios, and hands `serve` a settings document
-(a dict for `ctlplane.exporter.config_file.parse_settings`); the CLI's `serve` runs the exporter on it exactly as
+(a dict for `ctlplane.exporter.config.file.parse_settings`); the CLI's `serve` runs the exporter on it exactly as
 `ctlplane run` does. The simulator stops when `serve` returns or raises.
 """
 

@@ -9,6 +9,8 @@ them. Nothing here imports the faces (dashboard, pipeline, demo) or the CLI that
 - health/: the health model, a pure function of snapshots
 - families.py: the Prometheus series; history/: the Parquet rows; state.py: the latest observation
 - http/: the HTTP face (/metrics, /api/v1, the guard in front of both)
-- config.py, config_file.py, thresholds.py: the one typed config, loaded once; every threshold's one home
-- java_runtime.py, javac.py, memory.py, shards.py, subscribers.py: the process's own needs
+- config/: the one typed config (its model, and file.py that loads it once); thresholds.py: every threshold's
+  one home
+- jvm/: the JVM every read runs in (the host's Java checked, the shipped Java classes compiled)
+- memory.py, shards.py, subscribers.py: the process's own needs
 """

@@ -1,7 +1,7 @@
 """Every threshold of ctlplane, defined once.
 
 - `Thresholds`: the health model's (ctlplane/exporter/health/). The config's `health:` section starts from
-  these defaults (ctlplane/exporter/config.py `HealthConfig`), and the Spark pipeline's episode rules too.
+  these defaults (ctlplane/exporter/config/__init__.py `HealthConfig`), and the Spark pipeline's episode rules too.
 - `AlertThresholds`: the alert rules'. alerts/*.rules.yml are written from alerts/source/*.rules.yml, where
   each threshold is a `[[name]]` of `rule_values()` (python -m tools.alert_rules; a test fails if the two
   differ or if a rule compares with a number that is not one of these).

@@ -17,7 +17,7 @@ import pytest
 
 from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.config import Settings
-from ctlplane.exporter.config_file import parse_settings
+from ctlplane.exporter.config.file import parse_settings
 from ctlplane.exporter.discovery.answers import NodeDiscovery
 from ctlplane.exporter.families import quorum_families
 from ctlplane.exporter.health import Lifecycle

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ctlplane.exporter.catalog import Mode, Role
-from ctlplane.exporter.config_file import parse_settings
+from ctlplane.exporter.config.file import parse_settings
 from ctlplane.exporter.health import Cause, Lifecycle
 from ctlplane.exporter.model import Failure
 from ctlplane.exporter.readings import plan_queries

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from ctlplane.exporter.config_file import load_settings
+from ctlplane.exporter.config.file import load_settings
 from ctlplane.exporter.shards import resolve_shard
 from tests.integration.manifests import ROOT, assert_promtool_accepts, helm, helm_template, kustomize, problems
 

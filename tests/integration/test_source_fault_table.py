@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from ctlplane.exporter.config_file import parse_settings
+from ctlplane.exporter.config.file import parse_settings
 from ctlplane.exporter.families import quorum_families
 from ctlplane.exporter.health import Cause, Lifecycle
 from ctlplane.exporter.sources.admin.client import QuorumReader

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from ctlplane.exporter.config import TlsConfig
-from ctlplane.exporter.config_file import load_settings
+from ctlplane.exporter.config.file import load_settings
 from ctlplane.exporter.http.app import create_app, http_server
 from ctlplane.exporter.state import ExporterState
 from ctlplane.exporter.thresholds import Thresholds

@@ -184,7 +184,7 @@ def test_the_installed_exporter_serves_a_real_cluster(
 
 def _without_maven(env: dict[str, str], tmp_path: Path) -> dict[str, str]:
     """`env` with no directory on PATH that has an `mvn`, and an empty temporary directory (where an
-    installation that cannot write beside itself keeps its cache: ctlplane/exporter/javac.py cache_root)."""
+    installation that cannot write beside itself keeps its cache: ctlplane/exporter/jvm/javac.py cache_root)."""
     path = [p for p in env["PATH"].split(os.pathsep) if not (Path(p) / "mvn").exists()]
     assert shutil.which("mvn", path=os.pathsep.join(path)) is None
     temporary = tmp_path / "tmp"

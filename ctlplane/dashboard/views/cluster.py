@@ -198,6 +198,20 @@ def _flags(broker: BrokerHealth) -> list[Component]:
     return flags
 
 
+def _identity_and_state(
+    node: NodeSnapshot | None, broker: BrokerHealth | None
+) -> tuple[str, Role, int | None, str, Level, str]:
+    """A row's node label, role and id, and its state, level and evidence: a broker's from its health, a
+    controller's from whether it answered."""
+    if broker is not None:
+        state, level, evidence = str(broker.state), STATE_LEVELS[broker.state], broker.evidence
+        return broker.node, broker.role, broker.node_id, state, level, evidence
+    assert node is not None, "a row of a node read or of a broker's health"
+    if not node.up:
+        return node.node, node.role, node.node_id, "UNREACHABLE", Level.CRITICAL, f"JMX: {node.error}"
+    return node.node, node.role, node.node_id, "CONTROLLER", Level.OK, "controller-only node (no broker lifecycle)"
+
+
 def _node_row(
     cluster: str,
     node: NodeSnapshot | None,
@@ -209,16 +223,7 @@ def _node_row(
     """A node's row; `node` None for a broker watched through the Admin API alone (its health is all there is
     of it)."""
     up = node is not None and node.up
-    if broker is not None:
-        label, node_role, node_id = broker.node, broker.role, broker.node_id
-        state, level, evidence = str(broker.state), STATE_LEVELS[broker.state], broker.evidence
-    else:
-        assert node is not None, "a row of a node read or of a broker's health"
-        label, node_role, node_id = node.node, node.role, node.node_id
-        if not node.up:
-            state, level, evidence = "UNREACHABLE", Level.CRITICAL, f"JMX: {node.error}"
-        else:
-            state, level, evidence = "CONTROLLER", Level.OK, "controller-only node (no broker lifecycle)"
+    label, node_role, node_id, state, level, evidence = _identity_and_state(node, broker)
     role = [html.Span(node_role.value, className="role")]
     if label == active:
         role.append(badge("active controller", Level.OK, active_controller="true"))

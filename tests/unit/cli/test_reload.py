@@ -20,7 +20,7 @@ import yaml
 from fastapi.testclient import TestClient
 
 from ctlplane.exporter.catalog import Role
-from ctlplane.exporter.config_file import load_settings
+from ctlplane.exporter.config.file import load_settings
 from ctlplane.exporter.health import BrokerHealth
 from ctlplane.exporter.http.app import create_app
 from ctlplane.exporter.model import MBeanQuery, RawReading

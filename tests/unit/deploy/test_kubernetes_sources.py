@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from ctlplane.exporter.config import HttpConfig
-from ctlplane.exporter.config_file import load_settings
+from ctlplane.exporter.config.file import load_settings
 from ctlplane.exporter.shards import resolve_shard
 from tools import helm, k8s
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ctlplane.exporter.config_file import ConfigError, parse_settings
+from ctlplane.exporter.config.file import ConfigError, parse_settings
 from ctlplane.exporter.shards import Shard, parse_shard, resolve_shard, shard_of
 
 CLUSTERS = [f"prod-{region}-{i}" for region in ("eu", "us", "ap") for i in range(100)]

@@ -22,7 +22,7 @@ def test_the_zip_holds_the_packages_the_jobs_import_and_nothing_compiled(tmp_pat
     for module in (
         "ctlplane/pipeline/jobs/episodes.py",
         "ctlplane/pipeline/transforms.py",
-        "ctlplane/exporter/config.py",
+        "ctlplane/exporter/config/__init__.py",
         "ctlplane/exporter/history/table.py",
     ):
         assert module in names
@@ -34,7 +34,7 @@ def test_the_zip_holds_the_packages_the_jobs_import_and_nothing_compiled(tmp_pat
         capture_output=True, text=True, cwd=tmp_path, check=True,
     )  # fmt: skip
     assert done.stdout.split() == [
-        f"{bundle.zip_path}/ctlplane/exporter/config.py",
+        f"{bundle.zip_path}/ctlplane/exporter/config/__init__.py",
         f"{bundle.zip_path}/ctlplane/pipeline/args.py",
     ]
     # one top-level name, and of ctlplane only what the jobs import: no CLI, dashboard or demo

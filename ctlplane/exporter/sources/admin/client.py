@@ -28,7 +28,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ctlplane.exporter.catalog import Role
-from ctlplane.exporter.javac import cache_root
+from ctlplane.exporter.jvm.javac import cache_root
 from ctlplane.exporter.model import OBSERVER_HEARD_WITHIN_SECONDS, Member, QuorumReplica, QuorumView
 from ctlplane.exporter.releases import CLIENT_VERSION
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from ctlplane.exporter.javac import compiled_classes
+from ctlplane.exporter.jvm.javac import compiled_classes
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctlplane.exporter.javac import JavacError
+from ctlplane.exporter.jvm.javac import JavacError
 from ctlplane.exporter.model import Failure, MBeanQuery, RawReading
 from ctlplane.exporter.sources.jmx import connect_timeouts, node_reader
 from ctlplane.exporter.sources.jmx.base import Endpoint, JmxError

@@ -1,4 +1,4 @@
-"""A node's read in one call from Python: the Java side, compiled from this source (ctlplane/exporter/javac.py).
+"""A node's read in one call from Python: the Java side, compiled from this source (ctlplane/exporter/jvm/javac.py).
 
 Why: the Python loop over a node's MBeans crossed into Java ~200 times per read (a getAttributes per
 MBean, then the AttributeList's iterator, each attribute's name and value), and JPype releases and takes
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctlplane.exporter.javac import compiled_classes
+from ctlplane.exporter.jvm.javac import compiled_classes
 
 CLASS = "ctlplane.jmx.NodeReader"
 

@@ -9,7 +9,7 @@ import pytest
 
 from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.config import Settings
-from ctlplane.exporter.config_file import ConfigError, parse_settings
+from ctlplane.exporter.config.file import ConfigError, parse_settings
 from ctlplane.exporter.discovery.answers import (
     Discovered,
     JmxRule,

@@ -10,7 +10,7 @@ from types import MappingProxyType
 import pytest
 
 from ctlplane.exporter.catalog import Mode, Role
-from ctlplane.exporter.config_file import ConfigError, parse_settings
+from ctlplane.exporter.config.file import ConfigError, parse_settings
 from ctlplane.exporter.discovery.answers import DnsNode, JmxRule, NodeDiscovery
 from ctlplane.exporter.discovery.dns import DnsError, DnsName, DnsResolver, DnsWatch
 from ctlplane.exporter.model import ClusterSnapshot, FleetSnapshot, NodeSnapshot, QuorumView

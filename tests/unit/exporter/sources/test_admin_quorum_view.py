@@ -11,7 +11,7 @@ from xml.etree import ElementTree
 import pytest
 import yaml
 
-from ctlplane.exporter.config_file import ConfigError, parse_settings
+from ctlplane.exporter.config.file import ConfigError, parse_settings
 from ctlplane.exporter.families import Family, health_families, quorum_families
 from ctlplane.exporter.health import ClusterHealth, FleetHealth, HealthMemory, Lifecycle, evaluate
 from ctlplane.exporter.http.jsonapi import snapshot_from_dict, snapshot_to_dict
@@ -195,7 +195,7 @@ def test_the_admin_block_needs_a_sasl_user_only_on_sasl_listeners_and_a_quorum_v
 
 
 def test_a_missing_or_multi_line_admin_password_is_a_config_problem_naming_the_cluster(tmp_path: Path) -> None:
-    from ctlplane.exporter.config_file import load_settings
+    from ctlplane.exporter.config.file import load_settings
 
     def settings_with(password_file: Path) -> Path:
         admin = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN", "username": "u"}

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ctlplane.exporter.config_file import ConfigError, load_settings
+from ctlplane.exporter.config.file import ConfigError, load_settings
 from ctlplane.exporter.sources.endpoint.client import MetricsEndpoint
 from ctlplane.exporter.sources.endpoint.evidence import missing_lifecycle_evidence
 from ctlplane.exporter.sources.endpoint.profiles import PROFILES, profile

@@ -59,7 +59,7 @@ def javac_command() -> list[str]:
 def cache_root() -> Path:
     """Where ctlplane keeps what it builds or fetches once: the checkout's `.cache/`, or a per-user
     directory under the temporary directory where the installation is read-only."""
-    repo_cache = Path(__file__).resolve().parents[2] / ".cache"  # <checkout>/ctlplane/exporter/javac.py
+    repo_cache = Path(__file__).resolve().parents[3] / ".cache"  # <checkout>/ctlplane/exporter/jvm/javac.py
     if os.access(repo_cache.parent, os.W_OK):
         return repo_cache
     return Path(tempfile.gettempdir()) / f"ctlplane-cache-{os.getuid()}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-# Kafka's 4.x client needs Java 11 (KIP-1013), as do the classes javac.py compiles (JAVA_RELEASE); the manual
+# Kafka's 4.x client needs Java 11 (KIP-1013), as do the classes jvm/javac.py compiles (JAVA_RELEASE); the manual
 # asks for 17, what the suite and the image run.
 MIN_JAVA = 11
 INSTALL = "install a JDK 17 (e.g. `apt-get install openjdk-17-jre-headless`) or point JAVA_HOME at one"

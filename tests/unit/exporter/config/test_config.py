@@ -6,7 +6,7 @@ import pytest
 
 from ctlplane import cli
 from ctlplane.cli import main
-from ctlplane.exporter.config_file import ConfigError, load_settings
+from ctlplane.exporter.config.file import ConfigError, load_settings
 
 GOOD = """
 clusters:

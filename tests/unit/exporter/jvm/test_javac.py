@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ctlplane.exporter import javac
+from ctlplane.exporter.jvm import javac
 
 
 def _executable(path: Path) -> Path:
@@ -57,3 +57,10 @@ def test_a_compile_error_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyP
     with pytest.raises(javac.JavacError, match="javac failed"):
         javac.compiled_classes("test", {"Broken.java": "class Broken {"})
     assert not any((tmp_path / "test-java").glob("[0-9a-f]*"))  # nothing half-built left as a cache hit
+
+
+def test_a_checkout_keeps_what_it_builds_in_its_own_cache() -> None:
+    # the checkout's .cache/ (where make puts the jars and tools too), not a directory inside the package
+    checkout = Path(__file__).resolve().parents[4]
+    assert (checkout / "pyproject.toml").is_file()
+    assert javac.cache_root() == checkout / ".cache"

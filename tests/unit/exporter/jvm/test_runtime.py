@@ -11,7 +11,7 @@ import jpype
 import pytest
 
 from ctlplane import cli
-from ctlplane.exporter import java_runtime
+from ctlplane.exporter.jvm import runtime as java_runtime
 
 
 def _jdk(root: Path, version: str | None, libjvm: str = "lib/server/libjvm.so") -> Path:
