@@ -37,6 +37,7 @@ from pydantic_core import PydanticUndefined
 
 from ctlplane.exporter.catalog import CATALOG, DERIVED_SERIES, HEALTH_SERIES, QUORUM_SERIES, MetricSpec, SeriesType
 from ctlplane.exporter.config import Settings
+from ctlplane.exporter.http import schema as api_schema
 from ctlplane.exporter.readings import parse_object_name, plan_queries
 from ctlplane.exporter.sources.endpoint.client import CARRIERS, STRING_ATTRIBUTES, inversion_for
 from ctlplane.exporter.sources.endpoint.profiles import AGENT_ALIASES, PROFILES, EndpointNaming, profile
@@ -49,6 +50,7 @@ DOCS = ROOT / "docs"
 CONFIG_PAGE = DOCS / "reference" / "configuration.md"
 ALERTS_PAGE = DOCS / "reference" / "alerts.md"
 CLI_PAGE = DOCS / "reference" / "cli.md"
+API_PAGE = DOCS / "reference" / "api.md"
 SERIES_PAGE = DOCS / "series.md"
 SERIES_BEGIN = "<!-- series: begin (python -m tools.docs) -->"
 SERIES_END = "<!-- series: end -->"
@@ -482,10 +484,75 @@ def cli_reference() -> str:
     return "\n".join(out) + "\n"
 
 
+# The JSON API's endpoints and the document each answers with (ctlplane/exporter/http/app.py)
+API_ENDPOINTS: tuple[tuple[str, str, type[BaseModel], bool], ...] = (
+    ("/api/v1/snapshot", "every node's readings of the last round", api_schema.SnapshotDocument, False),
+    ("/api/v1/health", "per cluster, the controller and every broker's state, evidence and cause",
+     api_schema.HealthDocument, False),
+    ("/api/v1/restart", "may each node restart now, and why not (`?cluster=` and `?node=` narrow it; 404 where "
+     "none is known)", api_schema.RestartAnswer, True),
+)  # fmt: skip
+
+
+def _api_type(annotation: Any) -> str:
+    """A document field's type, a nested document as a link to its section."""
+    if inspect.isclass(annotation) and issubclass(annotation, BaseModel):
+        return f"[{annotation.__name__}](#{annotation.__name__.lower()})"
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_api_type(argument) for argument in typing.get_args(annotation))
+    if origin is list:
+        (item,) = typing.get_args(annotation)
+        return f"list of {_api_type(item)}"
+    if origin is dict:
+        key, value = typing.get_args(annotation)
+        return f"map {_api_type(key)} → {_api_type(value)}"
+    return _type_name(annotation)
+
+
+def api_reference() -> str:
+    """The JSON API: each endpoint's document, then every document's fields, from the models that describe
+    them in /openapi.json (ctlplane/exporter/http/schema.py)."""
+    out = [
+        GENERATED.format(source="ctlplane/exporter/http/schema.py"),
+        "# JSON API reference\n",
+        "What the exporter answers under `/api/v1/`, field by field. The same schema is served as OpenAPI at "
+        "`/openapi.json` and readable at `/api/docs`; every answer the exporter writes keeps to it (a field it "
+        "does not name is never sent). Behind the exporter's basic auth where it has one "
+        "([Configuration](../configuration.md)).\n",
+        "| endpoint (GET) | answers | document |\n|---|---|---|",
+    ]
+    for path, what, model, many in API_ENDPOINTS:
+        document = f"list of {_api_type(model)}" if many else _api_type(model)
+        out.append(f"| `{path}` | {what} | {document} |")
+    seen: list[type[BaseModel]] = []
+    queue = [model for _, _, model, _ in API_ENDPOINTS]
+    while queue:
+        model = queue.pop(0)
+        if model in seen:
+            continue
+        seen.append(model)
+        for info in model.model_fields.values():
+            queue.extend(inner for inner in _models(info.annotation) if inner not in seen)
+    for model in seen:
+        out.append(f"\n## {model.__name__}\n")
+        doc = inspect.cleandoc(model.__doc__ or "").replace("\n", " ")
+        if doc and not doc.startswith("!!!"):
+            out.append(f"{doc}\n")
+        out.append("| field | type | meaning |\n|---|---|---|")
+        for name, info in model.model_fields.items():
+            meaning = (info.description or "").replace("|", "\\|").replace("\n", " ")
+            optional = "" if info.is_required() else " (may be absent)"
+            kind = _api_type(info.annotation).replace("|", "\\|")
+            out.append(f"| `{info.alias or name}` | {kind}{optional} | {meaning} |")
+    return "\n".join(out) + "\n"
+
+
 def pages() -> dict[Path, str]:
     return {
         CLI_PAGE: cli_reference(),
         CONFIG_PAGE: config_reference(),
+        API_PAGE: api_reference(),
         ALERTS_PAGE: alerts_reference(),
         SERIES_PAGE: between(SERIES_PAGE.read_text(), SERIES_BEGIN, SERIES_END, series_table(), "docs/series.md"),
         GUIDE_PAGE: alerts_guide(GUIDE_PAGE.read_text()),

@@ -34,33 +34,45 @@ class SampleDocument(_Document):
 class NodeDocument(_Document):
     node: str = Field(description="the `node` label")
     address: str = Field(description="where it is read: JMX host:port or the metrics endpoint's URL")
-    role: Role
+    role: Role = Field(
+        description="broker, controller, combined (process.roles=broker,controller) or unknown (never read yet)"
+    )
     mode: Mode | None = Field(description="null until the node has been read once")
-    node_id: int | None
+    node_id: int | None = Field(description="its broker.id or node.id, as it says; null until read")
     version: str | None = Field(description="its Kafka release")
-    up: bool
+    up: bool = Field(description="whether this round's read answered")
     error: str | None = Field(description="why the last read failed, one line")
     failure: Failure | None = Field(description="the kind of failure, where `up` is false")
-    scrape_duration_seconds: float
-    errors_total: int
+    scrape_duration_seconds: float = Field(
+        description="how long this round's read took (a read that did not answer: how long it was waited for)"
+    )
+    errors_total: int = Field(description="failed reads of this node since ctlplane started")
     scraped_at: float = Field(description="unix seconds of its last read")
     control_plane_listener: bool | None = Field(description="whether it has a KIP-291 control-plane listener")
-    samples: list[SampleDocument]
+    samples: list[SampleDocument] = Field(description="every series read from it this round")
 
 
 class ReplicaDocument(_Document):
-    replica_id: int
+    replica_id: int = Field(description="the node id")
     voter: bool = Field(description="a controller; observers are brokers")
-    log_end_offset: int
-    last_fetch_at: float | None
-    last_caught_up_at: float | None
-    directory_id: str | None = None
+    log_end_offset: int = Field(description="the end of its metadata log as the leader last saw it")
+    last_fetch_at: float | None = Field(
+        description="unix seconds of its last fetch from the leader; null where the leader has not heard from it"
+    )
+    last_caught_up_at: float | None = Field(
+        description="unix seconds it was last caught up with the leader; null where never"
+    )
+    directory_id: str | None = Field(
+        default=None, description="its metadata log directory's id (3.9+, KIP-853); null where the answer has none"
+    )
 
 
 class MemberDocument(_Document):
-    node_id: int
-    role: Role
-    host: str | None
+    node_id: int = Field(description="the node id")
+    role: Role = Field(description="broker, controller, or combined when the answers name it as both")
+    host: str | None = Field(
+        description="its host as describeCluster or its voter endpoint gives it; null where no answer said"
+    )
     current: bool = Field(
         default=True,
         description="false for an observer the quorum's leader only remembers (5 minutes after its last fetch)",
@@ -70,16 +82,18 @@ class MemberDocument(_Document):
 class QuorumDocument(_Document):
     """The cluster's own answers through the Admin API (describeMetadataQuorum, describeCluster)."""
 
-    read_at: float
-    error: str | None
-    leader_id: int | None
-    leader_epoch: int | None
-    high_watermark: int | None
-    replicas: list[ReplicaDocument]
+    read_at: float = Field(description="unix seconds the answer arrived (or the read failed)")
+    error: str | None = Field(description="why there is no answer, one line; the fields below are then empty")
+    leader_id: int | None = Field(description="the quorum's leader: the active controller")
+    leader_epoch: int | None = Field(description="the leader's epoch")
+    high_watermark: int | None = Field(description="the metadata log's high watermark")
+    replicas: list[ReplicaDocument] = Field(description="voters and observers as the leader sees them")
     fenced: dict[str, bool] | None = Field(description="broker id -> fenced (describeCluster, 4.0+)")
-    registrations_error: str | None
+    registrations_error: str | None = Field(
+        description="why there are no fenced flags (brokers before 4.0, or describeCluster did not answer)"
+    )
     members: list[MemberDocument] = Field(description="every node the answers named")
-    members_error: str | None
+    members_error: str | None = Field(description="why describeCluster did not answer")
     no_quorum: bool = Field(
         default=False, description="the brokers have no metadata quorum to describe (ZooKeeper mode)"
     )
@@ -89,10 +103,10 @@ class QuorumDocument(_Document):
 
 
 class ClusterDocument(_Document):
-    name: str
-    mode: Mode | None
+    name: str = Field(description="the `cluster` label")
+    mode: Mode | None = Field(description="zookeeper, kraft or migration, as its nodes say; null until one is read")
     admin_only: bool = Field(default=False, description="watched through the Admin API alone")
-    nodes: list[NodeDocument]
+    nodes: list[NodeDocument] = Field(description="every node watched")
     quorum: QuorumDocument | None = Field(default=None, description="absent without a bootstrap address")
 
 
@@ -102,74 +116,96 @@ class SnapshotDocument(_Document):
     schema_: int = Field(alias="schema", description="the document's version")
     sequence: int = Field(description="the round's number, 1 for the first")
     taken_at: float = Field(description="unix seconds the round started")
-    round_duration_seconds: float
-    clusters: list[ClusterDocument]
+    round_duration_seconds: float = Field(description="how long the round took")
+    clusters: list[ClusterDocument] = Field(description="every cluster served")
 
 
 class RedundancyDocument(_Document):
-    voters: int
-    caught_up: int
+    voters: int = Field(description="the quorum's voters")
+    caught_up: int = Field(description="voters caught up with the leader")
     spare: int = Field(description="how many more voters may fail with a caught-up majority left")
     source: str = Field(description="quorum (the leader's word) or jmx (the controllers' raft metrics)")
 
 
 class VoterDocument(_Document):
-    node: str
-    node_id: int | None
-    role: Role
-    directory_id: str | None
-    voter: bool
-    observer_seconds: float
-    caught_up: bool | None
+    node: str = Field(description="the watched node's label, else `controller-<id>`")
+    node_id: int | None = Field(description="its node id")
+    role: Role = Field(description="controller or combined")
+    directory_id: str | None = Field(
+        description="its metadata log directory's id where the quorum's view gives it (3.9+)"
+    )
+    voter: bool = Field(description="in the voter set; false for an observer controller (KIP-853)")
+    observer_seconds: float = Field(
+        description="how long ctlplane has seen it run outside the voter set (0 for a voter)"
+    )
+    caught_up: bool | None = Field(description="caught up with the leader; null where no answer says")
 
 
 class VoterSetDocument(_Document):
-    source: str
-    members: list[VoterDocument]
+    source: str = Field(description="quorum (describeMetadataQuorum) or jmx (the controllers' raft metrics)")
+    members: list[VoterDocument] = Field(description="voters first, then observer controllers, each part by node id")
 
 
 class ElectionDocument(_Document):
-    node: str
-    role: Role
+    node: str = Field(description="the `node` label")
+    role: Role = Field(description="controller or combined")
     state: str = Field(description="raft current-state as the controller's own JMX says")
-    out_of_step_seconds: float
+    out_of_step_seconds: float = Field(
+        description="how long it has been outside leader/follower (a long election is a stuck one)"
+    )
 
 
 class ControllerDocument(_Document):
     claimants: list[str] = Field(description="nodes whose ActiveControllerCount is 1")
     node: str | None = Field(description="the active controller")
-    node_id: int | None
-    epoch: float | None
-    failovers_total: int
-    last_failover_at: float | None
-    reachable_controllers: int
+    node_id: int | None = Field(description="the active controller's node id")
+    epoch: float | None = Field(
+        description="the KRaft quorum's epoch; null in ZooKeeper mode (its controller epoch is not exposed)"
+    )
+    failovers_total: int = Field(description="changes of active controller ctlplane has seen since it started")
+    last_failover_at: float | None = Field(description="unix seconds of the last change; null where none was seen")
+    reachable_controllers: int = Field(
+        description="controllers (KRaft) or brokers (ZooKeeper mode) whose read answered this round"
+    )
     known: bool = Field(default=True, description="false: this round did not say who the controller is")
 
 
 class BrokerDocument(_Document):
-    node: str
-    node_id: int | None
-    role: Role
-    up: bool
-    state: Lifecycle
+    node: str = Field(description="the `node` label")
+    node_id: int | None = Field(description="its broker id")
+    role: Role = Field(description="broker or combined")
+    up: bool = Field(description="whether its read answered this round")
+    state: Lifecycle = Field(description="its lifecycle (KIP-631), or UNREACHABLE where nothing says")
     evidence: str = Field(description="why this state, in words an operator can check")
-    metadata_lag_records: float | None
-    metadata_lag_seconds: float | None
-    stale: bool
-    frozen: bool
-    control_plane_listener: bool | None
-    control_plane_queue_ratio: float | None
-    control_plane_saturated: bool
+    metadata_lag_records: float | None = Field(
+        description="metadata records behind (KRaft) or the controller's queue for it (ZooKeeper mode)"
+    )
+    metadata_lag_seconds: float | None = Field(description="seconds behind the metadata it should have applied")
+    stale: bool = Field(
+        description="its metadata lag is past the thresholds (health.metadata_stale_seconds and its kin)"
+    )
+    frozen: bool = Field(
+        description="its applied metadata offset unmoved for health.metadata_frozen_scrapes reads while the log moved"
+    )
+    control_plane_listener: bool | None = Field(
+        description="ZooKeeper mode: whether it has a KIP-291 control-plane listener; null elsewhere or unread"
+    )
+    control_plane_queue_ratio: float | None = Field(description="how full the control-plane request queue is (0-1)")
+    control_plane_saturated: bool = Field(
+        description="the control-plane queue or its threads past the saturation thresholds"
+    )
     decided_by: str = Field(description="jmx (the nodes' own word) or quorum (the cluster's answers)")
-    views_disagree: bool
-    metadata_lag_source: str | None
+    views_disagree: bool = Field(description="the quorum's view and the broker's own JMX say different states")
+    metadata_lag_source: str | None = Field(
+        description="jmx (the broker's own figures), quorum (what the leader saw it fetch) or null"
+    )
     fenced_unplanned: bool = Field(description="FENCED, and no planned stop or restart reads the same")
     cause: Cause | None = Field(description="why the state is not ACTIVE, where it is not")
 
 
 class RestartDocument(_Document):
-    node: str
-    role: Role
+    node: str = Field(description="the `node` label")
+    role: Role = Field(description="broker, controller or combined")
     safe: bool = Field(description="whether it may be restarted now without losing availability")
     blocker: str | None = Field(description="why not, as the reason label of kafka_node_restart_blocked")
     reason: str = Field(description="why, in words an operator can check")
@@ -178,7 +214,7 @@ class RestartDocument(_Document):
 class RestartAnswer(RestartDocument):
     """/api/v1/restart: one node's answer, with its cluster."""
 
-    cluster: str
+    cluster: str = Field(description="the `cluster` label")
 
 
 class UnknownReadingDocument(_Document):
@@ -187,19 +223,29 @@ class UnknownReadingDocument(_Document):
 
 
 class ClusterHealthDocument(_Document):
-    name: str
-    mode: Mode | None
+    name: str = Field(description="the `cluster` label")
+    mode: Mode | None = Field(description="zookeeper, kraft or migration; null until a node is read")
     error: str | None = Field(description="why this cluster could not be evaluated this round")
-    migration_phase: str | None
-    quorum_leader_id: int | None
-    controller_views_disagree: bool
-    fenced_unnamed: int | None
-    redundancy: RedundancyDocument | None
-    voter_set: VoterSetDocument | None
+    migration_phase: str | None = Field(
+        description="ZooKeeper to KRaft migration (KIP-866) as the KRaft controllers say; null where none"
+    )
+    quorum_leader_id: int | None = Field(description="the quorum's leader where the quorum's view answered this round")
+    controller_views_disagree: bool = Field(
+        description="the controllers' JMX claims a different active controller than the quorum names"
+    )
+    fenced_unnamed: int | None = Field(
+        description="brokers the active controller counts fenced that ctlplane names none for; null where none says"
+    )
+    redundancy: RedundancyDocument | None = Field(
+        description="KRaft: the voters and how many may fail; null in ZooKeeper mode or where nothing answered"
+    )
+    voter_set: VoterSetDocument | None = Field(
+        description="KRaft: the voter set and the observer controllers beside it"
+    )
     elections: list[ElectionDocument] = Field(default=[], description="controllers out of step with the quorum")
-    active_controllers: int
-    controller: ControllerDocument
-    brokers: list[BrokerDocument]
+    active_controllers: int = Field(description="nodes claiming to be the active controller (1 is healthy)")
+    controller: ControllerDocument = Field(description="the active controller and failovers")
+    brokers: list[BrokerDocument] = Field(description="every broker's state, evidence and cause")
     restart: list[RestartDocument] = Field(default=[], description="every node's answer to: may it restart now?")
     unknown: list[UnknownReadingDocument] = Field(
         default=[], description="judgements unknown for want of evidence: never read as healthy"
@@ -210,9 +256,9 @@ class HealthDocument(_Document):
     """/api/v1/health: per cluster, the controller and every broker's state with its evidence and cause."""
 
     schema_: int = Field(alias="schema", description="the document's version")
-    sequence: int
-    taken_at: float
-    clusters: list[ClusterHealthDocument]
+    sequence: int = Field(description="the round's number")
+    taken_at: float = Field(description="unix seconds the round started")
+    clusters: list[ClusterHealthDocument] = Field(description="every cluster served")
 
 
 # Fields of the values no document carries, and why: (value class name, field) -> reason

@@ -41,6 +41,7 @@ from ctlplane.exporter.http.schema import (
     RestartDocument,
     SampleDocument,
     SnapshotDocument,
+    UnknownReadingDocument,
     VoterDocument,
     VoterSetDocument,
 )
@@ -145,3 +146,19 @@ def test_one_call_says_whether_a_node_may_restart_and_why_not() -> None:
     assert http.get("/api/v1/restart", params={"cluster": "zk", "node": "nope"}).status_code == 404
     spec = http.get("/openapi.json").json()
     assert "RestartAnswer" in spec["components"]["schemas"]
+
+
+def test_every_field_of_every_document_says_what_it_is() -> None:
+    # the manual's JSON API reference (docs/reference/api.md) and /api/docs are written from these words
+    documents = {model for pair in PAIRS for model in pair[1:]} | {
+        HealthDocument,
+        RestartAnswer,
+        UnknownReadingDocument,
+    }
+    bare = [
+        f"{model.__name__}.{name}"
+        for model in documents
+        for name, info in model.model_fields.items()
+        if not info.description
+    ]
+    assert not bare, f"document fields without a description: {sorted(bare)}"
