@@ -16,6 +16,8 @@ line (fenced code included, except for links):
     CLI commands     every `ctlplane …` command names a subcommand that exists and only flags it has; one in a
                      fenced block, or inline with a flag, without placeholders (`<file>`, `...`, `[--flag]`),
                      parses as a whole (required arguments included) with ctlplane.cli's own parser
+    test evidence    no user page cites the suite (`tests/…`, `harness/…`): how a claim is tested is said on the
+                     developers' pages (DEVELOPER_PAGES), and a user page says what ctlplane does
     links            every relative link reaches a file, and its `#anchor` a heading of the page it reaches
     sections         `docs/page.md "Section"`, `[page](page.md) "Section"` and `see "Section"` (the page's own)
                      name a heading of that page (or its title after a colon, or a paragraph's bold lead)
@@ -228,6 +230,12 @@ def endpoint_names() -> frozenset[str]:
     return frozenset(names | {re.sub(r"_(total|count|sum|info)$", "", name) for name in names})
 
 
+# The pages written for developers: where the suite, its evidence and the build machines are described.
+DEVELOPER_PAGES = frozenset({Path("docs/development.md"), Path("docs/benchmarks.md")})
+# A path of the suite or the test harness (not `alerts/tests/`: the rules' own tests, shipped beside them)
+EVIDENCE = re.compile(r"(?<![\w/.-])((?:tests|harness)/[\w./*<>-]*)")
+
+
 class Lint:
     def __init__(
         self, root: Path = ROOT, alerts: Iterable[str] | None = None, series: Iterable[str] | None = None
@@ -264,6 +272,7 @@ class Lint:
             self._alerts(page, number, line)
             self._series(page, number, line)
             self._paths(page, number, line)
+            self._evidence(page, number, line)
             self._config_keys(page, number, line)
             if not fenced:
                 prose = INLINE_CODE.sub(lambda m: "`" + "x" * len(m.group(2)) + "`", line)
@@ -367,6 +376,16 @@ class Lint:
             pattern = re.sub(r"<[^>]*>", "*", path)
             if not any(True for _ in self.root.glob(pattern.rstrip("/"))):
                 self._fail(page, number, f"no such file in the repository: {path}")
+
+    def _evidence(self, page: Path, number: int, line: str) -> None:
+        if page.is_relative_to(self.root) and page.relative_to(self.root) in DEVELOPER_PAGES:
+            return
+        for match in EVIDENCE.finditer(line):
+            self._fail(
+                page,
+                number,
+                f"test evidence on a user page: {match.group(1)} (say how it is tested in docs/development.md)",
+            )
 
     def _links(self, page: Path, number: int, line: str) -> None:
         for match in LINK.finditer(line):

@@ -682,7 +682,7 @@ QUORUM_SERIES: Mapping[str, str] = MappingProxyType(
         "kafka_cluster_node_unknown": "1 for each node ctlplane reads whose own node id the cluster's answers "
         "(describeCluster, the quorum's voters and observers) do not name this round: listed under the wrong "
         "cluster, or its JMX address reaches another cluster's node",
-        "kafka_quorum_leader_id": "Node id of the quorum leader (the active controller), by the quorum's word",
+        "kafka_quorum_leader_id": "Node id of the quorum leader (the active controller), by the quorum's view",
         "kafka_quorum_leader_epoch": "Epoch of the quorum leader",
         "kafka_quorum_high_watermark": "High watermark of the metadata log (the first uncommitted offset)",
         "kafka_quorum_replica_log_end_offset": "The replica's metadata log end offset, as the leader last saw it",

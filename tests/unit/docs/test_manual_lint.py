@@ -95,6 +95,18 @@ def test_what_exists_passes(tmp_path: Path) -> None:
     assert _problems(tmp_path, text) == []
 
 
+def test_a_user_page_that_cites_the_suite_fails_and_a_developer_page_may(tmp_path: Path) -> None:
+    cited = "# A page\n\nProven on real clusters (`tests/integration/test_fault_table.py`, `harness/netcut.py`).\n"
+    assert _problems(tmp_path, cited) == [
+        "docs/page.md:3: test evidence on a user page: tests/integration/test_fault_table.py "
+        "(say how it is tested in docs/development.md)",
+        "docs/page.md:3: test evidence on a user page: harness/netcut.py (say how it is tested in docs/development.md)",
+    ]
+    assert _problems(tmp_path, cited, name="development.md") == []
+    # the rules' own tests ship beside them: a user runs them
+    assert _problems(tmp_path, "# A page\n\nReplayed from `alerts/tests/recorded/`.\n") == []
+
+
 def test_a_fenced_block_is_checked_for_names_and_commands_but_not_for_links(tmp_path: Path) -> None:
     text = (
         "# A page\n\n```\n[not a link](nowhere.md)\nKafkaNoSuchAlert kafka_no_such_series\n"
