@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping, Sequence
+from datetime import date, datetime, time, timedelta
 from typing import Any
 
 import plotly.graph_objects as go  # type: ignore[import-untyped]  # plotly ships no type information
@@ -27,6 +28,27 @@ def _episodes_by_kind(daily: Sequence[Row]) -> go.Figure:
     return figure
 
 
+DAY_MS = 86_400_000
+
+
+def _day_axis(days: Sequence[date]) -> dict[str, Any]:
+    """A time axis in whole days: half a day of room either side of the first and last (one day alone would
+    otherwise be drawn a millisecond wide, 23:59:59.999 to 00:00:00.001), a tick a day over two weeks or less,
+    dates without a time of day."""
+    first, last = min(days), max(days)
+    axis: dict[str, Any] = {
+        "type": "date",
+        "range": [
+            (datetime.combine(first, time()) - timedelta(hours=12)).isoformat(),
+            (datetime.combine(last, time()) + timedelta(hours=12)).isoformat(),
+        ],
+        "tickformat": "%Y-%m-%d",
+    }
+    if (last - first).days <= 14:
+        axis["dtick"] = DAY_MS
+    return axis
+
+
 def _per_cluster_lines(daily: Sequence[Row], column: str, title: str, unit: str) -> go.Figure:
     figure = go.Figure()
     for cluster in sorted({r["cluster"] for r in daily}):
@@ -35,7 +57,14 @@ def _per_cluster_lines(daily: Sequence[Row], column: str, title: str, unit: str)
             name=cluster, x=[str(r["date"]) for r in rows], y=[r[column] for r in rows], mode="lines+markers"
         )
     figure.update_layout(title=title, yaxis_title=unit)
+    if daily:
+        figure.update_layout(xaxis=_day_axis([_as_date(r["date"]) for r in daily]))
     return figure
+
+
+def _as_date(value: object) -> date:
+    # the daily table's date column: a date from Spark, its ISO text from a reader that kept strings
+    return value if isinstance(value, date) else date.fromisoformat(str(value))
 
 
 def _table(rows: Sequence[Row], columns: Sequence[str]) -> str:

@@ -121,6 +121,51 @@ def watch_errors(page: Page) -> list[str]:
     return errors
 
 
+# What a reader cannot read: in each Plotly chart, two of its texts (legend entries, tick labels, axis titles,
+# the title) on top of each other, or one cut off by the chart's edge; and a page wider than its window.
+_UNREADABLE_JS = """() => {
+  const out = [];
+  const seen = (el) => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0 ? r : null; };
+  const boxes = (root, sel) => [...root.querySelectorAll(sel)].map(seen).filter(Boolean);
+  const meet = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+  document.querySelectorAll('.js-plotly-plot').forEach((plot, i) => {
+    const title = plot.querySelector('.g-gtitle text');
+    const name = title ? title.textContent : `chart ${i}`;
+    const edge = plot.querySelector('svg.main-svg').getBoundingClientRect();
+    const parts = {
+      'legend entry': boxes(plot, 'g.legend g.traces'),
+      'x tick label': boxes(plot, 'g.xtick text'),
+      'y tick label': boxes(plot, 'g.ytick text'),
+      'right-hand tick label': boxes(plot, 'g.y2tick text'),
+      'x axis title': boxes(plot, '.g-xtitle text'),
+      'y axis title': boxes(plot, '.g-ytitle text'),
+      'right-hand axis title': boxes(plot, '.g-y2title text'),
+      'title': boxes(plot, '.g-gtitle text'),
+    };
+    const kinds = Object.keys(parts);
+    kinds.forEach((a, ia) => kinds.slice(ia).forEach((b) => {
+      parts[a].forEach((r, i) => parts[b].forEach((q, j) => {
+        if ((a !== b || i < j) && meet(r, q)) out.push(`${name}: a ${a} over a ${b}`);
+      }));
+    }));
+    kinds.forEach((k) => parts[k].forEach((r) => {
+      if (r.left < edge.left - 1 || r.right > edge.right + 1 || r.top < edge.top - 1 || r.bottom > edge.bottom + 1)
+        out.push(`${name}: a ${k} cut off at the chart's edge`);
+    }));
+  });
+  if (document.documentElement.scrollWidth > window.innerWidth + 1)
+    out.push(`the page is ${document.documentElement.scrollWidth} px wide in a ${window.innerWidth} px window`);
+  return [...new Set(out)];
+}"""
+
+
+def unreadable(page: Page) -> list[str]:
+    """What a reader of this page cannot read at its window's size (overlapping or cut-off chart texts, a page
+    wider than the window); [] when everything reads."""
+    found: list[str] = page.evaluate(_UNREADABLE_JS)
+    return found
+
+
 def shoot(page: Page, artifacts: Path, name: str, docs: bool = False) -> None:
     path = artifacts / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)

@@ -9,7 +9,9 @@ that starts the cluster (one cluster per test session).
 from __future__ import annotations
 
 import contextlib
+import datetime
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -32,8 +34,10 @@ from ctlplane.exporter.scraper import Target
 from ctlplane.exporter.sources.jmx.base import Endpoint
 from ctlplane.exporter.state import ExporterState
 from ctlplane.exporter.thresholds import Thresholds
+from ctlplane.pipeline.html import render_report
+from ctlplane.pipeline.rules import Kind
 from harness.blackhole import BlackHoles
-from tests.e2e.browser import scraped, serve, shoot, watch_errors
+from tests.e2e.browser import scraped, serve, shoot, unreadable, watch_errors
 
 REFRESH_MS = 1000  # Dash drops a refresh reply overtaken by the next tick: keep above callback latency
 SCRAPE_SECONDS = 2.0  # the simulator test: the issue bounds the fenced row at two scrape intervals
@@ -366,3 +370,44 @@ def test_standalone_dashboard_shows_a_sharded_fleet_as_one(browser: Browser, art
         expect(row).to_have_attribute("data-state", "FENCED", timeout=SLACK_MS)  # read from the west replica
         shoot(page, artifacts, "standalone-sharded-fleet")
         assert errors == []
+
+
+def _daily(days: int) -> list[dict[str, object]]:
+    """The daily summary's rows (transforms.daily_summary's columns) for two clusters over `days` days."""
+    first = datetime.date(2026, 11, 28) - datetime.timedelta(days=days - 1)
+    return [
+        {
+            "date": first + datetime.timedelta(days=d),
+            "cluster": cluster,
+            "episodes": d % 3,
+            **{kind.value: d % 2 for kind in Kind},
+            "episode_minutes": 1.5 * (d % 4),
+            "mttr_minutes": 2.0 + d % 5,
+            "max_lag_records": 10.0 * (d % 7),
+            "unreachable_ratio": 0.01 * (d % 3),
+        }
+        for d in range(days)
+        for cluster in ("prod", "staging")
+    ]
+
+
+@pytest.mark.parametrize("days", [1, 90])
+def test_the_spark_report_reads_at_a_glance_for_one_day_and_for_ninety(
+    browser: Browser, artifacts: Path, tmp_path: Path, days: int
+) -> None:
+    # one day of history drew its per-day charts on an axis a millisecond wide (23:59:59.999 ... 00:00:00.001)
+    report = tmp_path / "report.html"
+    report.write_text(render_report(_daily(days), []))
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    errors = watch_errors(page)
+    page.goto(report.as_uri())
+    expect(page.locator(".js-plotly-plot")).to_have_count(4)
+    for plot in page.locator(".js-plotly-plot").all()[1:]:  # the per-day lines; the first is bars per day+cluster
+        ticks = [t.strip() for t in plot.locator("g.xtick text").all_text_contents()]
+        assert ticks and all(re.fullmatch(r"\d{4}-\d{2}-\d{2}", t) for t in ticks), ticks
+        if days == 1:
+            assert ticks == ["2026-11-28"], ticks
+    assert unreadable(page) == []
+    shoot(page, artifacts, f"report-{days}-days")
+    page.close()
+    assert errors == []

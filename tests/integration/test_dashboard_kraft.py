@@ -12,17 +12,20 @@ from pathlib import Path
 
 import pytest
 from jmxquery import JMXConnection, JMXQuery
-from playwright.sync_api import Browser, expect
+from playwright.sync_api import Browser, Page, expect
 
 from ctlplane.exporter.scraper import Target
 from ctlplane.exporter.sources.jmx.base import Endpoint
 from harness.localkafka import KafkaCluster
-from tests.e2e.browser import artifacts_dir, launch_browser, scraped, shoot, watch_errors
+from tests.e2e.browser import artifacts_dir, launch_browser, scraped, shoot, unreadable, watch_errors
 from tests.integration.watch import DEFAULT_SCRAPE_TIMEOUT
 
 pytestmark = pytest.mark.kafka
 
-FIRST_READ_MS = 120_000  # generous: CI machines running Kafka, Spark and chromium at once are slow
+FIRST_READ_MS = 120_000
+# a laptop's window and a wide screen's; the manual's pictures are taken at the first
+SMALL = {"width": 1280, "height": 800}
+LARGE = {"width": 1920, "height": 1080}  # generous: CI machines running Kafka, Spark and chromium at once are slow
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +72,7 @@ def test_real_kraft_cluster_nodes_roles_and_active_controller(
         _,
         base,
     ):
-        page = browser.new_page(viewport={"width": 1500, "height": 1000})
+        page = browser.new_page(viewport=SMALL)
         errors = watch_errors(page)
         page.goto(f"{base}/dashboard/cluster/{kraft_cluster.name}")
         expect(page.locator("tr.node-row")).to_have_count(len(kraft_cluster.nodes), timeout=FIRST_READ_MS)
@@ -93,6 +96,7 @@ def test_real_kraft_cluster_nodes_roles_and_active_controller(
         expect(page.locator("[data-active-controller]")).to_have_count(1)
         expect(page.locator(f'tr[data-node="{active.name}"] [data-active-controller]')).to_have_count(1)
         expect(page.locator(".graph-queues .js-plotly-plot .scatterlayer .trace").first).to_be_attached(timeout=20_000)
+        _readable_at_both_sizes(page)
         shoot(page, artifacts, "cluster", docs=True)
 
         # a broker's name leads to its page (where a page's dashboard link goes): its evidence round by round
@@ -103,11 +107,44 @@ def test_real_kraft_cluster_nodes_roles_and_active_controller(
         expect(page.locator(f'tr.node-row[data-node="{broker.name}"]')).to_have_count(1)
         shoot(page, artifacts, "broker")
 
+        _fenced_with_its_cause(page, kraft_cluster, artifacts)
+
         page.locator('header a[href="/dashboard/"]').click()
         fleet_row = page.locator(f'tr[data-cluster="{kraft_cluster.name}"]')
-        expect(fleet_row).to_have_attribute("data-level", "ok")
+        # the fenced broker's cluster is healthy again once its metadata is caught up (a round or two)
+        expect(fleet_row).to_have_attribute("data-level", "ok", timeout=FIRST_READ_MS)
         expect(fleet_row).to_contain_text(f"{active.name} (id {active.node_id})")
         expect(fleet_row).to_contain_text(f"ACTIVE {len(kraft_cluster.brokers())}")
+        _readable_at_both_sizes(page)
         shoot(page, artifacts, "fleet", docs=True)
         page.close()
         assert errors == []
+
+
+def _readable_at_both_sizes(page: Page) -> None:
+    """No chart text over another or cut off, no page wider than its window: on a laptop's window and a wide
+    screen's (the charts follow the window's width)."""
+    for size in (SMALL, LARGE):
+        page.set_viewport_size(size)
+        page.wait_for_timeout(1_000)  # Plotly lays the charts out again on the window's resize
+        assert unreadable(page) == [], f"at {size['width']}x{size['height']}"
+    page.set_viewport_size(SMALL)
+    page.wait_for_timeout(1_000)
+
+
+def _fenced_with_its_cause(page: Page, cluster: KafkaCluster, artifacts: Path) -> None:
+    """The manual's third picture: a broker fenced, with its cause. SIGSTOPped, its JMX times out while the
+    controller fences it for missed heartbeats: FENCED, hung or isolated; resumed, ACTIVE again."""
+    victim = cluster.brokers()[-1]
+    page.goto(page.url.split("/dashboard/")[0] + f"/dashboard/cluster/{cluster.name}/broker/{victim.name}")
+    row = page.locator(f'tr.node-row[data-node="{victim.name}"]')
+    expect(row).to_have_attribute("data-state", "ACTIVE", timeout=FIRST_READ_MS)
+    victim.pause()
+    try:
+        expect(row).to_have_attribute("data-state", "FENCED", timeout=FIRST_READ_MS)
+        expect(row).to_have_attribute("data-cause", "hung_or_isolated", timeout=FIRST_READ_MS)
+        _readable_at_both_sizes(page)
+        shoot(page, artifacts, "broker-fenced", docs=True)
+    finally:
+        victim.resume()
+    expect(row).to_have_attribute("data-state", "ACTIVE", timeout=FIRST_READ_MS)

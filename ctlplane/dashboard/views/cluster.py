@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -350,16 +351,25 @@ def _line(name: str, points: Sequence[tuple[float, float | None]], dash: str = "
     }
 
 
+# A graph's plot area in pixels, and a row of its legend below it: the legend is given room of its own (two
+# entries a row, what a graph half as wide as a 1280-pixel window fits), so it never covers the time axis
+PLOT_HEIGHT, LEGEND_ROW = 220, 20
+
+
 def _figure(title: str, traces: list[Figure], yaxis: dict[str, Any], extra: dict[str, Any] | None = None) -> Figure:
+    """A time chart: UTC clock times on the x axis (the section says UTC), the legend below the axis in a band
+    sized by its entries, and margins that grow to fit every axis' tick labels (a second y axis' too)."""
     if not traces:
         return _empty_figure(title, "no samples in the window")
+    legend = LEGEND_ROW * math.ceil(len(traces) / 2)
     layout: dict[str, Any] = {
         "title": {"text": title},
-        "xaxis": {"type": "date", "title": {"text": "UTC"}},
-        "yaxis": yaxis,
-        "height": 300,
-        "margin": {"l": 50, "r": 20, "t": 40, "b": 40},
-        "legend": {"orientation": "h"},
+        "xaxis": {"type": "date", "tickformat": "%H:%M:%S", "automargin": True},
+        "yaxis": {**yaxis, "automargin": True},
+        "height": PLOT_HEIGHT + 80 + legend,
+        "margin": {"l": 60, "r": 20, "t": 40, "b": 40 + legend},
+        # in the plot area's units: 30 px under it, below the tick labels
+        "legend": {"orientation": "h", "x": 0, "xanchor": "left", "y": -30 / PLOT_HEIGHT, "yanchor": "top"},
         "uirevision": title,  # keep zoom across live refreshes
     }
     layout.update(extra or {})
@@ -409,7 +419,15 @@ def lag_figure(trail: ClusterTrail) -> Figure:
         "Metadata lag per broker: records (solid) and seconds (dotted)",
         traces,
         {"title": {"text": "records behind"}, "rangemode": "tozero"},
-        {"yaxis2": {"title": {"text": "seconds"}, "overlaying": "y", "side": "right", "rangemode": "tozero"}},
+        {
+            "yaxis2": {
+                "title": {"text": "seconds"},
+                "overlaying": "y",
+                "side": "right",
+                "rangemode": "tozero",
+                "automargin": True,
+            }
+        },
     )
 
 
@@ -454,15 +472,20 @@ def cluster_figures(trail: ClusterTrail) -> tuple[tuple[str, Figure], ...]:
 def graphs_view(figures: Sequence[tuple[str, Figure]]) -> Component:
     return html.Div(
         [
-            dcc.Graph(
-                id={"type": GRAPH_TYPE, "key": key},
-                figure=figure,
-                config={"displaylogo": False},
-                className=f"graph graph-{key}",
-            )
-            for key, figure in figures
-        ],
-        className="graphs",
+            html.P("Times in UTC.", className="graphs-note"),
+            html.Div(
+                [
+                    dcc.Graph(
+                        id={"type": GRAPH_TYPE, "key": key},
+                        figure=figure,
+                        config={"displaylogo": False},
+                        className=f"graph graph-{key}",
+                    )
+                    for key, figure in figures
+                ],
+                className="graphs",
+            ),
+        ]
     )
 
 

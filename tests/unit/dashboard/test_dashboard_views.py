@@ -8,6 +8,7 @@ from ctlplane.dashboard.source import Alert, AlertsResult, HistoryData, Table
 from ctlplane.dashboard.timeline import Event, EventKind
 from ctlplane.dashboard.trail import EMPTY_TRAIL
 from ctlplane.dashboard.views import LEVEL_COLOURS, Level
+from ctlplane.dashboard.views.cluster import LEGEND_ROW, PLOT_HEIGHT
 from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.health import ClusterHealth, Lifecycle
 from ctlplane.exporter.health.model import QuorumMember, Redundancy, RestartSafety, VoterSet
@@ -256,7 +257,11 @@ class TestFigures:
                 "yaxis": "y",
             },
         ]
-        assert figure["layout"]["xaxis"] == {"type": "date", "title": {"text": "UTC"}}
+        layout = figure["layout"]
+        assert layout["xaxis"] == {"type": "date", "tickformat": "%H:%M:%S", "automargin": True}
+        # the legend in a band of its own below the time axis, as tall as its rows (two entries a row)
+        assert layout["legend"]["yanchor"] == "top" and layout["legend"]["y"] < 0
+        assert layout["margin"]["b"] == 40 + LEGEND_ROW * 1 and layout["height"] == PLOT_HEIGHT + 80 + 20
 
     def test_empty_window_says_so(self) -> None:
         for figure in (
