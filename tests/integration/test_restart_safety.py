@@ -1,7 +1,8 @@
 """May this node restart now? (health/restart.py) on real clusters of 3 brokers with a topic of replication
-factor 3 at min.insync.replicas 2: KRaft (one controller) and ZooKeeper mode. Every broker may go; stopped
+factor 3 at min.insync.replicas 2: KRaft (three controllers) and ZooKeeper mode. Every broker may go; stopped
 cleanly, one broker leaves each partition at its minimum, and the others must wait with the partitions as the
-reason; back in sync, every broker may go again. The KRaft quorum's only voter never may."""
+reason; back in sync, every broker may go again. Of the KRaft quorum's three voters each may go while the other
+two are caught up; one stopped, the other two must wait."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ pytestmark = [pytest.mark.kafka]
 
 NAME = "restart-safety"
 BROKERS = ("broker-1", "broker-2", "broker-3")
+CONTROLLERS = ("controller-1", "controller-2", "controller-3")
 
 
 def _answers(observation: Observation) -> dict[str, tuple[bool, str | None]]:
@@ -55,18 +57,31 @@ def _one_broker_stopped_and_back(cluster: KafkaCluster, watch: Watch) -> None:
 def test_a_broker_may_restart_only_while_every_partition_keeps_a_replica_to_spare(tmp_path: Path) -> None:
     # on the controller too: a topic created on KRaft 4.3.1 takes min.insync.replicas from the controllers'
     # config, not the brokers' (TopicCommand --describe shows it as the topic's own config)
-    overrides = {node: {"min.insync.replicas": "2"} for node in (*BROKERS, "controller-1")}
+    overrides = {node: {"min.insync.replicas": "2"} for node in (*BROKERS, *CONTROLLERS)}
     cluster = start_kraft_cluster(
-        NAME, tmp_path, controllers=1, brokers=3, version=KRAFT_UNDER_TEST, node_overrides=overrides
+        NAME, tmp_path, controllers=3, brokers=3, version=KRAFT_UNDER_TEST, node_overrides=overrides
     )
     watch = Watch(cluster)
     try:
         _one_broker_stopped_and_back(cluster, watch)
-        (controller,) = (n.name for n in cluster.nodes if n.is_controller)
-        assert _answers(watch.scrape())[controller] == (False, "quorum_majority")  # the quorum's only voter
+        _one_voter_stopped_and_back(cluster, watch)
     finally:
         watch.close()
         cluster.stop()
+
+
+def _one_voter_stopped_and_back(cluster: KafkaCluster, watch: Watch) -> None:
+    """Three voters, every one may go (two caught up keep the majority); a follower stopped, each of the other
+    two is the majority's last spare: both wait; the follower back and caught up, every voter may go again."""
+    watch.until(lambda o: _all(o, (True, None), CONTROLLERS), 60, "every voter safe to restart")
+    health = watch.scrape().health.cluster(NAME)
+    assert health is not None and health.controller.node in CONTROLLERS
+    follower = next(name for name in CONTROLLERS if name != health.controller.node)
+    others = tuple(name for name in CONTROLLERS if name != follower)
+    cluster.node(follower).stop()
+    watch.until(lambda o: _all(o, (False, "quorum_majority"), others), 60, "the other voters wait: no spare voter left")
+    cluster.node(follower).start()
+    watch.until(lambda o: _all(o, (True, None), CONTROLLERS), 120, "caught up again: every voter safe")
 
 
 @pytest.mark.zookeeper
