@@ -70,6 +70,10 @@ footer { padding: .4em 1em; color: #666; font-size: .85em; }
 table { border-collapse: collapse; margin: .5em 0; }
 th, td { border: 1px solid #ccc; padding: .3em .6em; text-align: left; vertical-align: top; }
 th { background: #eef; }
+.node-table { font-size: .92em; }
+.node-table th, .node-table td { padding: .25em .4em; }
+.node-table td.evidence { overflow-wrap: anywhere; }
+.table-scroll { overflow-x: auto; }
 .badge { display: inline-block; padding: .05em .5em; margin-right: .3em; border-radius: .8em;
          font-size: .85em; font-weight: 600; border: 1px solid rgba(0,0,0,.15); }
 .reasons { color: #333; font-size: .9em; }

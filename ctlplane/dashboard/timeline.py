@@ -113,9 +113,12 @@ def _voter_detail(what: str, member: QuorumMember, voters: VoterSet) -> str:
 def _broker_events(at: float, cluster: str, old: BrokerHealth, new: BrokerHealth, since: float) -> list[Event]:
     events = []
     if old.state is not new.state:
+        # reachable again only when its JMX answers: an unreachable broker the controller then fences is
+        # fenced, not back
+        back = old.state is Lifecycle.UNREACHABLE and new.up
         if new.state is Lifecycle.UNREACHABLE:
             events.append(Event(at, cluster, new.node, EventKind.UNREACHABLE, new.evidence))
-        elif old.state is Lifecycle.UNREACHABLE:
+        elif back:
             events.append(
                 Event(at, cluster, new.node, EventKind.REACHABLE,
                       f"{new.state} after {at - since:.0f} s unreachable ({new.evidence})")
@@ -126,7 +129,7 @@ def _broker_events(at: float, cluster: str, old: BrokerHealth, new: BrokerHealth
             events.append(
                 Event(at, cluster, new.node, EventKind.UNFENCED, f"fenced for {at - since:.0f} s ({new.evidence})")
             )
-        elif Lifecycle.UNREACHABLE not in (old.state, new.state):
+        elif new.state is not Lifecycle.UNREACHABLE and not back:
             events.append(Event(at, cluster, new.node, EventKind.STATE, f"{old.state} -> {new.state} ({new.evidence})"))
     if new.stale and not old.stale:
         lag = "" if new.metadata_lag_records is None else f"{new.metadata_lag_records:g} records"

@@ -70,7 +70,8 @@ def _as_date(value: object) -> date:
 def _table(rows: Sequence[Row], columns: Sequence[str]) -> str:
     head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(r[c]))}</td>" for c in columns) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    # a table wider than the window scrolls in its own box: the page and its charts keep the window's width
+    return f"<div class='table'><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
 
 
 def _cell(value: object) -> str:
@@ -93,7 +94,7 @@ def render_report(daily: Sequence[Row], worst: Sequence[Row]) -> str:
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'><title>ctlplane control-plane history</title>"
         "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:13px}"
-        "td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}</style>"
+        "td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}div.table{overflow-x:auto}</style>"
         f"<script type='text/javascript'>{get_plotlyjs()}</script></head><body>"
         "<h1>Control-plane history</h1>"
         + "".join(_figure_html(chart) for chart in charts)

@@ -97,7 +97,6 @@ def test_real_kraft_cluster_nodes_roles_and_active_controller(
         expect(page.locator(f'tr[data-node="{active.name}"] [data-active-controller]')).to_have_count(1)
         expect(page.locator(".graph-queues .js-plotly-plot .scatterlayer .trace").first).to_be_attached(timeout=20_000)
         _readable_at_both_sizes(page)
-        shoot(page, artifacts, "cluster", docs=True)
 
         # a broker's name leads to its page (where a page's dashboard link goes): its evidence round by round
         broker = kraft_cluster.brokers()[0]
@@ -108,6 +107,12 @@ def test_real_kraft_cluster_nodes_roles_and_active_controller(
         shoot(page, artifacts, "broker")
 
         _fenced_with_its_cause(page, kraft_cluster, artifacts)
+        # the manual's cluster page: a few minutes of graphs, and the fencing and its end in the timeline
+        page.goto(page.url.split("/dashboard/")[0] + f"/dashboard/cluster/{kraft_cluster.name}")
+        expect(page.locator("li.event").first).to_be_attached(timeout=FIRST_READ_MS)
+        expect(page.locator(".graph-lag .js-plotly-plot .scatterlayer .trace").first).to_be_attached(timeout=20_000)
+        _readable_at_both_sizes(page)
+        shoot(page, artifacts, "cluster", docs=True)
 
         page.locator('header a[href="/dashboard/"]').click()
         fleet_row = page.locator(f'tr[data-cluster="{kraft_cluster.name}"]')
@@ -127,7 +132,8 @@ def _readable_at_both_sizes(page: Page) -> None:
     for size in (SMALL, LARGE):
         page.set_viewport_size(size)
         page.wait_for_timeout(1_000)  # Plotly lays the charts out again on the window's resize
-        assert unreadable(page) == [], f"at {size['width']}x{size['height']}"
+        found = unreadable(page)
+        assert found == [], f"at {size['width']}x{size['height']}: {found}"
     page.set_viewport_size(SMALL)
     page.wait_for_timeout(1_000)
 

@@ -283,10 +283,12 @@ def node_table(
         for name, node, broker in listed
         if only is None or name == only
     ]
-    return html.Table(
+    # in a box of its own that scrolls where the window is narrower than the table: the page keeps its width
+    table = html.Table(
         [html.Thead(html.Tr([html.Th(c) for c in NODE_COLUMNS])), html.Tbody(rows)],
         className="node-table",
     )
+    return html.Div(table, className="table-scroll")
 
 
 def watch_gaps(snapshot: ClusterSnapshot, health: ClusterHealth) -> Component | None:
@@ -364,7 +366,17 @@ def _figure(title: str, traces: list[Figure], yaxis: dict[str, Any], extra: dict
     legend = LEGEND_ROW * math.ceil(len(traces) / 2)
     layout: dict[str, Any] = {
         "title": {"text": title},
-        "xaxis": {"type": "date", "tickformat": "%H:%M:%S", "automargin": True},
+        # the first and last time labels stand clear of the y axes' lowest labels at the plot's corners
+        "xaxis": {
+            "type": "date",
+            # clock times; milliseconds where the ticks are closer than a second (a window of a round or two)
+            "tickformatstops": [
+                {"dtickrange": [None, 1000], "value": "%H:%M:%S.%L"},
+                {"dtickrange": [1000, None], "value": "%H:%M:%S"},
+            ],
+            "automargin": True,
+            "ticklabelstandoff": 8,
+        },
         "yaxis": {**yaxis, "automargin": True},
         "height": PLOT_HEIGHT + 80 + legend,
         "margin": {"l": 60, "r": 20, "t": 40, "b": 40 + legend},

@@ -49,6 +49,16 @@ def test_unreachable_spell() -> None:
     ]
 
 
+def test_an_unreachable_broker_the_controller_fences_is_fenced_not_reachable_again() -> None:
+    # a hung broker: its JMX times out (UNREACHABLE), then the controller fences it while it still does not answer
+    hung = replace(broker("b1", Lifecycle.FENCED), up=False, evidence="controller registration state FENCED")
+    window = [_obs(T0, broker("b1")), _obs(T0 + 5, broker("b1", Lifecycle.UNREACHABLE)), _obs(T0 + 15, hung)]
+    assert timeline(window) == [
+        Event(T0 + 15, "c1", "b1", EventKind.FENCED, "controller registration state FENCED"),
+        Event(T0 + 5, "c1", "b1", EventKind.UNREACHABLE, "JMX: connection refused"),
+    ]
+
+
 def test_lag_episode() -> None:
     window = [
         _obs(T0, broker("b1")),

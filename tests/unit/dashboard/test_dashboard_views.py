@@ -258,7 +258,8 @@ class TestFigures:
             },
         ]
         layout = figure["layout"]
-        assert layout["xaxis"] == {"type": "date", "tickformat": "%H:%M:%S", "automargin": True}
+        assert layout["xaxis"]["type"] == "date" and layout["xaxis"]["automargin"] is True
+        assert [stop["value"] for stop in layout["xaxis"]["tickformatstops"]] == ["%H:%M:%S.%L", "%H:%M:%S"]
         # the legend in a band of its own below the time axis, as tall as its rows (two entries a row)
         assert layout["legend"]["yanchor"] == "top" and layout["legend"]["y"] < 0
         assert layout["margin"]["b"] == 40 + LEGEND_ROW * 1 and layout["height"] == PLOT_HEIGHT + 80 + 20

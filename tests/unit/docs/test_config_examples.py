@@ -51,17 +51,19 @@ def as_config(document: Any) -> dict[str, Any] | None:
     return None
 
 
+def configs() -> list[tuple[str, dict[str, Any]]]:
+    """(page:line, whole config) of every block that is a ctlplane config."""
+    found = [(where, as_config(yaml.safe_load(filled(text)))) for where, text in config_blocks()]
+    return [(where, config) for where, config in found if config is not None]
+
+
 def test_the_examples_found_are_the_manuals_configs() -> None:
-    checked = [(where, text) for where, text in config_blocks() if as_config(yaml.safe_load(filled(text))) is not None]
-    pages_with_one = {where.split(":")[0] for where, _ in checked}
+    pages_with_one = {where.split(":")[0] for where, _ in configs()}
     assert {"docs/configuration.md", "docs/install.md", "docs/sources.md", "docs/pipeline.md"} <= pages_with_one
-    # a Prometheus scrape config is not ctlplane's
-    assert as_config({"scrape_configs": []}) is None
+    # a Prometheus scrape config, a web config, Kubernetes objects and chart values are not ctlplane's
+    assert as_config({"scrape_configs": []}) is None and as_config({"apiVersion": "v1", "kind": "x"}) is None
 
 
-@pytest.mark.parametrize(("where", "text"), config_blocks(), ids=[where for where, _ in config_blocks()])
-def test_every_config_example_loads(where: str, text: str) -> None:
-    config = as_config(yaml.safe_load(filled(text)))
-    if config is None:
-        pytest.skip("not a ctlplane config")
+@pytest.mark.parametrize(("where", "config"), configs(), ids=[where for where, _ in configs()])
+def test_every_config_example_loads(where: str, config: dict[str, Any]) -> None:
     parse_settings(config, where)
