@@ -1,15 +1,21 @@
 """May this node restart now? (health/restart.py) on real clusters of 3 brokers with a topic of replication
 factor 3 at min.insync.replicas 2: KRaft (three controllers) and ZooKeeper mode. Every broker may go; stopped
 cleanly, one broker leaves each partition at its minimum, and the others must wait with the partitions as the
-reason; back in sync, every broker may go again. Of the KRaft quorum's three voters each may go while the other
-two are caught up; one stopped, the other two must wait."""
+reason; back in sync, every broker may go again. On KRaft, a rolling restart of all six nodes driven by
+`GET /api/v1/restart`: each goes only when the API says so, while it is down the others wait (a voter of three
+is the quorum's last spare), and no partition goes offline and no broker reads as a fault."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 
+from ctlplane.exporter.health import Lifecycle
+from ctlplane.exporter.health.restart import OFFLINE
+from ctlplane.exporter.http.app import create_app
 from ctlplane.exporter.state import Observation
 from harness.localkafka import KafkaCluster, create_topic, start_kraft_cluster, start_zk_cluster
 from tests.integration.watch import Watch
@@ -64,24 +70,53 @@ def test_a_broker_may_restart_only_while_every_partition_keeps_a_replica_to_spar
     watch = Watch(cluster)
     try:
         _one_broker_stopped_and_back(cluster, watch)
-        _one_voter_stopped_and_back(cluster, watch)
+        _rolled_by_the_api(cluster, watch)
     finally:
         watch.close()
         cluster.stop()
 
 
-def _one_voter_stopped_and_back(cluster: KafkaCluster, watch: Watch) -> None:
-    """Three voters, every one may go (two caught up keep the majority); a follower stopped, each of the other
-    two is the majority's last spare: both wait; the follower back and caught up, every voter may go again."""
-    watch.until(lambda o: _all(o, (True, None), CONTROLLERS), 60, "every voter safe to restart")
-    health = watch.scrape().health.cluster(NAME)
-    assert health is not None and health.controller.node in CONTROLLERS
-    follower = next(name for name in CONTROLLERS if name != health.controller.node)
-    others = tuple(name for name in CONTROLLERS if name != follower)
-    cluster.node(follower).stop()
-    watch.until(lambda o: _all(o, (False, "quorum_majority"), others), 60, "the other voters wait: no spare voter left")
-    cluster.node(follower).start()
-    watch.until(lambda o: _all(o, (True, None), CONTROLLERS), 120, "caught up again: every voter safe")
+def _rolled_by_the_api(cluster: KafkaCluster, watch: Watch) -> None:
+    """A rolling restart of every broker and controller, one at a time, each when `GET /api/v1/restart` says it
+    may go (the exporter's own HTTP app over the rounds): while each is down the others wait (a broker's
+    partitions at their minimum; a voter, the quorum's last spare), no partition is ever offline and no broker
+    ever reads FENCED or UNREACHABLE, the states that page."""
+    http = TestClient(create_app(watch.state.current, interval_seconds=1, version="test"))
+    rounds: list[Observation] = []
+
+    def may_go(node: str) -> Callable[[Observation], bool]:
+        def answer(observation: Observation) -> bool:
+            rounds.append(observation)
+            (said,) = http.get("/api/v1/restart", params={"cluster": NAME, "node": node}).json()
+            return bool(said["safe"])
+
+        return answer
+
+    def waiting(others: tuple[str, ...], blocker: str) -> Callable[[Observation], bool]:
+        def answer(observation: Observation) -> bool:
+            rounds.append(observation)
+            return _all(observation, (False, blocker), others)
+
+        return answer
+
+    for node, peers, blocker in (
+        *((b, tuple(o for o in BROKERS if o != b), "at_min_isr") for b in BROKERS),
+        *((c, tuple(o for o in CONTROLLERS if o != c), "quorum_majority") for c in CONTROLLERS),
+    ):
+        watch.until(may_go(node), 180, f"{node} may restart")
+        cluster.node(node).stop()  # SIGTERM: a clean stop, as a roll does
+        watch.until(waiting(peers, blocker), 60, f"while {node} is down, {', '.join(peers)} wait ({blocker})")
+        cluster.node(node).start()
+    everyone = (*BROKERS, *CONTROLLERS)
+    watch.until(lambda o: _all(o, (True, None), everyone), 180, "after the roll, every node may restart again")
+    for observation in rounds:
+        snapshot = next(c for c in observation.snapshot.clusters if c.name == NAME)
+        offline = {n.node: n.value(OFFLINE) for n in snapshot.nodes if n.value(OFFLINE)}
+        assert not offline, f"partitions offline during the roll: {offline}"
+        health = observation.health.cluster(NAME)
+        assert health is not None
+        paged = [(b.node, b.state) for b in health.brokers if b.state in (Lifecycle.FENCED, Lifecycle.UNREACHABLE)]
+        assert not paged, f"a broker read as a fault during the roll: {paged}"
 
 
 @pytest.mark.zookeeper

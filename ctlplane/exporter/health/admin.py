@@ -87,7 +87,7 @@ def admin_brokers(
     brokers = []
     for node_id, member in sorted(named.items()):
         if view is None or not answered:
-            state, evidence = Lifecycle.UNREACHABLE, f"no answer from the cluster this round; {NOT_READ}"
+            state, evidence = _unanswered(memory.states.get(member_label(member)))
         else:
             state, evidence = _decided(view, node_id, node_id in members, thresholds)
         records, seconds = quorum_lag(view, node_id) if view is not None and not view.no_quorum else (None, None)
@@ -114,6 +114,15 @@ def admin_brokers(
             )
         )
     return brokers, replace(memory, admin_brokers=MappingProxyType(named))
+
+
+def _unanswered(last: Lifecycle | None) -> tuple[Lifecycle, str]:
+    """A broker in a round the cluster did not answer: FENCED as last answered (as lifecycle.held_fenced holds a
+    broker through a round with no controller's word: reading it UNREACHABLE would restart its page's `for:`),
+    else UNREACHABLE, so a cluster that stays silent pages."""
+    if last is Lifecycle.FENCED:
+        return Lifecycle.FENCED, f"no answer from the cluster this round; FENCED as it last answered; {NOT_READ}"
+    return Lifecycle.UNREACHABLE, f"no answer from the cluster this round; {NOT_READ}"
 
 
 def _decided(view: QuorumView, node_id: int, listed: bool, thresholds: Thresholds) -> tuple[Lifecycle, str]:

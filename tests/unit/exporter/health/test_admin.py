@@ -99,6 +99,18 @@ def test_a_round_without_an_answer_says_no_controller_count_and_keeps_the_broker
     assert _states(second) == {"broker-1": Lifecycle.UNREACHABLE}
 
 
+def test_a_fenced_broker_stays_fenced_through_rounds_without_an_answer_and_an_active_one_turns_unreachable() -> None:
+    # a hung broker's describeCluster can time out (seen on a loaded 4.3.1 run): reading FENCED as UNREACHABLE
+    # for that round would restart its page's `for:`; a broker last ACTIVE is unknown, so a silent cluster pages
+    answered = kraft_answers({1: False, 2: True}, {1: 0.1, 2: 40})
+    silent = QuorumView(read_at=NOW, error="the quorum did not answer within 3s")
+    _, second, third = admin_rounds(answered, silent, silent)
+    for cluster in (second, third):
+        assert _states(cluster) == {"broker-1": Lifecycle.UNREACHABLE, "broker-2": Lifecycle.FENCED}
+        held = cluster.broker("broker-2")
+        assert held is not None and held.cause is Cause.NO_NODE_METRICS and "no answer" in held.evidence
+
+
 def health_families_of(cluster: ClusterHealth):  # type: ignore[no-untyped-def]
     from ctlplane.exporter.health import FleetHealth
 
