@@ -24,7 +24,7 @@ import re
 import sys
 import types
 import typing
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -92,22 +92,28 @@ def _models(annotation: Any) -> Iterator[type[BaseModel]]:
         yield from _models(argument)
 
 
-def _type_name(annotation: Any) -> str:
+def _section(model: type[BaseModel]) -> str:
+    return "section"
+
+
+def _type_name(annotation: Any, model_name: Callable[[type[BaseModel]], str] = _section) -> str:
+    """A field's type in words; a model inside it as `model_name` names it (the config reference: a section of
+    its own; the API reference: a link to its document)."""
     if annotation is type(None):
         return "null"
     origin = typing.get_origin(annotation)
     if origin in (typing.Union, types.UnionType):
-        return " or ".join(_type_name(argument) for argument in typing.get_args(annotation))
+        return " or ".join(_type_name(argument, model_name) for argument in typing.get_args(annotation))
     if origin is typing.Literal:
         return " / ".join(f"`{value}`" for value in typing.get_args(annotation))
     if origin is list:
         (item,) = typing.get_args(annotation)
-        return f"list of {_type_name(item)}"
+        return f"list of {_type_name(item, model_name)}"
     if origin is dict:
         key, value = typing.get_args(annotation)
-        return f"map {_type_name(key)} → {_type_name(value)}"
+        return f"map {_type_name(key, model_name)} → {_type_name(value, model_name)}"
     if inspect.isclass(annotation) and issubclass(annotation, BaseModel):
-        return "section"
+        return model_name(annotation)
     if inspect.isclass(annotation) and issubclass(annotation, Enum):
         return " / ".join(f"`{member.value}`" for member in annotation)
     names = {str: "string", int: "integer", float: "number", bool: "boolean", Path: "path"}
@@ -496,18 +502,7 @@ API_ENDPOINTS: tuple[tuple[str, str, type[BaseModel], bool], ...] = (
 
 def _api_type(annotation: Any) -> str:
     """A document field's type, a nested document as a link to its section."""
-    if inspect.isclass(annotation) and issubclass(annotation, BaseModel):
-        return f"[{annotation.__name__}](#{annotation.__name__.lower()})"
-    origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):
-        return " or ".join(_api_type(argument) for argument in typing.get_args(annotation))
-    if origin is list:
-        (item,) = typing.get_args(annotation)
-        return f"list of {_api_type(item)}"
-    if origin is dict:
-        key, value = typing.get_args(annotation)
-        return f"map {_api_type(key)} → {_api_type(value)}"
-    return _type_name(annotation)
+    return _type_name(annotation, lambda model: f"[{model.__name__}](#{model.__name__.lower()})")
 
 
 def api_reference() -> str:
