@@ -19,6 +19,7 @@ from ctlplane.exporter.state import ExporterState
 from ctlplane.wiring import (
     DiscoveredTargets,
     admin_only,
+    build_canaries,
     build_quorum_sources,
     build_targets,
     discovery_rules,
@@ -101,6 +102,7 @@ class ConfigReload:
             self.scraper.set_quorum_sources(
                 build_quorum_sources(new, self.scraper.quorum_sources, old), admin_only(new)
             )
+            self.scraper.set_canaries(build_canaries(new, self.scraper.canaries, old))
             self.scraper.interval_seconds = new.scrape.interval_seconds
             self.scraper.timeout_seconds = new.scrape.timeout_seconds
             if isinstance(self.scraper.client, Sources):

@@ -19,7 +19,7 @@ from ctlplane.exporter.discovery.dns import DnsName, DnsResolver, DnsWatch
 from ctlplane.exporter.families import Family, dashboard_family
 from ctlplane.exporter.memory import collect_garbage_per_round, release_free_memory
 from ctlplane.exporter.releases import CLIENT_VERSION
-from ctlplane.exporter.scraper import QuorumSource, Scraper, Target
+from ctlplane.exporter.scraper import CanarySource, QuorumSource, Scraper, Target
 from ctlplane.exporter.shards import parse_shard
 from ctlplane.exporter.sources.admin import client as kafka_admin
 from ctlplane.exporter.sources.base import NodeEndpoint, NodeSource
@@ -190,7 +190,7 @@ def build_quorum_sources(
     """A QuorumReader per cluster with bootstrap_servers or bootstrap_controllers (the JVM must be up:
     build the JPype client first). On a reload, `kept` (the running sources) and `before` (their settings):
     a cluster whose addresses, security and timeout are unchanged keeps its reader and its Admin client."""
-    from ctlplane.exporter.sources.admin.client import QuorumReader, security_properties
+    from ctlplane.exporter.sources.admin.client import QuorumReader
 
     # the Admin call's own deadline inside the round's, so its answer (or its error) lands this round
     timeout = max(0.5, settings.scrape.timeout_seconds * 0.8)
@@ -209,26 +209,68 @@ def build_quorum_sources(
             continue
         if not (cluster.bootstrap_controllers or cluster.bootstrap_servers):
             continue
-        security = None
-        if cluster.admin is not None:
-            password = cluster.admin.password()
-            certificate = cluster.admin.client_certificate()
-            security = security_properties(
-                cluster.admin.security_protocol,
-                cluster.admin.sasl_mechanism,
-                cluster.admin.username,
-                password.get_secret_value() if password is not None else None,
-                ca_file=str(cluster.admin.ca_file) if cluster.admin.ca_file is not None else None,
-                certificate=(certificate[0], certificate[1].get_secret_value()) if certificate is not None else None,
-            )
         sources[cluster.name] = QuorumReader(
             cluster.name,
             cluster.bootstrap_controllers or cluster.bootstrap_servers,
             controllers=bool(cluster.bootstrap_controllers),
             timeout_seconds=timeout,
-            security=security,
+            security=_admin_security(cluster),
         )
     return sources
+
+
+def _admin_security(cluster: ClusterConfig) -> dict[str, str] | None:
+    """The Admin client's security settings for `cluster` (its `admin` section), or None for plaintext."""
+    from ctlplane.exporter.sources.admin.client import security_properties
+
+    if cluster.admin is None:
+        return None
+    password = cluster.admin.password()
+    certificate = cluster.admin.client_certificate()
+    return security_properties(
+        cluster.admin.security_protocol,
+        cluster.admin.sasl_mechanism,
+        cluster.admin.username,
+        password.get_secret_value() if password is not None else None,
+        ca_file=str(cluster.admin.ca_file) if cluster.admin.ca_file is not None else None,
+        certificate=(certificate[0], certificate[1].get_secret_value()) if certificate is not None else None,
+    )
+
+
+def build_canaries(
+    settings: Settings, kept: Mapping[str, CanarySource] | None = None, before: Settings | None = None
+) -> dict[str, CanarySource]:
+    """A started MetadataCanary per cluster with `canary` set (the JVM must be up). On a reload, a cluster
+    whose canary, addresses and security are unchanged keeps its canary (and what it measured)."""
+    from ctlplane.exporter.sources.admin.canary import MetadataCanary
+
+    old = {c.name: c for c in before.clusters} if before is not None else {}
+    canaries: dict[str, CanarySource] = {}
+    for cluster in settings.clusters:
+        if cluster.canary is None:
+            continue
+        previous = old.get(cluster.name)
+        if (
+            kept is not None
+            and cluster.name in kept
+            and previous is not None
+            and _canary_settings(previous) == _canary_settings(cluster)
+        ):
+            canaries[cluster.name] = kept[cluster.name]
+            continue
+        canaries[cluster.name] = MetadataCanary(
+            cluster.name,
+            tuple(cluster.bootstrap_servers),
+            topic_prefix=cluster.canary.topic_prefix,
+            interval_seconds=cluster.canary.interval_seconds,
+            timeout_seconds=max(1.0, settings.scrape.timeout_seconds),
+            security=_admin_security(cluster),
+        ).start()
+    return canaries
+
+
+def _canary_settings(cluster: ClusterConfig) -> tuple[object, ...]:
+    return (cluster.canary, cluster.bootstrap_servers, cluster.admin)
 
 
 def admin_only(settings: Settings) -> frozenset[str]:
@@ -252,6 +294,7 @@ def build_scraper(settings: Settings, client: NodeSource | None = None) -> Scrap
         quorum_sources=build_quorum_sources(settings),
         slow_interval_seconds=settings.scrape.slow_interval_seconds,
         admin_only=admin_only(settings),
+        canaries=build_canaries(settings),
     )
     return scraper
 

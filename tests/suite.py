@@ -138,6 +138,9 @@ RULES: tuple[Rule, ...] = (
     Rule(("tests/integration/test_gc_pause.py",), "fault_table", "gc-pause"),
     # one Chromium, ~1.5 min
     Rule(("tests/e2e/test_dashboard_browser.py",), "browser", "browser"),
+    # the metadata canary, each test on a cluster of its own (ZooKeeper mode, KRaft, KRaft with an authorizer),
+    # ~35 s each: handed out with the fault rows, before the short tests
+    Rule(("tests/integration/test_metadata_canary.py",), "fault_table"),
     # the rest, each test on whichever worker is free
     Rule(("tests/e2e/",), "e2e"),
     Rule(("tests/integration/",), "integration"),

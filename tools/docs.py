@@ -35,7 +35,15 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from ctlplane.exporter.catalog import CATALOG, DERIVED_SERIES, HEALTH_SERIES, QUORUM_SERIES, MetricSpec, SeriesType
+from ctlplane.exporter.catalog import (
+    CANARY_SERIES,
+    CATALOG,
+    DERIVED_SERIES,
+    HEALTH_SERIES,
+    QUORUM_SERIES,
+    MetricSpec,
+    SeriesType,
+)
 from ctlplane.exporter.config import Settings
 from ctlplane.exporter.http import schema as api_schema
 from ctlplane.exporter.readings import parse_object_name, plan_queries
@@ -385,7 +393,7 @@ def series_table() -> str:
             f"| `{spec.series}` | {spec.type.value} | `{spec.mbean}` | {attribute} | {modes} | {spec.since}{until} |"
         )
     out += ["", "| series | derived from |", "|---|---|"]
-    for name, text in {**HEALTH_SERIES, **QUORUM_SERIES, **DERIVED_SERIES}.items():
+    for name, text in {**HEALTH_SERIES, **QUORUM_SERIES, **CANARY_SERIES, **DERIVED_SERIES}.items():
         out.append(f"| `{name}` | {text} |")
     return "\n".join(out) + "\n"
 

@@ -697,9 +697,27 @@ QUORUM_SERIES: Mapping[str, str] = MappingProxyType(
 )
 
 
+# Series of the metadata canary (ctlplane/exporter/sources/admin/canary.py; docs/canary.md), for clusters with
+# `canary` configured: a topic ctlplane creates at an interval, and each broker asked for it until it serves it.
+CANARY_SERIES: Mapping[str, str] = MappingProxyType(
+    {
+        "kafka_broker_metadata_canary_propagation_seconds": "Time from ctlplane asking for a canary topic to the "
+        "broker naming it in a Metadata answer (from its own metadata cache): the control plane's propagation, "
+        "end to end, to within 0.1 s",
+        "kafka_broker_metadata_canary_unserved_seconds": "How long the broker has answered Metadata requests "
+        "without the canary's latest change (0 once it serves it): stale metadata whatever its own figures say",
+        "ctlplane_canary_changes_total": "Canary changes made (topics created) since the exporter started",
+        "ctlplane_canary_errors_total": "Canary steps that failed, by reason (client, not_authorized, authentication, "
+        "timeout, rejected, describe_cluster, failed)",
+        "ctlplane_canary_last_change_timestamp_seconds": "Unix time ctlplane last asked for a canary change",
+    }
+)
+
+
 def all_series_names() -> frozenset[str]:
     """Every series name ctlplane can emit, with the suffixes a summary adds."""
-    names = set(DERIVED_SERIES) | set(HEALTH_SERIES) | set(QUORUM_SERIES)
+    names = set(DERIVED_SERIES) | set(HEALTH_SERIES) | set(QUORUM_SERIES) | set(CANARY_SERIES)
+    names.update(f"kafka_broker_metadata_canary_propagation_seconds_{part}" for part in ("bucket", "count", "sum"))
     for spec in CATALOG:
         names.add(spec.series)
         if spec.type is SeriesType.SUMMARY:

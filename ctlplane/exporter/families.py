@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
+    HistogramMetricFamily,
     Metric,
     SummaryMetricFamily,
 )
 from prometheus_client.samples import Sample as PromSample
 
 from ctlplane.exporter.catalog import (
+    CANARY_SERIES,
     CATALOG,
     DERIVED_SERIES,
     HEALTH_SERIES,
@@ -31,7 +33,15 @@ from ctlplane.exporter.catalog import (
     SeriesType,
 )
 from ctlplane.exporter.health import MIGRATION_PHASES, BrokerHealth, ClusterHealth, FleetHealth, Lifecycle
-from ctlplane.exporter.model import ClusterSnapshot, FleetSnapshot, NodeSnapshot, Sample, member_label, merged
+from ctlplane.exporter.model import (
+    CANARY_BUCKETS,
+    ClusterSnapshot,
+    FleetSnapshot,
+    NodeSnapshot,
+    Sample,
+    member_label,
+    merged,
+)
 from ctlplane.exporter.readings import LISTENER_EVIDENCE
 from ctlplane.exporter.releases import CLIENT_VERSION
 
@@ -101,6 +111,16 @@ class Family:
         if timestamp is not None:
             self.timestamps.update(dict.fromkeys(range(first, len(self.rows)), timestamp))
 
+    def add_histogram(
+        self, values: tuple[str, ...], bounds: Sequence[float], cumulative: Sequence[int], total: float
+    ) -> None:
+        """A histogram's rows: a bucket per bound and +Inf (`cumulative` counts), then count and sum."""
+        names = (*self.labelnames, "le")
+        for bound, count in zip((*(f"{b:g}" for b in bounds), "+Inf"), cumulative, strict=True):
+            self.rows.append((self.name + "_bucket", names, (*values, bound), float(count)))
+        self.rows.append((self.name + "_count", self.labelnames, values, float(cumulative[-1])))
+        self.rows.append((self.name + "_sum", self.labelnames, values, total))
+
     def add_block(self, rows: Sequence[Row], timestamp: float | None, source: Sample) -> None:
         """Rows made from one slow-tier sample (the same tuples a page made of it before), marked as a block."""
         first = len(self.rows)
@@ -115,6 +135,8 @@ class Family:
             metric = CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
         elif self.type == "summary":
             metric = SummaryMetricFamily(self.name, self.documentation, labels=self.labelnames)
+        elif self.type == "histogram":
+            metric = HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)
         else:
             metric = GaugeMetricFamily(self.name, self.documentation, labels=self.labelnames)
         metric.samples = [
@@ -222,6 +244,7 @@ def collect_families(
     families = [family for family in catalog if family.rows]
     families.extend(_derived_families(snapshot, nodes, version))
     families.extend(quorum_families(snapshot))
+    families.extend(canary_families(snapshot))
     if health is not None:
         families.extend(health_families(health))
     return families
@@ -462,6 +485,52 @@ def quorum_families(snapshot: FleetSnapshot) -> list[Family]:
             fenced.add((cluster.name, names.get(broker_id, str(broker_id)), "broker"), 1.0 if is_fenced else 0.0)
     families = [up, leader, epoch, high_watermark, log_end, lag, fetch_age, caught_up_age, fenced, unwatched, unknown]
     return [family for family in families if family.rows]
+
+
+def canary_families(snapshot: FleetSnapshot) -> list[Family]:
+    """The metadata canary of each cluster that has one (ClusterSnapshot.canary)."""
+    propagation = Family(
+        "kafka_broker_metadata_canary_propagation_seconds",
+        CANARY_SERIES["kafka_broker_metadata_canary_propagation_seconds"],
+        "histogram",
+        NODE_LABELS,
+    )
+    unserved = Family(
+        "kafka_broker_metadata_canary_unserved_seconds",
+        CANARY_SERIES["kafka_broker_metadata_canary_unserved_seconds"],
+        "gauge",
+        NODE_LABELS,
+    )
+    changes = Family(
+        "ctlplane_canary_changes_total", CANARY_SERIES["ctlplane_canary_changes_total"], "counter", ["cluster"]
+    )
+    errors = Family(
+        "ctlplane_canary_errors_total", CANARY_SERIES["ctlplane_canary_errors_total"], "counter", ["cluster", "reason"]
+    )
+    last = Family(
+        "ctlplane_canary_last_change_timestamp_seconds",
+        CANARY_SERIES["ctlplane_canary_last_change_timestamp_seconds"],
+        "gauge",
+        ["cluster"],
+    )
+    for cluster in snapshot.clusters:
+        view = cluster.canary
+        if view is None:
+            continue
+        changes.add((cluster.name,), float(view.changes_total))
+        for reason, count in sorted(view.errors_total.items()):
+            errors.add((cluster.name, reason), float(count))
+        if view.changed_at is not None:
+            last.add((cluster.name,), view.changed_at)
+        names = _node_names(cluster)
+        for broker in view.brokers:
+            labels = (cluster.name, names.get(broker.node_id, f"broker-{broker.node_id}"), "broker")
+            if broker.buckets:
+                propagation.add_histogram(labels, CANARY_BUCKETS, broker.buckets, broker.seconds_total)
+            if broker.answered:
+                since = broker.unserved_since
+                unserved.add(labels, 0.0 if since is None else max(0.0, snapshot.taken_at - since))
+    return [family for family in (propagation, unserved, changes, errors, last) if family.rows]
 
 
 def _node_names(cluster: ClusterSnapshot) -> dict[int, str]:

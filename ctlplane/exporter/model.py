@@ -233,6 +233,42 @@ class QuorumView:
         return None if leader is None else leader.log_end_offset - replica.log_end_offset
 
 
+# Buckets of the canary's propagation histogram (seconds): a healthy broker serves a change within tens of ms
+CANARY_BUCKETS: tuple[float, ...] = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+@dataclass(frozen=True)
+class CanaryBroker:
+    """What one broker answered the metadata canary (sources/admin/canary.py)."""
+
+    node_id: int
+    # it answered the last Metadata request (with or without the change); False: no answer, so nothing said
+    answered: bool
+    # unix time of the oldest change it has answered without serving; None when it serves the latest
+    unserved_since: float | None = None
+    error: str | None = None  # why it did not answer, or refused
+    # the propagation histogram: per bucket of CANARY_BUCKETS (cumulative, +Inf last), and the sum
+    buckets: tuple[int, ...] = ()
+    seconds_total: float = 0.0
+
+
+@dataclass(frozen=True)
+class CanaryView:
+    """The metadata canary of one cluster: the change it made last, and each broker's answers."""
+
+    read_at: float
+    topic: str | None = None  # the latest change: the canary topic it created
+    changed_at: float | None = None  # unix time the change was asked for
+    brokers: tuple[CanaryBroker, ...] = ()
+    changes_total: int = 0
+    # why a change could not be made or asked, by reason (not_authorized, timeout, ...), since start
+    errors_total: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    error: str | None = None  # the last error, in Kafka's words
+
+    def broker(self, node_id: int | None) -> CanaryBroker | None:
+        return next((b for b in self.brokers if b.node_id == node_id), None)
+
+
 @dataclass(frozen=True)
 class ClusterSnapshot:
     name: str
@@ -242,6 +278,7 @@ class ClusterSnapshot:
     # of it is ever read, its quorum's view is all the evidence (health/admin.py). Not merely no node yet: a
     # discovering cluster has none until its first answer, and then reads them.
     admin_only: bool = False
+    canary: CanaryView | None = None  # None: no canary configured (ClusterConfig.canary)
 
     @property
     def mode(self) -> Mode | None:

@@ -31,6 +31,7 @@ from typing import Any, Protocol
 
 from ctlplane.exporter.catalog import SLOW_SERIES, Mode, Role
 from ctlplane.exporter.model import (
+    CanaryView,
     ClusterSnapshot,
     Failure,
     FleetSnapshot,
@@ -64,6 +65,17 @@ class QuorumSource(Protocol):
 
     def read(self) -> QuorumView:
         """The quorum's view now: a value, also when the quorum did not answer."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class CanarySource(Protocol):
+    """A cluster's metadata canary (sources/admin/canary.MetadataCanary): it runs on its own; a round takes what
+    it knows now."""
+
+    def view(self) -> CanaryView:
+        """What the canary knows now, at once."""
         ...
 
     def close(self) -> None: ...
@@ -252,6 +264,7 @@ def _assemble(
     quorums: Mapping[str, QuorumView] | None = None,
     cluster_names: Sequence[str] = (),
     admin_only: Collection[str] = (),
+    canaries: Mapping[str, CanaryView] | None = None,
 ) -> FleetSnapshot:
     clusters: dict[str, list[NodeSnapshot]] = {name: [] for name in cluster_names}
     for target in targets:
@@ -264,7 +277,13 @@ def _assemble(
         taken_at=taken_at,
         round_duration_seconds=duration,
         clusters=tuple(
-            ClusterSnapshot(name, tuple(members), views.get(name), admin_only=name in admin_only)
+            ClusterSnapshot(
+                name,
+                tuple(members),
+                views.get(name),
+                admin_only=name in admin_only,
+                canary=(canaries or {}).get(name),
+            )
             for name, members in clusters.items()
         ),
     )
@@ -294,8 +313,11 @@ class Scraper:
         quorum_sources: Mapping[str, QuorumSource] | None = None,
         slow_interval_seconds: float | None = None,
         admin_only: Collection[str] = (),
+        canaries: Mapping[str, CanarySource] | None = None,
     ) -> None:
         self.targets = tuple(targets)
+        # cluster -> its metadata canary (ClusterConfig.canary), running on its own thread
+        self.canaries = dict(canaries or {})
         # clusters watched through their quorum source alone (ClusterSnapshot.admin_only)
         self.admin_only = frozenset(admin_only)
         # cluster -> its quorum's view (docs/configuration.md "The quorum's view"); a thread each, apart from the JMX
@@ -351,6 +373,13 @@ class Scraper:
         with self._pending_lock:
             self._pending_sources = dict(sources)
             self._pending_admin_only = frozenset(admin_only)
+
+    def set_canaries(self, canaries: Mapping[str, CanarySource]) -> None:
+        """Take these clusters' canaries from the next round on (a reload); one left out is closed."""
+        dropped = [c for name, c in self.canaries.items() if canaries.get(name) is not c]
+        self.canaries = dict(canaries)
+        if dropped:
+            threading.Thread(target=_close_all, args=(dropped,), name="canary-close", daemon=True).start()
 
     def _apply_pending(self) -> None:
         with self._pending_lock:
@@ -454,6 +483,7 @@ class Scraper:
             quorums=quorums,
             cluster_names=self.cluster_names,
             admin_only=self.admin_only,
+            canaries={cluster: canary.view() for cluster, canary in self.canaries.items()},
         )
         self._latest = snapshot
         if log.isEnabledFor(logging.DEBUG):
@@ -636,6 +666,8 @@ class Scraper:
             self._quorum_pool.shutdown(wait=False, cancel_futures=True)
         for source in self.quorum_sources.values():
             source.close()
+        for canary in self.canaries.values():
+            canary.close()
         self.client.close()
 
 
@@ -650,7 +682,7 @@ def _with_slow_tier(memory: _NodeMemory, read: _Read, samples: tuple[Sample, ...
     return (*(sample for sample in samples if sample.series not in SLOW_SERIES), *slow)
 
 
-def _close_all(sources: Sequence[QuorumSource]) -> None:
+def _close_all(sources: Sequence[QuorumSource | CanarySource]) -> None:
     for source in sources:
         try:
             source.close()

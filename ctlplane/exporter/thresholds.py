@@ -76,6 +76,9 @@ class AlertThresholds:
     """The alert rules' own thresholds."""
 
     metadata_lag_alert_seconds: float = _threshold(30.0, "KafkaBrokerMetadataStale: metadata lag in seconds")
+    metadata_canary_alert_seconds: float = _threshold(
+        30.0, "KafkaBrokerMetadataCanaryUnserved: seconds a broker answers without the metadata canary's change"
+    )
     controller_failovers_alert: float = _threshold(
         4.0, "KafkaControllerChurn: failovers in 30m (`>=`: increase() extrapolates)"
     )

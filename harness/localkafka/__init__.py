@@ -26,6 +26,7 @@ quorum's voters), and ``__main__`` (the CLI). This module re-exports what caller
 """
 
 from harness.localkafka.admin import (
+    acls,
     add_controller,
     create_topic,
     delete_topic,
@@ -75,6 +76,7 @@ __all__ = [
     "MetricsReporter",
     "MetricsServer",
     "ZooKeeperServer",
+    "acls",
     "add_controller",
     "cache_dir",
     "cluster_label",

@@ -1,5 +1,6 @@
 """Kafka's own tools on a local cluster: topics with an explicit replica assignment (its Admin client), the
-quorum's description and its voter changes (MetadataQuorumCommand), unregistering a broker (ClusterTool)."""
+quorum's description and its voter changes (MetadataQuorumCommand), unregistering a broker (ClusterTool),
+ACLs (AclCommand, what `kafka-acls.sh` runs)."""
 
 from __future__ import annotations
 
@@ -151,3 +152,15 @@ def unregister_broker(cluster: KafkaCluster, node_id: int, timeout: float = 60) 
     result = _kafka_tool(cluster, command, timeout)
     if result.returncode != 0:
         raise LocalKafkaError(f"unregister {node_id} in {cluster.name} failed: {tail_text(result.stderr, 20)}")
+
+
+def acls(cluster: KafkaCluster, *arguments: str, bootstrap: str | None = None, timeout: float = 60) -> str:
+    """`kafka-acls.sh --bootstrap-server <bootstrap> <arguments>` (AclCommand of the release's kafka-tools jar,
+    Kafka 3.9+ there): `bootstrap` defaults to the cluster's PLAINTEXT listener. Returns the tool's output."""
+    command = ["AclCommand", "--bootstrap-server", bootstrap or cluster.bootstrap, *arguments]
+    result = _kafka_tool(cluster, command, timeout)
+    if result.returncode != 0:
+        raise LocalKafkaError(
+            f"kafka-acls {' '.join(arguments)} on {cluster.name} failed: {tail_text(result.stderr, 20)}"
+        )
+    return result.stdout

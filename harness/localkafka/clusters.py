@@ -185,6 +185,7 @@ def start_zk_cluster(
     timeout: float = 180,
     jmx_port_base: int | None = None,
     metrics_agent: MetricsServer | None = None,
+    control_plane_ports: Mapping[str, tuple[int, int]] | None = None,
 ) -> KafkaCluster:
     """Start a ZooKeeper-mode cluster of ``brokers`` brokers (ids 1..N) in ``<workdir>/<name>``.
 
@@ -199,7 +200,12 @@ def start_zk_cluster(
     ``jmx_port_base``: each broker's JMX port is the base plus its id (as start_kraft_cluster).
     ``metrics_agent``: every broker serves its metrics so (jmx_exporter's javaagent or the Strimzi Metrics
     Reporter) on ``node.metrics_port``.
+    ``control_plane_ports[node name]``: (the port its CONTROLLER listener takes, the port it advertises), so
+    that a caller can put a link between the controller and that broker (harness.netcut): the controller
+    sends its requests to the advertised endpoint of the control-plane listener (ControllerChannelManager).
     """
+    if control_plane_ports and not control_plane_listener:
+        raise ValueError("control_plane_ports needs control_plane_listener")
     if major_minor(version)[0] >= 4:
         raise ValueError(f"Kafka {version} has no ZooKeeper mode; use {ZK_VERSION}")
     if brokers < 1:
@@ -243,13 +249,16 @@ def start_zk_cluster(
             port = free_port()
             jmx_port = free_port() if jmx_port_base is None else jmx_port_base + broker_id
             listeners = {"PLAINTEXT": port}
+            advertised = dict(listeners)
             if control_plane_listener:
-                listeners["CONTROLLER"] = free_port()
+                listens, advertises = (control_plane_ports or {}).get(node_name, (free_port(), None))
+                listeners["CONTROLLER"] = listens
+                advertised["CONTROLLER"] = advertises or listens
             listener_str = ",".join(f"{k}://{LOOPBACK}:{v}" for k, v in listeners.items())
             props = {
                 "broker.id": str(broker_id),
                 "listeners": listener_str,
-                "advertised.listeners": listener_str,
+                "advertised.listeners": ",".join(f"{k}://{LOOPBACK}:{v}" for k, v in advertised.items()),
                 "listener.security.protocol.map": ",".join(f"{k}:PLAINTEXT" for k in listeners),
                 "inter.broker.listener.name": "PLAINTEXT",
                 "zookeeper.connect": cluster.zookeeper_connect or "",

@@ -35,6 +35,17 @@ CASES = [
         ("KafkaBrokerMetadataFrozen", "critical", NODE),
         ("KafkaBrokerMetadataStale", "critical", NODE),
     ),
+    # the canary's page is held where the broker's own figures, its fencing or its frozen log page already
+    (
+        "stale-mutes-canary",
+        ("KafkaBrokerMetadataStale", "critical", NODE),
+        ("KafkaBrokerMetadataCanaryUnserved", "critical", NODE),
+    ),
+    (
+        "fenced-mutes-canary",
+        ("KafkaBrokerFenced", "critical", NODE),
+        ("KafkaBrokerMetadataCanaryUnserved", "critical", NODE),
+    ),
     (
         "session-lost-mutes-fenced",
         ("KafkaZooKeeperSessionLost", "critical", NODE),

@@ -44,6 +44,7 @@ from tests.integration.faults import (
     restart_with_the_quorum_frozen,
     topic_around_fault,
 )
+from tests.integration.quorum_links import through_links
 from tests.integration.watch import Watch, discovered_watch
 from tests.kafka_versions import KRAFT_NAME, KRAFT_UNDER_TEST, ZK_LISTENER, ZK_NAME, ZK_UNDER_TEST
 
@@ -295,62 +296,16 @@ def quorum_links() -> Iterator[dict[int, CuttableLink]]:
         link.close()
 
 
-# The controllers' second listener, which only broker-1 uses, through the links.
-PARTITIONABLE = "PARTITIONABLE"
-
-
-def _through_links(
-    broker: str, links: dict[int, CuttableLink], controller_ports: dict[int, int]
-) -> dict[str, dict[str, str]]:
-    """Node overrides that route every byte between `broker` and the quorum through `links`.
-
-    Pointing the broker's controller.quorum.voters at the links is not enough: a fetch response carries
-    the leader's endpoint for the listener the request came in on (NodeEndpoints, KIP-853), and the
-    broker's raft client follows it (KafkaRaftClient.handleFetchResponse, Endpoints.fromFetchResponse), so
-    its metadata fetches would bypass the links while only its heartbeats (RaftControllerNodeProvider ->
-    the configured voters) took them. So each controller gets a second controller listener, advertised at
-    its link's address: broker-1 speaks only that listener, and the leader names the link in its answers.
-    Before KIP-853 (Kafka 3.9) a controller may not advertise listeners ("The advertised.listeners config
-    must be empty when process.roles=controller", KafkaConfig.validateValues) and a fetch response names
-    no endpoint, so the broker's static voters, pointed at the links, carry every byte.
-    """
-    protocols = f"CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,{PARTITIONABLE}:PLAINTEXT"
-    advertises = major_minor(KRAFT_UNDER_TEST) >= (3, 9)
-    overrides = {
-        f"controller-{nid - 100}": {
-            "listeners": f"CONTROLLER://{LOOPBACK}:{controller_ports[nid]},{PARTITIONABLE}://{LOOPBACK}:{link.target[1]}",
-            "controller.listener.names": f"CONTROLLER,{PARTITIONABLE}",
-            "listener.security.protocol.map": protocols,
-        }
-        | (
-            {
-                "advertised.listeners": (
-                    f"CONTROLLER://{LOOPBACK}:{controller_ports[nid]},{PARTITIONABLE}://{LOOPBACK}:{link.port}"
-                )
-            }
-            if advertises
-            else {}
-        )
-        for nid, link in links.items()
-    }
-    overrides[broker] = {
-        "controller.listener.names": PARTITIONABLE,
-        "controller.quorum.voters": ",".join(f"{nid}@{LOOPBACK}:{link.port}" for nid, link in links.items()),
-        "listener.security.protocol.map": protocols,
-    }
-    return overrides
-
-
 @pytest.fixture(scope="module")
 def restarted_kraft(kafka_workdir: Path, quorum_links: dict[int, CuttableLink]) -> Iterator[tuple[KafkaCluster, Watch]]:
     """A KRaft cluster of its own: a restarted controller has no per-broker registration gauges for good
     (until a broker registers anew, ControllerMetadataMetricsPublisher), and once such a controller is active
     again the shared cluster's other tests would see that. broker-1 reaches the quorum only through
-    `quorum_links` (`_through_links`)."""
+    `quorum_links` (`through_links`)."""
     # A broker that cannot register within initial.broker.registration.timeout.ms (60 s by default,
     # KRaftConfigs) exits; the start-up test holds one longer than that on purpose.
     controller_ports = {nid: free_port() for nid in quorum_links}
-    overrides = _through_links("broker-1", quorum_links, controller_ports)
+    overrides = through_links("broker-1", quorum_links, controller_ports)
     cluster = start_kraft_cluster(
         RESTARTED,
         kafka_workdir,

@@ -10,7 +10,7 @@ from ctlplane.exporter.config import ScrapeConfig
 from ctlplane.exporter.discovery.answers import JmxRule, NodeDiscovery
 from ctlplane.exporter.health import ClusterHealth
 from ctlplane.exporter.model import ClusterSnapshot
-from ctlplane.exporter.scraper import QuorumSource, Scraper, Target
+from ctlplane.exporter.scraper import CanarySource, QuorumSource, Scraper, Target
 from ctlplane.exporter.sources.admin.client import QuorumReader
 from ctlplane.exporter.sources.base import NodeSource
 from ctlplane.exporter.sources.endpoint.client import EndpointClient, MetricsEndpoint
@@ -48,6 +48,8 @@ def stop_scraper(scraper: Scraper) -> None:
     scraper._pool.shutdown(wait=False, cancel_futures=True)
     for source in scraper.quorum_sources.values():
         source.close()
+    for canary in scraper.canaries.values():
+        canary.close()
 
 
 def targets_of(*clusters: KafkaCluster, omit: Collection[str] = ()) -> list[Target]:
@@ -96,9 +98,11 @@ class Watch:
         omit: Collection[str] = (),
         targets: Sequence[Target] | None = None,
         alone: Collection[str] = (),
+        canaries: Mapping[str, CanarySource] | None = None,
     ) -> None:
         """`targets`: these instead of every node's JMX (endpoint_targets), read through the node sources;
-        `alone`: clusters watched through their quorum source alone (ClusterSnapshot.admin_only)."""
+        `alone`: clusters watched through their quorum source alone (ClusterSnapshot.admin_only); `canaries`:
+        clusters' metadata canaries, closed with the watch."""
         client: NodeSource = shared_client()
         if targets is not None:
             client = Sources(shared_client, EndpointClient(timeout, ScrapeConfig().read_deadline_seconds))
@@ -110,6 +114,7 @@ class Watch:
             workers=8,
             quorum_sources=quorum_sources,
             admin_only=alone,
+            canaries=canaries,
         )
         self.state = ExporterState(self.scraper.latest(), thresholds or Thresholds())
         self.scraper.subscribe(self.state.observe)

@@ -335,6 +335,21 @@ class MetricsEndpointConfig(_Credentials):
         return f"{self.scheme}://{address}{self.path}"
 
 
+# Kafka's legal topic names (Topic.LEGAL_CHARS, at most 249 characters); the canary adds 13 digits of unix ms
+CANARY_PREFIX_PATTERN = r"^[a-zA-Z0-9._-]{1,200}$"
+
+
+class CanaryConfig(_Strict):
+    """The metadata canary (ctlplane/exporter/sources/admin/canary.py; docs/canary.md): a topic of ctlplane's own
+    created at an interval, and every broker asked whether it serves it yet. Off unless given."""
+
+    topic_prefix: str = Field(
+        pattern=CANARY_PREFIX_PATTERN,
+        description="the canary's topics are this prefix and the unix time in ms; the ACLs are PREFIXED on it",
+    )
+    interval_seconds: float = Field(default=30.0, ge=5, description="how often a change is made")
+
+
 class ClusterConfig(_Strict):
     name: str = Field(min_length=1, pattern=CLUSTER_NAME_PATTERN, description="the `cluster` label, unique")
     nodes: list[NodeConfig] = Field(
@@ -365,6 +380,11 @@ class ClusterConfig(_Strict):
         default=None,
         description="read the nodes through their Prometheus endpoints (jmx_exporter's javaagent) instead of "
         "remote JMX; the nodes' addresses are then the endpoints' host:port",
+    )
+    canary: CanaryConfig | None = Field(
+        default=None,
+        description="the metadata canary: a topic change made at an interval and asked of every broker "
+        "(needs bootstrap_servers)",
     )
 
     @property
@@ -407,6 +427,11 @@ class ClusterConfig(_Strict):
             raise ValueError(
                 f"cluster {self.name!r}: admin applies to the quorum's view: set bootstrap_servers or "
                 "bootstrap_controllers too"
+            )
+        if self.canary is not None and not self.bootstrap_servers:
+            raise ValueError(
+                f"cluster {self.name!r}: the canary creates its topics through the brokers and asks each of them: "
+                "set bootstrap_servers"
             )
         if self.bootstrap_servers and self.bootstrap_controllers:
             # the admin client refuses both (AdminBootstrapAddresses.fromConfig, KIP-919): say so at load time

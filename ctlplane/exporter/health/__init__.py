@@ -16,6 +16,7 @@ from types import MappingProxyType
 
 from ctlplane.exporter.catalog import Mode
 from ctlplane.exporter.health.admin import admin_brokers, admin_controller
+from ctlplane.exporter.health.canary import with_canary
 from ctlplane.exporter.health.cause import TIMED_OUT_HEARTBEATS
 from ctlplane.exporter.health.control_plane import control_plane_listener
 from ctlplane.exporter.health.controller import (
@@ -94,7 +95,7 @@ def evaluate_cluster(
     voters, out_of_step = elections(cluster, memory.out_of_step_since, now, thresholds) if kraft else ((), {})
     quorum = _quorum_half(cluster, memory, thresholds, now, kraft)
     known = {node.node for node in cluster.nodes}
-    final = decided.brokers
+    final = with_canary(decided.brokers, cluster.canary, thresholds, now)
     memory = replace(
         memory,
         offsets=MappingProxyType({k: v for k, v in offsets.items() if k in known}),
@@ -228,7 +229,8 @@ def _evaluate_admin_only(
 ) -> tuple[ClusterHealth, ClusterMemory]:
     """No node read: the cluster's own answers alone (health/admin.py), the quorum's health as for any cluster."""
     controller, memory = admin_controller(cluster, memory, now)
-    brokers, memory = admin_brokers(cluster, memory, thresholds)
+    admin_said, memory = admin_brokers(cluster, memory, thresholds)
+    brokers = with_canary(admin_said, cluster.canary, thresholds, now)
     mode = cluster.mode
     kraft = mode is Mode.KRAFT
     quorum = _quorum_half(cluster, memory, thresholds, now, kraft)
@@ -241,7 +243,7 @@ def _evaluate_admin_only(
         cluster.name,
         mode,
         controller,
-        tuple(brokers),
+        brokers,
         now,
         quorum_leader_id=quorum.leader_id,
         redundancy=quorum.redundancy,

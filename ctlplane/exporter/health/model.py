@@ -104,6 +104,9 @@ class BrokerHealth:
     fenced_unplanned: bool = False
     # Why it is not ACTIVE (or not read); None for an ACTIVE broker whose JMX answers
     cause: Cause | None = None
+    # How long it has answered the metadata canary without its latest change (0: it serves it); None without
+    # a canary or an answer from this broker (health/canary.py)
+    canary_unserved_seconds: float | None = None
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,8 @@ from ctlplane.exporter.health.model import (
 )
 from ctlplane.exporter.http.schema import (
     BrokerDocument,
+    CanaryBrokerDocument,
+    CanaryDocument,
     ClusterDocument,
     ClusterHealthDocument,
     ControllerDocument,
@@ -50,6 +52,8 @@ from ctlplane.exporter.http.schema import (
     VoterSetDocument,
 )
 from ctlplane.exporter.model import (
+    CanaryBroker,
+    CanaryView,
     ClusterSnapshot,
     FleetSnapshot,
     Member,
@@ -68,6 +72,8 @@ VALUES: dict[type[BaseModel], type] = {
     MemberDocument: Member,
     QuorumDocument: QuorumView,
     ClusterDocument: ClusterSnapshot,
+    CanaryDocument: CanaryView,
+    CanaryBrokerDocument: CanaryBroker,
     BrokerDocument: BrokerHealth,
     ControllerDocument: ControllerView,
     ElectionDocument: ElectionState,
@@ -124,7 +130,7 @@ READ: dict[tuple[type[BaseModel], str], Callable[[Any], Any]] = {
     (QuorumDocument, "fenced"): lambda fenced: None if fenced is None else {int(k): bool(v) for k, v in fenced.items()},
 }
 # Fields left out, not written as null, where the value has none: (document, field)
-ABSENT_WHEN_NONE = frozenset({(ClusterDocument, "quorum")})
+ABSENT_WHEN_NONE = frozenset({(ClusterDocument, "quorum"), (ClusterDocument, "canary")})
 
 
 def _field_kind(annotation: Any) -> tuple[str, Any]:

@@ -102,12 +102,38 @@ class QuorumDocument(_Document):
     )
 
 
+class CanaryBrokerDocument(_Document):
+    """What one broker answered the metadata canary."""
+
+    node_id: int = Field(description="its broker id")
+    answered: bool = Field(description="it answered the last Metadata request, with or without the change")
+    unserved_since: float | None = Field(
+        description="unix seconds of the oldest change it answered without; null when it serves the latest"
+    )
+    error: str | None = Field(description="why it did not answer, or refused")
+    buckets: list[int] = Field(description="its propagation histogram: cumulative counts per bucket, +Inf last")
+    seconds_total: float = Field(description="the histogram's sum: seconds of propagation observed")
+
+
+class CanaryDocument(_Document):
+    """The metadata canary (docs/canary.md): the change it made last and each broker's answers."""
+
+    read_at: float = Field(description="unix seconds of its last news")
+    topic: str | None = Field(description="the canary topic of the latest change")
+    changed_at: float | None = Field(description="unix seconds the latest change was asked for")
+    brokers: list[CanaryBrokerDocument] = Field(description="each broker describeCluster named")
+    changes_total: int = Field(description="changes made since the exporter started")
+    errors_total: dict[str, int] = Field(description="failed steps since the exporter started, by reason")
+    error: str | None = Field(description="the last error, in Kafka's words; null after a change succeeds")
+
+
 class ClusterDocument(_Document):
     name: str = Field(description="the `cluster` label")
     mode: Mode | None = Field(description="zookeeper, kraft or migration, as its nodes say; null until one is read")
     admin_only: bool = Field(default=False, description="watched through the Admin API alone")
     nodes: list[NodeDocument] = Field(description="every node watched")
     quorum: QuorumDocument | None = Field(default=None, description="absent without a bootstrap address")
+    canary: CanaryDocument | None = Field(default=None, description="absent without a canary configured")
 
 
 class SnapshotDocument(_Document):
@@ -201,6 +227,10 @@ class BrokerDocument(_Document):
     )
     fenced_unplanned: bool = Field(description="FENCED, and no planned stop or restart reads the same")
     cause: Cause | None = Field(description="why the state is not ACTIVE, where it is not")
+    canary_unserved_seconds: float | None = Field(
+        description="how long it has answered the metadata canary without its latest change (0: it serves it); "
+        "null without a canary"
+    )
 
 
 class RestartDocument(_Document):

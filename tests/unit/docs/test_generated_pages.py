@@ -60,7 +60,7 @@ def test_the_alerts_page_lists_every_alert_in_its_file_and_every_inhibition() ->
     assert "`KafkaControllerHeartbeatsTimedOut`" in files["alerts/controller.rules.yml"]
     inhibit_rules = yaml.safe_load(docs.ALERTMANAGER.read_text())["inhibit_rules"]
     bullets = docs.inhibitions().splitlines()
-    assert len(bullets) == len(inhibit_rules) == 7
+    assert len(bullets) == len(inhibit_rules) == 8
     assert bullets[4].startswith("- `KafkaZooKeeperSessionLost` suppresses `KafkaBrokerFenced` of the same `cluster`")
     # a regular expression of alertmanager.yml spelled out as the alerts it selects
     assert "`KafkaQuorumNoSpareVoter`" in bullets[3] and "`KafkaBrokerMetadataFrozen`" in bullets[3]

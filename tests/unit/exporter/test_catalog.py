@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ctlplane.exporter.catalog import (
+    CANARY_SERIES,
     CATALOG,
     DERIVED_SERIES,
     HEALTH_SERIES,
@@ -29,7 +30,14 @@ FORBIDDEN_PARTS = {"ms", "millis", "milliseconds", "percent", "pct", "us", "coun
 
 
 @pytest.mark.parametrize(
-    "name", sorted({spec.series for spec in CATALOG} | set(DERIVED_SERIES) | set(HEALTH_SERIES) | set(QUORUM_SERIES))
+    "name",
+    sorted(
+        {spec.series for spec in CATALOG}
+        | set(DERIVED_SERIES)
+        | set(HEALTH_SERIES)
+        | set(QUORUM_SERIES)
+        | set(CANARY_SERIES)
+    ),
 )
 def test_series_name_follows_prometheus_conventions(name: str) -> None:
     assert NAME.match(name), name
@@ -89,7 +97,7 @@ def test_the_series_page_lists_every_series_with_its_mbean() -> None:
     rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| `((?:kafka|ctlplane)_[a-z0-9_]+)` \|(.*)$", text, re.M)}
     for spec in CATALOG:
         assert f"| `{spec.mbean}` |" in rows.get(spec.series, ""), f"docs/series.md row for {spec.series}"
-    for name in (*DERIVED_SERIES, *HEALTH_SERIES, *QUORUM_SERIES):
+    for name in (*DERIVED_SERIES, *HEALTH_SERIES, *QUORUM_SERIES, *CANARY_SERIES):
         assert name in rows, f"docs/series.md row for {name}"
     assert set(rows) <= all_series_names(), f"docs/series.md lists unknown series: {set(rows) - all_series_names()}"
 

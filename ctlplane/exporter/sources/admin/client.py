@@ -139,7 +139,7 @@ def _fetch(target: Path, pom_text: str) -> None:
                 raise
 
 
-def _class_loader() -> Any:
+def class_loader() -> Any:
     """A class loader over the client's jars, parented by the JVM's (which the JMX client started)."""
     global _loader
     with _loader_lock:
@@ -155,10 +155,10 @@ def _class_loader() -> Any:
         return _loader
 
 
-def _java_class(name: str) -> Any:
+def java_class(name: str) -> Any:
     import jpype
 
-    return jpype.JClass(name, loader=_class_loader())
+    return jpype.JClass(name, loader=class_loader())
 
 
 def _optional_seconds(value: Any) -> float | None:
@@ -233,7 +233,7 @@ def _class_and_message(throwable: Any) -> tuple[str, str]:
     return str(name), str(message or "")
 
 
-def _reason(exc: BaseException) -> str:
+def kafka_reason(exc: BaseException) -> str:
     """Kafka's exception and, where it has a cause, the root cause: "SslAuthenticationException: SSL
     handshake failed (SunCertPathBuilderException: unable to find valid certification path ...)" says both
     what failed and why."""
@@ -353,12 +353,12 @@ class QuorumReader:
         if self._admin is None:
             from java.lang import Thread
 
-            admin_class = _java_class("org.apache.kafka.clients.admin.Admin")
+            admin_class = java_class("org.apache.kafka.clients.admin.Admin")
             # The client loads configured classes through the thread's context class loader
             # (Utils.getContextOrKafkaClassLoader): make it the one that holds the client's jars.
             thread = Thread.currentThread()
             previous = thread.getContextClassLoader()
-            thread.setContextClassLoader(_class_loader())
+            thread.setContextClassLoader(class_loader())
             try:
                 self._admin = admin_class.create(self._properties())
             finally:
@@ -377,7 +377,7 @@ class QuorumReader:
         with self._lock:
             try:
                 admin = self._admin_client()
-                options = _java_class("org.apache.kafka.clients.admin.DescribeMetadataQuorumOptions")()
+                options = java_class("org.apache.kafka.clients.admin.DescribeMetadataQuorumOptions")()
                 options.timeoutMs(jpype.JInt(self.timeout_ms))
                 quorum_future = admin.describeMetadataQuorum(options).quorumInfo()
                 described = self._describe_cluster(admin, include_fenced=self._fenced_listed)
@@ -385,7 +385,7 @@ class QuorumReader:
                 return QuorumView(read_at=time.time(), error=str(exc))
             except jpype.JException as exc:
                 self._close_admin()
-                return QuorumView(read_at=time.time(), error=f"{self._where}: {_reason(exc)}")
+                return QuorumView(read_at=time.time(), error=f"{self._where}: {kafka_reason(exc)}")
             # one deadline for both answers (a second past the client's own): the round waits for this read
             # no longer than for one call, also when neither answers
             deadline = time.monotonic() + self.timeout_ms / 1000 + 1
@@ -438,7 +438,7 @@ class QuorumReader:
     def _describe_cluster(self, admin: Any, *, include_fenced: bool) -> Any:
         import jpype
 
-        options = _java_class("org.apache.kafka.clients.admin.DescribeClusterOptions")()
+        options = java_class("org.apache.kafka.clients.admin.DescribeClusterOptions")()
         options.timeoutMs(jpype.JInt(self.timeout_ms))
         if include_fenced and not self.controllers:
             options.includeFencedBrokers(True)
@@ -456,7 +456,7 @@ class QuorumReader:
         except jpype.JException as exc:
             if exc.getClass().getName() == "java.util.concurrent.TimeoutException":
                 return None, f"no answer within {self.timeout_ms / 1000 + 1:g}s"  # Future.get's deadline
-            return None, _reason(exc)
+            return None, kafka_reason(exc)
 
     def _close_admin(self) -> None:
         admin, self._admin = self._admin, None

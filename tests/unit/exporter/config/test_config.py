@@ -220,3 +220,19 @@ def test_run_refuses_what_check_config_refuses(
     path = write(tmp_path, GOOD.replace("interval_seconds: 15", "interval_seconds: .inf"))
     assert main(["run", "--config", str(path)]) == 2
     assert "scrape.interval_seconds" in capsys.readouterr().err
+
+
+def test_the_canary_is_off_unless_given_and_needs_the_brokers_and_a_topic_prefix(tmp_path: Path) -> None:
+    base = "clusters:\n  - name: eu1\n    bootstrap_servers: ['k1:9092']\n"
+    assert load_settings(write(tmp_path, base)).clusters[0].canary is None
+    on = load_settings(write(tmp_path, base + "    canary: {topic_prefix: ctlplane-canary-}\n")).clusters[0].canary
+    assert on is not None and (on.topic_prefix, on.interval_seconds) == ("ctlplane-canary-", 30.0)
+    controllers = base.replace("bootstrap_servers", "bootstrap_controllers")
+    with pytest.raises(ConfigError, match=r"the canary creates its topics through the brokers.*set bootstrap_servers"):
+        load_settings(write(tmp_path, controllers + "    canary: {topic_prefix: c-}\n"))
+    for wrong, field in (
+        ("{topic_prefix: 'a b'}", "topic_prefix"),
+        ("{topic_prefix: c-, interval_seconds: 1}", "interval"),
+    ):
+        with pytest.raises(ConfigError, match=rf"clusters\.0\.canary\.{field}"):
+            load_settings(write(tmp_path, base + f"    canary: {wrong}\n"))

@@ -27,6 +27,8 @@ from ctlplane.exporter.http.jsonapi import health_from_dict, health_to_dict, sna
 from ctlplane.exporter.http.schema import (
     OMITTED,
     BrokerDocument,
+    CanaryBrokerDocument,
+    CanaryDocument,
     ClusterDocument,
     ClusterHealthDocument,
     ControllerDocument,
@@ -46,6 +48,8 @@ from ctlplane.exporter.http.schema import (
     VoterSetDocument,
 )
 from ctlplane.exporter.model import (
+    CanaryBroker,
+    CanaryView,
     ClusterSnapshot,
     FleetSnapshot,
     Member,
@@ -65,6 +69,8 @@ PAIRS: list[tuple[type, type[BaseModel]]] = [
     (Member, MemberDocument),
     (QuorumView, QuorumDocument),
     (ClusterSnapshot, ClusterDocument),
+    (CanaryView, CanaryDocument),
+    (CanaryBroker, CanaryBrokerDocument),
     (FleetSnapshot, SnapshotDocument),
     (BrokerHealth, BrokerDocument),
     (ControllerView, ControllerDocument),
@@ -100,8 +106,17 @@ def _rich() -> tuple[FleetSnapshot, object]:
         members=(Member(101, Role.CONTROLLER, "c1", True), Member(7, Role.BROKER, None, False)),
         controller_id=1,
     )
-    first, *others = snapshot.clusters
-    clusters = (replace(first, quorum=quorum, admin_only=True), *others)
+    canary = CanaryView(
+        read_at=999.5,
+        topic="ctlplane-canary-998000",
+        changed_at=998.0,
+        brokers=(CanaryBroker(1, True, None, None, (0, 1, 1), 0.04), CanaryBroker(2, False, 990.0, "no answer")),
+        changes_total=4,
+        errors_total={"timeout": 1},
+        error="timeout: creating ctlplane-canary-997000: TimeoutException",
+    )
+    first, second, *others = snapshot.clusters
+    clusters = (replace(first, quorum=quorum, admin_only=True), replace(second, canary=canary), *others)
     snapshot = replace(snapshot, clusters=clusters)
     health, _ = evaluate(snapshot, HealthMemory(), Thresholds())
     return snapshot, health

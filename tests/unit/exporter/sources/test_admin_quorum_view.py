@@ -486,10 +486,10 @@ def test_an_admin_error_says_what_kafka_said_and_its_root_cause() -> None:
             ),
         ),
     )
-    assert kafka_admin._reason(untrusted) == (  # type: ignore[arg-type]
+    assert kafka_admin.kafka_reason(untrusted) == (  # type: ignore[arg-type]
         "SslAuthenticationException: SSL handshake failed (SunCertPathBuilderException: no path)"
     )
     sasl = _Throwable("ExecutionException", "x", _Throwable("SaslAuthenticationException", "Authentication failed"))
-    assert kafka_admin._reason(sasl) == "SaslAuthenticationException: Authentication failed"  # type: ignore[arg-type]
+    assert kafka_admin.kafka_reason(sasl) == "SaslAuthenticationException: Authentication failed"  # type: ignore[arg-type]
     bare = _Throwable("TimeoutException", None)
-    assert kafka_admin._reason(bare) == "TimeoutException"  # type: ignore[arg-type]
+    assert kafka_admin.kafka_reason(bare) == "TimeoutException"  # type: ignore[arg-type]

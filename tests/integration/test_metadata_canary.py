@@ -1,0 +1,291 @@
+"""The metadata canary on real clusters (ctlplane/exporter/sources/admin/canary.py): every broker serves each
+change within a second when all is well, and a broker the controller's changes no longer reach while it
+stays up and answers its clients is stale by the canary's word within the threshold, and fresh again once
+they reach it.
+
+ZooKeeper mode: the controller's channel to one broker is cut (its control-plane listener reached through a
+link, harness.netcut), the broker's ZooKeeper session and clients untouched: it keeps serving the metadata
+it had (no UpdateMetadata arrives) and nothing of its own says so. KRaft: the closest fault a broker can be
+brought to, a partition between one broker and the quorum (its fetches stop; it is fenced after its session,
+and still answers clients from the image it has).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ctlplane.exporter.config.file import parse_settings
+from ctlplane.exporter.health import BrokerHealth, Lifecycle
+from ctlplane.exporter.model import CanaryView
+from ctlplane.exporter.sources.admin.canary import MetadataCanary
+from ctlplane.exporter.sources.admin.client import security_properties
+from ctlplane.exporter.state import Observation
+from ctlplane.exporter.thresholds import Thresholds
+from ctlplane.wiring import build_canaries
+from harness.localkafka import KafkaCluster, acls, start_kraft_cluster, start_zk_cluster
+from harness.localkafka.process import LOOPBACK, free_port
+from harness.netcut import CuttableLink
+from tests.integration.faults import ROUND_SECONDS, Timeline, pages_then_resolves, replay
+from tests.integration.quorum_links import through_links
+from tests.integration.watch import Watch
+from tests.kafka_versions import KRAFT_UNDER_TEST, ZK_UNDER_TEST
+
+INTERVAL = 5.0  # the smallest the config allows: a change every 5 s
+PREFIX = "ctlplane-canary-"
+STALE = Thresholds().metadata_stale_seconds
+
+
+def _canary(cluster: KafkaCluster) -> MetadataCanary:
+    return MetadataCanary(
+        cluster.name, tuple(cluster.bootstrap.split(",")), topic_prefix=PREFIX, interval_seconds=INTERVAL,
+        timeout_seconds=5.0,
+    ).start()  # fmt: skip
+
+
+def _view(observation: Observation, cluster: str) -> CanaryView:
+    snapshot = observation.snapshot.cluster(cluster)
+    assert snapshot is not None and snapshot.canary is not None
+    return snapshot.canary
+
+
+def _broker(observation: Observation, cluster: str, node: str) -> BrokerHealth:
+    health = observation.health.cluster(cluster)
+    broker = health.broker(node) if health is not None else None
+    assert broker is not None, node
+    return broker
+
+
+def _served_twice(cluster: KafkaCluster) -> object:
+    def served(observation: Observation) -> bool:
+        view = _view(observation, cluster.name)
+        return len(view.brokers) == len(cluster.brokers()) and all(
+            b.buckets and b.buckets[-1] >= 2 for b in view.brokers
+        )
+
+    return served
+
+
+def _healthy_propagation(watch: Watch, cluster: KafkaCluster) -> None:
+    """Every broker has served two changes or more, each within a second, and none is behind."""
+    observation = watch.until(_served_twice(cluster), 60, "every broker serves two canary changes")  # type: ignore[arg-type]
+    view = _view(observation, cluster.name)
+    assert view.error is None and not view.errors_total, view
+    for said in view.brokers:
+        assert said.answered and said.seconds_total / said.buckets[-1] < 1.0, said
+    for broker in cluster.brokers():
+        health = _broker(observation, cluster.name, broker.name)
+        assert health.canary_unserved_seconds is not None and health.canary_unserved_seconds < 1.0, health
+        assert not health.stale, health.evidence
+
+
+def _stale_within_the_threshold(watch: Watch, cluster: KafkaCluster, victim: str, cut: CuttableLink) -> None:
+    """Cut: the victim is stale by the canary within the threshold and a change; the others are not.
+    Healed: it serves the changes again."""
+    cut_at = time.monotonic()
+    cut.cut()
+    try:
+        observation = watch.until(
+            lambda o: (
+                _broker(o, cluster.name, victim).stale
+                and "metadata canary" in _broker(o, cluster.name, victim).evidence
+            ),
+            STALE + 3 * INTERVAL,
+            f"{victim} stale by the canary",
+        )
+        flagged = time.monotonic() - cut_at
+        # the first change after the cut, then the threshold, then a round
+        assert flagged <= STALE + 2 * INTERVAL + 3, flagged
+        broker = _broker(observation, cluster.name, victim)
+        assert broker.up, broker  # it runs and answers: not a crash
+        assert broker.canary_unserved_seconds is not None and broker.canary_unserved_seconds >= STALE
+        for other in cluster.brokers():
+            if other.name != victim:
+                said = _broker(observation, cluster.name, other.name)
+                assert said.canary_unserved_seconds is not None and said.canary_unserved_seconds < STALE, said
+                assert "metadata canary" not in said.evidence, said.evidence
+    finally:
+        cut.heal()
+    watch.until(
+        lambda o: _broker(o, cluster.name, victim).canary_unserved_seconds == 0.0,
+        60,
+        f"{victim} serving the canary's changes again",
+    )
+
+
+@pytest.fixture
+def links() -> Iterator[dict[str, CuttableLink]]:
+    made: dict[str, CuttableLink] = {}
+    yield made
+    for link in made.values():
+        link.close()
+
+
+def test_zookeeper_a_broker_the_controller_no_longer_reaches_is_stale_by_the_canary_and_pages(
+    kafka_workdir: Path, links: dict[str, CuttableLink], tmp_path: Path
+) -> None:
+    """The active controller's channel to one broker cut 0.5 s after a round for 8 rounds (120 s), at the 15 s
+    round, recorded and replayed against the shipped rules: stale by the canary within the threshold and a
+    change, KafkaBrokerMetadataCanaryUnserved the one page (30 s unserved, for 1m), resolved once healed."""
+    names = [f"broker-{i}" for i in (1, 2, 3)]
+    ports = {name: free_port() for name in names}
+    links.update({name: CuttableLink((LOOPBACK, ports[name])) for name in names})
+    cluster = start_zk_cluster(
+        "canary-zk",
+        kafka_workdir,
+        brokers=3,
+        version=ZK_UNDER_TEST,
+        control_plane_ports={name: (ports[name], links[name].port) for name in names},
+    )
+    watch = Watch(cluster)  # its JMX client starts the JVM the canary's client runs in
+    # as a user's config turns it on, through the wiring `ctlplane run` uses
+    settings = parse_settings(
+        {
+            "clusters": [
+                {
+                    "name": cluster.name,
+                    "bootstrap_servers": cluster.bootstrap.split(","),
+                    "canary": {"topic_prefix": PREFIX, "interval_seconds": INTERVAL},
+                }
+            ]
+        }
+    )
+    watch.scraper.set_canaries(build_canaries(settings))
+    try:
+        _healthy_propagation(watch, cluster)
+        health = watch.state.current().health.cluster(cluster.name)
+        assert health is not None and health.controller.node is not None
+        victim = next(name for name in names if name != health.controller.node)
+        timeline = Timeline(watch, cluster)
+        timeline.round()
+        timeline.sleep_into_round(0.5)
+        cut_at = time.monotonic()
+        links[victim].cut()
+        flagged: float | None = None
+        try:
+            for _ in range(8):  # 120 s: 30 s unserved, then the rule's 1m
+                timeline.round()
+                broker = timeline.broker_rounds(victim)[-1]
+                if flagged is None and broker is not None and broker.stale and "metadata canary" in broker.evidence:
+                    flagged = time.monotonic() - cut_at
+        finally:
+            links[victim].heal()
+        faulted_until = len(timeline.observations) - 1
+        for _ in range(4):
+            broker = timeline.broker_rounds(victim)[-1]
+            if broker is not None and broker.canary_unserved_seconds == 0.0:
+                break
+            timeline.round()
+        timeline.round()
+        # the first change after the cut, the threshold, then the next round
+        assert flagged is not None and flagged <= STALE + INTERVAL + ROUND_SECONDS + 3, timeline.evidence(victim)
+        cut = timeline.broker_rounds(victim)[2 : faulted_until + 1]
+        assert all(b is not None and b.up and b.state is Lifecycle.ACTIVE for b in cut), timeline.evidence(victim)
+        for other in names:
+            if other != victim:
+                assert not any("metadata canary" in e for e in timeline.evidence(other)), timeline.evidence(other)
+        last = len(timeline.observations) - 1
+        replay(
+            timeline,
+            "controller-channel-cut-canary",
+            pages_then_resolves(
+                faulted_until, last, frozenset({("KafkaBrokerMetadataCanaryUnserved", victim)}), node=victim
+            ),
+            f"the active controller's channel to {victim} (its control-plane listener, through a link) cut 0.5 s "
+            "after a round for 120 s, its ZooKeeper session and clients untouched; a metadata canary change "
+            "every 5 s",
+            tmp_path,
+        )
+    finally:
+        watch.close()
+        cluster.stop()
+
+
+def test_kraft_a_broker_cut_off_from_the_quorum_is_stale_by_the_canary(
+    kafka_workdir: Path, links: dict[str, CuttableLink]
+) -> None:
+    link = CuttableLink((LOOPBACK, free_port()))
+    links["controller-1"] = link
+    controller_ports = {101: free_port()}
+    cluster = start_kraft_cluster(
+        "canary-kraft",
+        kafka_workdir,
+        controllers=1,
+        brokers=3,
+        version=KRAFT_UNDER_TEST,
+        controller_ports=controller_ports,
+        node_overrides=through_links("broker-1", {101: link}, controller_ports),
+    )
+    watch = Watch(cluster)  # its JMX client starts the JVM the canary's client runs in
+    watch.scraper.set_canaries({cluster.name: _canary(cluster)})
+    try:
+        _healthy_propagation(watch, cluster)
+        _stale_within_the_threshold(watch, cluster, "broker-1", link)
+    finally:
+        watch.close()
+        cluster.stop()
+
+
+ACL_USER, ACL_PASSWORD = "canary", "canary-Secret-1903"
+# StandardAuthorizer on every node; the nodes' own PLAINTEXT listeners (between brokers and controllers, and the
+# test's own kafka-acls) are User:ANONYMOUS, a super user, while the canary signs in on SASL_PLAINTEXT
+AUTHORIZER = {
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "super.users": "User:ANONYMOUS",
+}
+# docs/canary.md, "ACLs", as written there but for the principal
+DOCUMENTED = ["--topic", PREFIX, "--resource-pattern-type", "prefixed"]
+
+
+def test_with_the_documented_acls_alone_it_works_and_without_delete_it_says_so_and_makes_no_second_topic(
+    kafka_workdir: Path,
+) -> None:
+    cluster = start_kraft_cluster(
+        "canary-acl",
+        kafka_workdir,
+        controllers=1,
+        brokers=2,
+        version=KRAFT_UNDER_TEST,
+        sasl_users={ACL_USER: ACL_PASSWORD},
+        broker_overrides=AUTHORIZER,
+        node_overrides={"controller-1": AUTHORIZER},
+    )
+    principal = ["--allow-principal", f"User:{ACL_USER}"]
+    acls(cluster, "--add", *principal, "--operation", "Create", "--operation", "Describe", *DOCUMENTED)
+    canary = MetadataCanary(
+        cluster.name,
+        tuple(cluster.listener_bootstrap("SASL_PLAINTEXT")),
+        topic_prefix=PREFIX,
+        interval_seconds=INTERVAL,
+        timeout_seconds=5.0,
+        security=security_properties("SASL_PLAINTEXT", "SCRAM-SHA-256", ACL_USER, ACL_PASSWORD),
+    )
+    watch = Watch(cluster)
+    watch.scraper.set_canaries({cluster.name: canary.start()})
+    try:
+        # Delete missing: the first topic is made and served, its deletion refused, no second one is made
+        refused = watch.until(
+            lambda o: _view(o, cluster.name).errors_total.get("not_authorized", 0) >= 2, 60, "the deletion refused"
+        )
+        view = _view(refused, cluster.name)
+        assert view.changes_total == 1, view
+        assert view.error is not None and "TopicAuthorizationException" in view.error, view.error
+        assert view.error.startswith(f"not_authorized: deleting {view.topic}"), view.error
+        assert all(b.answered and b.unserved_since is None for b in view.brokers), view.brokers
+        health = refused.health.cluster(cluster.name)
+        assert health is not None and all(b.up and not b.stale for b in health.brokers), health  # the rest goes on
+        # the one documented ACL added: the topic deleted, changes made again, nothing refused after
+        acls(cluster, "--add", *principal, "--operation", "Delete", *DOCUMENTED)
+        working = watch.until(lambda o: _view(o, cluster.name).changes_total >= 3, 60, "changes made again")
+        view = _view(working, cluster.name)
+        errors = view.errors_total.get("not_authorized", 0)
+        again = watch.until(lambda o: _view(o, cluster.name).changes_total >= 5, 60, "two more changes")
+        assert _view(again, cluster.name).errors_total.get("not_authorized", 0) == errors
+        assert _view(again, cluster.name).error is None
+        assert all(b.buckets[-1] >= 3 for b in _view(again, cluster.name).brokers)
+    finally:
+        watch.close()
+        cluster.stop()
