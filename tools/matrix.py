@@ -38,6 +38,7 @@ TEST_FILES = (
     "tests/integration/test_quorum_view.py",
     "tests/integration/test_dynamic_quorum.py",
     "tests/integration/test_partitioned_controller.py",
+    "tests/integration/test_metadata_canary.py",
 )
 
 

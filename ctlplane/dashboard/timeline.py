@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from ctlplane.exporter.health import BrokerHealth, ClusterHealth, Lifecycle
@@ -25,6 +25,7 @@ class EventKind(StrEnum):
     LAG_ENDED = "lag-ended"
     VOTER_ADDED = "voter-added"  # the quorum's voter set gained a voter (KIP-853 add-controller)
     VOTER_REMOVED = "voter-removed"  # and lost one (remove-controller)
+    ROLL = "rolling-restart"  # brokers stopped cleanly and back ACTIVE one after another (`rolls`)
 
 
 # How bad an event is, for its colour: the start of trouble is bad, its end is good.
@@ -42,6 +43,7 @@ EVENT_SEVERITY = {
     EventKind.LAG_ENDED: "ok",
     EventKind.VOTER_ADDED: "ok",
     EventKind.VOTER_REMOVED: "warn",
+    EventKind.ROLL: "ok",
 }
 
 
@@ -52,6 +54,8 @@ class Event:
     node: str | None  # None for cluster-wide events
     kind: EventKind
     detail: str
+    # a broker's event: the state it entered (what `rolls` reads), not part of what the event says
+    state: Lifecycle | None = field(default=None, compare=False)
 
 
 def _epoch(value: float | None) -> str:
@@ -117,20 +121,29 @@ def _broker_events(at: float, cluster: str, old: BrokerHealth, new: BrokerHealth
         # fenced, not back
         back = old.state is Lifecycle.UNREACHABLE and new.up
         if new.state is Lifecycle.UNREACHABLE:
-            events.append(Event(at, cluster, new.node, EventKind.UNREACHABLE, new.evidence))
+            events.append(Event(at, cluster, new.node, EventKind.UNREACHABLE, new.evidence, new.state))
         elif back:
             events.append(
                 Event(at, cluster, new.node, EventKind.REACHABLE,
-                      f"{new.state} after {at - since:.0f} s unreachable ({new.evidence})")
+                      f"{new.state} after {at - since:.0f} s unreachable ({new.evidence})", new.state)
             )  # fmt: skip
         if new.state is Lifecycle.FENCED:
-            events.append(Event(at, cluster, new.node, EventKind.FENCED, new.evidence))
+            events.append(Event(at, cluster, new.node, EventKind.FENCED, new.evidence, new.state))
         elif old.state is Lifecycle.FENCED and new.state is Lifecycle.ACTIVE:
             events.append(
-                Event(at, cluster, new.node, EventKind.UNFENCED, f"fenced for {at - since:.0f} s ({new.evidence})")
+                Event(
+                    at,
+                    cluster,
+                    new.node,
+                    EventKind.UNFENCED,
+                    f"fenced for {at - since:.0f} s ({new.evidence})",
+                    new.state,
+                )
             )
         elif new.state is not Lifecycle.UNREACHABLE and not back:
-            events.append(Event(at, cluster, new.node, EventKind.STATE, f"{old.state} -> {new.state} ({new.evidence})"))
+            events.append(
+                Event(at, cluster, new.node, EventKind.STATE, f"{old.state} -> {new.state} ({new.evidence})", new.state)
+            )
     if new.stale and not old.stale:
         lag = "" if new.metadata_lag_records is None else f"{new.metadata_lag_records:g} records"
         if new.metadata_lag_seconds is not None:
@@ -211,3 +224,85 @@ def timeline(observations: Sequence[Observation]) -> list[Event]:
     events = [event for observation in observations for event in fold.add(observation)]
     events.sort(key=lambda e: e.at, reverse=True)
     return events
+
+
+# A rolling restart's nodes follow each other within this long (the next node stopped after the last is back)
+ROLL_GAP_SECONDS = 300.0
+
+
+@dataclass(frozen=True)
+class _Restart:
+    """One broker stopped cleanly and back ACTIVE: its events, the first entering SHUTDOWN, the last ACTIVE."""
+
+    node: str
+    events: tuple[Event, ...]
+
+    @property
+    def start(self) -> float:
+        return self.events[0].at
+
+    @property
+    def end(self) -> float:
+        return self.events[-1].at
+
+
+def _restarts(events: Sequence[Event]) -> list[_Restart]:
+    """Each broker's clean restarts among `events` (oldest first): from entering SHUTDOWN (a controlled
+    shutdown: a stop on purpose) to being ACTIVE again, every event of it between. A broker that leaves ACTIVE
+    any other way, or is not back, is no restart."""
+    open_: dict[tuple[str, str], list[Event]] = {}
+    done: list[_Restart] = []
+    for event in events:
+        if event.node is None or event.state is None:
+            continue
+        key = (event.cluster, event.node)
+        if key in open_:
+            open_[key].append(event)
+            if event.state is Lifecycle.ACTIVE:
+                done.append(_Restart(event.node, tuple(open_.pop(key))))
+        elif event.state is Lifecycle.SHUTDOWN:
+            open_[key] = [event]
+    return sorted(done, key=lambda restart: restart.start)
+
+
+def _roll_event(cluster: str, roll: Sequence[_Restart], absorbed: Sequence[Event]) -> Event:
+    nodes = ", ".join(restart.node for restart in roll)
+    downs = [restart.end - restart.start for restart in roll]
+    elections = sum(1 for event in absorbed if event.kind is EventKind.ELECTION)
+    detail = (
+        f"{nodes}: {len(roll)} brokers one at a time over {roll[-1].end - roll[0].start:.0f} s "
+        f"(each {min(downs):.0f}-{max(downs):.0f} s out of ACTIVE)"
+    )
+    if elections:
+        detail += f"; {elections} controller election{'s' if elections > 1 else ''}"
+    return Event(roll[0].start, cluster, None, EventKind.ROLL, detail)
+
+
+def rolls(events: Sequence[Event]) -> list[Event]:
+    """`events` (newest first, as the pages show them) with each rolling restart as one event: two or more
+    brokers of a cluster restarted cleanly one at a time, each stopped after the one before was ACTIVE again
+    and within ROLL_GAP_SECONDS of it. Their events, and the controller elections between the roll's first
+    stop and last return, are in the one; anything else in that time (a fencing of another broker, no active
+    controller) stays on its own."""
+    ordered = sorted(events, key=lambda event: event.at)
+    absorbed: set[int] = set()
+    added: list[Event] = []
+    for cluster in dict.fromkeys(event.cluster for event in ordered):
+        runs: list[list[_Restart]] = []
+        for restart in _restarts([e for e in ordered if e.cluster == cluster]):
+            last = runs[-1][-1] if runs else None
+            if last is not None and last.end <= restart.start <= last.end + ROLL_GAP_SECONDS:
+                runs[-1].append(restart)
+            else:
+                runs.append([restart])
+        for roll in (run for run in runs if len(run) >= 2):
+            inside = [
+                e
+                for e in ordered
+                if e.cluster == cluster and e.kind is EventKind.ELECTION and roll[0].start <= e.at <= roll[-1].end
+            ]
+            absorbed.update(id(e) for restart in roll for e in restart.events)
+            absorbed.update(id(e) for e in inside)
+            added.append(_roll_event(cluster, roll, inside))
+    kept = [event for event in events if id(event) not in absorbed]
+    return sorted([*kept, *added], key=lambda event: event.at, reverse=True)

@@ -12,6 +12,7 @@ from harness.localkafka.errors import LocalKafkaError
 from harness.localkafka.jars import cache_dir, ensure_jars, ensure_tools_jar, read_text_or_none, tail_text
 from harness.localkafka.nodes import KafkaNode
 from harness.localkafka.process import java_executable
+from harness.localkafka.versions import major_minor
 
 # every release's jars; kafka-tools is not). Run with Java's single-file source launcher: nothing prebuilt.
 _CREATE_TOPIC_SOURCE = """\
@@ -155,10 +156,18 @@ def unregister_broker(cluster: KafkaCluster, node_id: int, timeout: float = 60) 
 
 
 def acls(cluster: KafkaCluster, *arguments: str, bootstrap: str | None = None, timeout: float = 60) -> str:
-    """`kafka-acls.sh --bootstrap-server <bootstrap> <arguments>` (AclCommand of the release's kafka-tools jar,
-    Kafka 3.9+ there): `bootstrap` defaults to the cluster's PLAINTEXT listener. Returns the tool's output."""
+    """`kafka-acls.sh --bootstrap-server <bootstrap> <arguments>`: the release's AclCommand (the kafka-tools
+    jar's from 4.0, core's Scala one before: what the script runs in each). `bootstrap` defaults to the
+    cluster's PLAINTEXT listener. Returns the tool's output."""
     command = ["AclCommand", "--bootstrap-server", bootstrap or cluster.bootstrap, *arguments]
-    result = _kafka_tool(cluster, command, timeout)
+    if major_minor(cluster.version) < (4, 0):
+        result = subprocess.run(
+            [java_executable(), "-Xmx128m", "-cp", f"{ensure_jars(cluster.version)}/*", "kafka.admin.AclCommand",
+             *command[1:]],
+            capture_output=True, text=True, timeout=timeout, check=False,
+        )  # fmt: skip
+    else:
+        result = _kafka_tool(cluster, command, timeout)
     if result.returncode != 0:
         raise LocalKafkaError(
             f"kafka-acls {' '.join(arguments)} on {cluster.name} failed: {tail_text(result.stderr, 20)}"

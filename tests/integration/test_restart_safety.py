@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from ctlplane.dashboard.timeline import EventKind, rolls, timeline
 from ctlplane.exporter.health import Lifecycle
 from ctlplane.exporter.health.restart import OFFLINE
 from ctlplane.exporter.http.app import create_app
@@ -108,7 +109,17 @@ def _rolled_by_the_api(cluster: KafkaCluster, watch: Watch) -> None:
         watch.until(waiting(peers, blocker), 60, f"while {node} is down, {', '.join(peers)} wait ({blocker})")
         cluster.node(node).start()
     everyone = (*BROKERS, *CONTROLLERS)
-    watch.until(lambda o: _all(o, (True, None), everyone), 180, "after the roll, every node may restart again")
+
+    def settled(observation: Observation) -> bool:
+        rounds.append(observation)
+        return _all(observation, (True, None), everyone)
+
+    watch.until(settled, 180, "after the roll, every node may restart again")
+    # the dashboard's timeline shows the brokers' roll as one event, in the order they went
+    events = rolls(timeline(rounds))
+    rolled = [e for e in events if e.kind is EventKind.ROLL]
+    assert len(rolled) == 1 and rolled[0].detail.startswith(f"{', '.join(BROKERS)}: 3 brokers"), events
+    assert not [e for e in events if e.node in BROKERS], events
     for observation in rounds:
         snapshot = next(c for c in observation.snapshot.clusters if c.name == NAME)
         offline = {n.node: n.value(OFFLINE) for n in snapshot.nodes if n.value(OFFLINE)}

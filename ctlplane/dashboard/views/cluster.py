@@ -10,7 +10,7 @@ from dash import dcc, html
 from dash.development.base_component import Component
 
 from ctlplane.dashboard.source import AlertsResult
-from ctlplane.dashboard.timeline import EVENT_SEVERITY, Event, EventKind
+from ctlplane.dashboard.timeline import EVENT_SEVERITY, Event, EventKind, rolls
 from ctlplane.dashboard.trail import ClusterTrail, Line
 from ctlplane.dashboard.views.common import (
     DASH,
@@ -187,7 +187,11 @@ def _flags(broker: BrokerHealth) -> list[Component]:
     """A broker's warnings beside its state: stale or frozen metadata, a saturated control plane, the views
     disagreeing."""
     flags: list[Component] = []
-    if broker.stale:
+    behind = broker.canary_unserved_seconds
+    if broker.stale and behind:
+        # the metadata canary's change unserved (docs/canary.md): how long, beside the word
+        flags.append(badge(f"STALE (canary {behind:.0f} s)", Level.WARN, canary="behind"))
+    elif broker.stale:
         flags.append(badge("STALE", Level.WARN))
     if broker.frozen:
         flags.append(badge("FROZEN", Level.WARN))
@@ -527,7 +531,7 @@ def cluster_view(
             html.H3("Nodes"),
             node_table(snapshot, health, url_prefix),
             *([gaps] if (gaps := watch_gaps(snapshot, health)) is not None else []),
-            timeline_view(own_events),
+            timeline_view(rolls(own_events)),
         ],
         className="cluster",
     )

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ctlplane.dashboard.timeline import Event, EventKind, timeline
+from ctlplane.dashboard.timeline import Event, EventKind, rolls, timeline
 from ctlplane.exporter.catalog import Role
 from ctlplane.exporter.health import BrokerHealth, ControllerView, Lifecycle
 from ctlplane.exporter.health.model import QuorumMember, VoterSet
@@ -157,3 +157,73 @@ def test_a_controller_added_then_another_removed_are_voter_events_and_a_source_c
         (EventKind.VOTER_ADDED, "controller-3"),
         (EventKind.VOTER_REMOVED, "controller-3"),
     ]
+
+
+def _rolled(*steps: tuple[float, dict[str, Lifecycle], int]) -> list[Observation]:
+    """Rounds of brokers b1-b3 (each ACTIVE unless `states` says) with the controller's failover count."""
+    names = ("b1", "b2", "b3")
+    return [
+        _obs(at, *(broker(n, states.get(n, Lifecycle.ACTIVE)) for n in names), view=controller(("ctl-1",), failovers=f))
+        for at, states, f in steps
+    ]
+
+
+STOP, GONE, START = Lifecycle.SHUTDOWN, Lifecycle.UNREACHABLE, Lifecycle.INITIAL
+
+
+def test_a_rolling_restart_is_one_event_with_its_brokers_in_order_and_the_election_in_it() -> None:
+    window = _rolled(
+        (T0, {}, 0),
+        (T0 + 15, {"b2": STOP}, 0),
+        (T0 + 30, {"b2": GONE}, 1),  # the active controller moved meanwhile
+        (T0 + 45, {"b2": START}, 1),
+        (T0 + 60, {}, 1),
+        (T0 + 75, {"b1": STOP}, 1),
+        (T0 + 90, {"b1": GONE}, 1),
+        (T0 + 105, {}, 1),
+        (T0 + 120, {"b3": STOP}, 1),
+        (T0 + 135, {}, 1),
+    )
+    events = rolls(timeline(window))
+    assert events == [
+        Event(
+            T0 + 15,
+            "c1",
+            None,
+            EventKind.ROLL,
+            "b2, b1, b3: 3 brokers one at a time over 120 s (each 15-45 s out of ACTIVE); 1 controller election",
+        )
+    ]
+
+
+def test_overlapping_stops_a_crash_or_one_restart_are_no_roll() -> None:
+    overlapping = _rolled(
+        (T0, {}, 0),
+        (T0 + 15, {"b1": STOP}, 0),
+        (T0 + 30, {"b1": STOP, "b2": STOP}, 0),
+        (T0 + 45, {"b2": STOP}, 0),
+        (T0 + 60, {}, 0),
+    )
+    crash_then_restart = _rolled(
+        (T0, {}, 0), (T0 + 15, {"b1": GONE}, 0), (T0 + 30, {}, 0), (T0 + 45, {"b2": STOP}, 0), (T0 + 60, {}, 0)
+    )
+    one = _rolled((T0, {}, 0), (T0 + 15, {"b1": STOP}, 0), (T0 + 30, {}, 0))
+    for window in (overlapping, crash_then_restart, one):
+        events = timeline(window)
+        assert rolls(events) == events and EventKind.ROLL not in {e.kind for e in events}
+
+
+def test_restarts_far_apart_are_two_and_what_else_happened_stays_beside_the_roll() -> None:
+    far = _rolled(
+        (T0, {}, 0), (T0 + 15, {"b1": STOP}, 0), (T0 + 30, {}, 0), (T0 + 400, {"b2": STOP}, 0), (T0 + 415, {}, 0)
+    )
+    assert EventKind.ROLL not in {e.kind for e in rolls(timeline(far))}
+    fenced = _rolled(
+        (T0, {}, 0),
+        (T0 + 15, {"b1": STOP}, 0),
+        (T0 + 30, {"b3": Lifecycle.FENCED}, 0),  # another broker fenced during the roll: its own event
+        (T0 + 45, {"b2": STOP, "b3": Lifecycle.FENCED}, 0),
+        (T0 + 60, {"b3": Lifecycle.FENCED}, 0),
+    )
+    kinds = [e.kind for e in rolls(timeline(fenced))]
+    assert kinds.count(EventKind.ROLL) == 1 and EventKind.FENCED in kinds

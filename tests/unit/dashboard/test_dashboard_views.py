@@ -217,6 +217,14 @@ class TestNodeTable:
         cells = [list(texts(td)) for td in row["props"]["children"]]
         assert cells[4:] == [["12"], ["—"], ["STALE", "FROZEN"], ["4"], ["1"], ["25%"], ["50%"], ["—"], ["yes"]]
 
+    def test_a_broker_stale_by_the_metadata_canary_says_how_long_it_has_lacked_the_change(self) -> None:
+        behind = replace(broker("b1", stale=True), canary_unserved_seconds=21.4)
+        fresh = replace(broker("b2"), canary_unserved_seconds=0.0)
+        health = cluster_health(brokers=(behind, fresh))
+        table = as_dict(views.node_table(ClusterSnapshot("c1", (node("b1"), node("b2"))), health))
+        flags = {n: list(texts(find(table, **{"data-node": n})[0]["props"]["children"][6])) for n in ("b1", "b2")}
+        assert flags == {"b1": ["STALE (canary 21 s)"], "b2": ["—"]}
+
 
 class TestFigures:
     def test_queue_figure_compares_control_plane_with_its_twin(self) -> None:

@@ -33,7 +33,11 @@ from ctlplane.exporter.sources.admin.client import AdminClientError, class_loade
 
 log = logging.getLogger(__name__)
 
-ASK_EVERY_SECONDS = 0.1  # how often a broker that does not serve the change yet is asked again
+# How often a broker that does not serve the change yet is asked again: often while a healthy broker would
+# (within tens of ms), then once a second, so that a stale broker is not asked hundreds of times a change
+ASK_EVERY_SECONDS = 0.1
+ASKED_OFTEN_FOR_SECONDS = 2.0
+ASK_LATER_EVERY_SECONDS = 1.0
 # Kafka's error codes (org.apache.kafka.common.protocol.Errors)
 _NONE = 0
 _UNKNOWN_TOPIC_OR_PARTITION = 3
@@ -260,23 +264,26 @@ class MetadataCanary:
         return dict(sorted(listed.items()))
 
     def _ask_until_served(self, topic: str, asked_at: float, until: float) -> None:
-        """Ask every broker that does not serve `topic` yet, every ASK_EVERY_SECONDS, until all do or `until`
-        (time.monotonic()); each answer is published as it comes."""
+        """Ask every broker that does not serve `topic` yet (every ASK_EVERY_SECONDS, after
+        ASKED_OFTEN_FOR_SECONDS every ASK_LATER_EVERY_SECONDS) until all do or `until` (time.monotonic()); each
+        answer is published as it comes."""
         network = self._network_client()
         clock = java_class("org.apache.kafka.common.utils.Time").SYSTEM
         while not self._stop.is_set() and time.monotonic() < until:
             pending = [b for b in self._brokers.values() if not b.served]
             if not pending:
                 return
+            late = time.time() - asked_at > ASKED_OFTEN_FOR_SECONDS
+            every = ASK_LATER_EVERY_SECONDS if late else ASK_EVERY_SECONDS
             for broker in pending:
-                self._maybe_ask(network, clock, broker, topic)
+                self._maybe_ask(network, clock, broker, topic, every)
             for response in network.poll(50, clock.milliseconds()):
                 self._answered(response, topic, asked_at)
         for broker in self._brokers.values():
             if not broker.served and broker.in_flight:
                 broker.in_flight = False  # its answer, if it comes, is for a change no longer asked
 
-    def _maybe_ask(self, network: Any, clock: Any, broker: _Broker, topic: str) -> None:
+    def _maybe_ask(self, network: Any, clock: Any, broker: _Broker, topic: str, every: float) -> None:
         import jpype
 
         now = time.monotonic()
@@ -290,7 +297,7 @@ class MetadataCanary:
             broker.error = kafka_reason(failure) if failure is not None else f"cannot connect to {where}"
             self._publish()
         if not network.ready(node, clock.milliseconds()):
-            broker.next_ask = now + ASK_EVERY_SECONDS  # connecting (ready() starts it)
+            broker.next_ask = now + every  # connecting (ready() starts it)
             return
         collections = jpype.JClass("java.util.Collections")
         builder = java_class("org.apache.kafka.common.requests.MetadataRequest").Builder(
@@ -298,7 +305,7 @@ class MetadataCanary:
         )
         request = network.newClientRequest(str(node.idString()), builder, clock.milliseconds(), True)
         network.send(request, clock.milliseconds())
-        broker.in_flight, broker.next_ask = True, now + ASK_EVERY_SECONDS
+        broker.in_flight, broker.next_ask = True, now + every
 
     def _answered(self, response: Any, topic: str, asked_at: float) -> None:
         broker = self._brokers.get(int(str(response.destination())))
