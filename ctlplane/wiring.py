@@ -17,7 +17,7 @@ from ctlplane.exporter.config.file import ConfigError
 from ctlplane.exporter.discovery.answers import JmxRule, NodeDiscovery
 from ctlplane.exporter.discovery.dns import DnsName, DnsResolver, DnsWatch
 from ctlplane.exporter.families import Family, dashboard_family
-from ctlplane.exporter.memory import collect_garbage_per_round, release_free_memory
+from ctlplane.exporter.memory import MemoryReleaser, collect_garbage_per_round
 from ctlplane.exporter.releases import CLIENT_VERSION
 from ctlplane.exporter.scraper import CanarySource, QuorumSource, Scraper, Target
 from ctlplane.exporter.shards import parse_shard
@@ -311,7 +311,7 @@ def build_state(settings: Settings, scraper: Scraper) -> ExporterState:
     state.subscribe(collect_garbage_per_round())
     # then hand the memory its threads freed back to the system (ctlplane/exporter/memory.py); what later
     # subscribers free is handed back a round later
-    state.subscribe(release_free_memory)
+    state.subscribe(MemoryReleaser())
     return state
 
 

@@ -13,7 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from ctlplane.exporter.memory import collect_garbage_per_round, release_free_memory
+from ctlplane.exporter.memory import (
+    RELEASE_EVERY_SECONDS,
+    MemoryReleaser,
+    collect_garbage_per_round,
+    release_free_memory,
+)
 
 CHUNK = 64 * 1024  # above pymalloc's 512 bytes and below malloc's mmap threshold: lives in a malloc arena
 
@@ -140,3 +145,13 @@ def test_without_rounds_the_young_generations_are_still_collected(collector: Non
             time.sleep(0.05)
     finally:
         collect.stop()
+
+
+def test_free_memory_goes_back_at_most_every_ten_seconds_however_short_the_rounds() -> None:
+    now = [0.0]
+    released: list[float] = []
+    releaser = MemoryReleaser(clock=lambda: now[0], release=lambda: released.append(now[0]))
+    for at in (0.0, 1.0, 9.9, 10.0, 15.0, 35.0):  # rounds of 1 s, then of the default 15 s and longer
+        now[0] = at
+        releaser(object())
+    assert released == [0.0, 10.0, 35.0] and RELEASE_EVERY_SECONDS == 10.0
