@@ -527,9 +527,8 @@ def canary_families(snapshot: FleetSnapshot) -> list[Family]:
             labels = (cluster.name, names.get(broker.node_id, f"broker-{broker.node_id}"), "broker")
             if broker.buckets:
                 propagation.add_histogram(labels, CANARY_BUCKETS, broker.buckets, broker.seconds_total)
-            if broker.answered:
-                since = broker.unserved_since
-                unserved.add(labels, 0.0 if since is None else max(0.0, snapshot.taken_at - since))
+            if (seconds := broker.unserved_seconds(snapshot.taken_at)) is not None:
+                unserved.add(labels, seconds)
     return [family for family in (propagation, unserved, changes, errors, last) if family.rows]
 
 

@@ -251,6 +251,13 @@ class CanaryBroker:
     buckets: tuple[int, ...] = ()
     seconds_total: float = 0.0
 
+    def unserved_seconds(self, now: float) -> float | None:
+        """How long, at `now`, it has answered without the latest change: 0 when it serves it, None where it
+        did not answer (then it said nothing)."""
+        if not self.answered:
+            return None
+        return 0.0 if self.unserved_since is None else max(0.0, now - self.unserved_since)
+
 
 @dataclass(frozen=True)
 class CanaryView:

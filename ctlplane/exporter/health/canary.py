@@ -22,10 +22,10 @@ def with_canary(
     out = []
     for broker in brokers:
         said = view.broker(broker.node_id)
-        if said is None or not said.answered:
+        unserved = said.unserved_seconds(now) if said is not None else None
+        if unserved is None:
             out.append(broker)
             continue
-        unserved = 0.0 if said.unserved_since is None else max(0.0, now - said.unserved_since)
         broker = replace(broker, canary_unserved_seconds=unserved)
         if unserved >= thresholds.metadata_stale_seconds:
             broker = replace(
