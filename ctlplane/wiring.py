@@ -254,7 +254,8 @@ def build_canaries(
             kept is not None
             and cluster.name in kept
             and previous is not None
-            and _canary_settings(previous) == _canary_settings(cluster)
+            and before is not None
+            and _canary_settings(previous, before) == _canary_settings(cluster, settings)
         ):
             canaries[cluster.name] = kept[cluster.name]
             continue
@@ -269,8 +270,9 @@ def build_canaries(
     return canaries
 
 
-def _canary_settings(cluster: ClusterConfig) -> tuple[object, ...]:
-    return (cluster.canary, cluster.bootstrap_servers, cluster.admin)
+def _canary_settings(cluster: ClusterConfig, settings: Settings) -> tuple[object, ...]:
+    # everything MetadataCanary is built from: its timeout is the scrape's, as the quorum reader's is
+    return (cluster.canary, cluster.bootstrap_servers, cluster.admin, settings.scrape.timeout_seconds)
 
 
 def admin_only(settings: Settings) -> frozenset[str]:
