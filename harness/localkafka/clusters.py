@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 
 from harness.localkafka import classdata
 from harness.localkafka.agent import MetricsServer
-from harness.localkafka.errors import ClusterStartError
-from harness.localkafka.jars import tail_text
+from harness.localkafka.errors import ClusterStartError, LocalKafkaError
+from harness.localkafka.jars import ensure_jars, tail_text
 from harness.localkafka.nodes import KafkaNode, ZooKeeperServer, check_name, kafka_node, start_zookeeper
 from harness.localkafka.process import (
     LOOPBACK,
@@ -186,6 +186,7 @@ def start_zk_cluster(
     jmx_port_base: int | None = None,
     metrics_agent: MetricsServer | None = None,
     control_plane_ports: Mapping[str, tuple[int, int]] | None = None,
+    sasl_users: Mapping[str, str] | None = None,
 ) -> KafkaCluster:
     """Start a ZooKeeper-mode cluster of ``brokers`` brokers (ids 1..N) in ``<workdir>/<name>``.
 
@@ -203,6 +204,9 @@ def start_zk_cluster(
     ``control_plane_ports[node name]``: (the port its CONTROLLER listener takes, the port it advertises), so
     that a caller can put a link between the controller and that broker (harness.netcut): the controller
     sends its requests to the advertised endpoint of the control-plane listener (ControllerChannelManager).
+    ``sasl_users`` (user -> password): a second client listener, ``SASL_PLAINTEXT``, as start_kraft_cluster's;
+    the SCRAM credentials are written to ZooKeeper once the brokers are up (ConfigCommand ``--zookeeper``, which
+    every ZooKeeper-mode release takes for SCRAM), where the brokers pick them up as a config change.
     """
     if control_plane_ports and not control_plane_listener:
         raise ValueError("control_plane_ports needs control_plane_listener")
@@ -271,6 +275,7 @@ def start_zk_cluster(
             }
             if control_plane_listener:
                 props["control.plane.listener.name"] = "CONTROLLER"
+            props |= _secured_listener_props(props, listeners, sasl_users or {}, None)
             props.update((node_overrides or {}).get(node_name, {}))
             cluster.nodes.append(
                 kafka_node(
@@ -293,12 +298,31 @@ def start_zk_cluster(
         # Brokers retry the ZooKeeper connection (zookeeper.connection.timeout.ms), so no need to wait here.
         for n in cluster.nodes:
             n.start()
-        if wait:
+        if wait or sasl_users:
             cluster.wait_ready(timeout)
+        for user, password in (sasl_users or {}).items():
+            _add_zookeeper_scram_user(cluster, user, password)
     except BaseException:
         cluster.stop(timeout=10)
         raise
     return cluster
+
+
+def _add_zookeeper_scram_user(cluster: KafkaCluster, user: str, password: str, timeout: float = 60) -> None:
+    """SCRAM-SHA-256/512 credentials for `user` in the cluster's ZooKeeper (`kafka-configs.sh --zookeeper
+    --entity-type users --add-config SCRAM-...`): the brokers' user config handler loads them on the change
+    notification. The chroot must exist, so the brokers are up first (they create it)."""
+    credentials = ",".join(f"{mechanism}=[password={password}]" for mechanism in SCRAM_MECHANISMS)
+    result = subprocess.run(
+        [java_executable(), "-Xmx128m", "-cp", f"{ensure_jars(cluster.version)}/*", "kafka.admin.ConfigCommand",
+         "--zookeeper", cluster.zookeeper_connect or "", "--alter", "--entity-type", "users", "--entity-name", user,
+         "--add-config", credentials],
+        capture_output=True, text=True, timeout=timeout, check=False,
+    )  # fmt: skip
+    if result.returncode != 0:
+        raise LocalKafkaError(
+            f"SCRAM credentials for {user} in {cluster.name} failed: {tail_text(result.stderr or result.stdout, 20)}"
+        )
 
 
 def _check_node_overrides(overrides: Mapping[str, Mapping[str, str]] | None, names: Sequence[str]) -> None:

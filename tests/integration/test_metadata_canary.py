@@ -239,12 +239,11 @@ def test_kraft_a_broker_cut_off_from_the_quorum_is_stale_by_the_canary(
 
 
 ACL_USER, ACL_PASSWORD = "canary", "canary-Secret-1903"
-# StandardAuthorizer on every node; the nodes' own PLAINTEXT listeners (between brokers and controllers, and the
+# An authorizer on every node; the nodes' own PLAINTEXT listeners (between brokers and controllers, and the
 # test's own kafka-acls) are User:ANONYMOUS, a super user, while the canary signs in on SASL_PLAINTEXT
-AUTHORIZER = {
-    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-    "super.users": "User:ANONYMOUS",
-}
+SUPER_ANONYMOUS = {"super.users": "User:ANONYMOUS"}
+STANDARD_AUTHORIZER = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}
+ACL_AUTHORIZER = {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"}  # ZooKeeper mode, 2.4+
 # docs/canary.md, "ACLs", as written there but for the principal
 DOCUMENTED = ["--topic", PREFIX, "--resource-pattern-type", "prefixed"]
 
@@ -253,6 +252,7 @@ DOCUMENTED = ["--topic", PREFIX, "--resource-pattern-type", "prefixed"]
 def test_with_the_documented_acls_alone_it_works_and_without_delete_it_says_so_and_makes_no_second_topic(
     kafka_workdir: Path,
 ) -> None:
+    authorizer = STANDARD_AUTHORIZER | SUPER_ANONYMOUS
     cluster = start_kraft_cluster(
         "canary-acl",
         kafka_workdir,
@@ -260,9 +260,38 @@ def test_with_the_documented_acls_alone_it_works_and_without_delete_it_says_so_a
         brokers=1,
         version=KRAFT_UNDER_TEST,
         sasl_users={ACL_USER: ACL_PASSWORD},
-        broker_overrides=AUTHORIZER,
-        node_overrides={"controller-1": AUTHORIZER},
+        broker_overrides=authorizer,
+        node_overrides={"controller-1": authorizer},
     )
+    try:
+        _documented_acls_alone_work(cluster)
+    finally:
+        cluster.stop()
+
+
+@pytest.mark.zookeeper
+def test_zookeeper_mode_with_the_documented_acls_alone_it_works_and_without_delete_it_says_so(
+    kafka_workdir: Path,
+) -> None:
+    """The same with AclAuthorizer, ZooKeeper mode's authorizer (ACLs in ZooKeeper; the same KafkaApis checks:
+    CreateTopics, DeleteTopics and Metadata authorize the topic by name, a PREFIXED ACL matching it)."""
+    cluster = start_zk_cluster(
+        "canary-acl-zk",
+        kafka_workdir,
+        brokers=1,
+        version=ZK_UNDER_TEST,
+        sasl_users={ACL_USER: ACL_PASSWORD},
+        node_overrides={"broker-1": ACL_AUTHORIZER | SUPER_ANONYMOUS},
+    )
+    try:
+        _documented_acls_alone_work(cluster)
+    finally:
+        cluster.stop()
+
+
+def _documented_acls_alone_work(cluster: KafkaCluster) -> None:
+    """With Create and Describe on the prefix, Delete missing: the first topic is made and served, its deletion
+    refused in one clear error, no second topic made, the brokers' health unaffected; Delete added, it goes on."""
     principal = ["--allow-principal", f"User:{ACL_USER}"]
     acls(cluster, "--add", *principal, "--operation", "Create", "--operation", "Describe", *DOCUMENTED)
     canary = MetadataCanary(
@@ -276,7 +305,6 @@ def test_with_the_documented_acls_alone_it_works_and_without_delete_it_says_so_a
     watch = Watch(cluster)
     watch.scraper.set_canaries({cluster.name: canary.start()})
     try:
-        # Delete missing: the first topic is made and served, its deletion refused, no second one is made
         refused = watch.until(
             lambda o: _view(o, cluster.name).errors_total.get("not_authorized", 0) >= 2, 60, "the deletion refused"
         )
@@ -298,4 +326,3 @@ def test_with_the_documented_acls_alone_it_works_and_without_delete_it_says_so_a
         assert all(b.buckets[-1] >= 3 for b in _view(again, cluster.name).brokers)
     finally:
         watch.close()
-        cluster.stop()
