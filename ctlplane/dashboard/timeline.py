@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from ctlplane.exporter.catalog import Role
 from ctlplane.exporter.health import BrokerHealth, ClusterHealth, Lifecycle
 from ctlplane.exporter.health.model import QuorumMember, VoterSet
+from ctlplane.exporter.model import ClusterSnapshot, NodeSnapshot
 from ctlplane.exporter.state import Observation
 
 
@@ -25,7 +28,7 @@ class EventKind(StrEnum):
     LAG_ENDED = "lag-ended"
     VOTER_ADDED = "voter-added"  # the quorum's voter set gained a voter (KIP-853 add-controller)
     VOTER_REMOVED = "voter-removed"  # and lost one (remove-controller)
-    ROLL = "rolling-restart"  # brokers stopped cleanly and back ACTIVE one after another (`rolls`)
+    ROLL = "rolling-restart"  # nodes restarted one after another (`rolls`)
 
 
 # How bad an event is, for its colour: the start of trouble is bad, its end is good.
@@ -56,6 +59,9 @@ class Event:
     detail: str
     # a broker's event: the state it entered (what `rolls` reads), not part of what the event says
     state: Lifecycle | None = field(default=None, compare=False)
+    # a controller-only node's UNREACHABLE or REACHABLE: its read went away or came back (controllers have no
+    # lifecycle of their own to say more); what `rolls` reads as a controller's restart
+    controller: bool = field(default=False, compare=False)
 
 
 def _epoch(value: float | None) -> str:
@@ -157,6 +163,21 @@ def _broker_events(at: float, cluster: str, old: BrokerHealth, new: BrokerHealth
     return events
 
 
+def _controller_node_event(at: float, cluster: str, old: NodeSnapshot, new: NodeSnapshot, since: float) -> list[Event]:
+    """A controller-only node whose read went away or came back (a broker's own state says this for it)."""
+    if old.up and not new.up:
+        detail = f"controller not answering: {new.error}" if new.error else "controller not answering"
+        return [Event(at, cluster, new.node, EventKind.UNREACHABLE, detail, controller=True)]
+    if new.up and not old.up:
+        detail = f"controller answering again after {at - since:.0f} s"
+        return [Event(at, cluster, new.node, EventKind.REACHABLE, detail, controller=True)]
+    return []
+
+
+def _controllers(snapshot: ClusterSnapshot | None) -> list[NodeSnapshot]:
+    return [] if snapshot is None else [n for n in snapshot.nodes if n.role is Role.CONTROLLER]
+
+
 class TimelineFold:
     """Events from observations fed one at a time, oldest first: `timeline` over a window, or a `Trail`
     folding each round as it comes without keeping the rounds.
@@ -189,7 +210,9 @@ class TimelineFold:
         previous, self._previous = self._previous, observation
         if previous is None:
             clusters = observation.health.clusters
-            self._seen_up = {(c.name, b.node) for c in clusters for b in c.brokers if b.up}
+            self._seen_up = {(c.name, b.node) for c in clusters for b in c.brokers if b.up} | {
+                (n.cluster, n.node) for c in observation.snapshot.clusters for n in _controllers(c) if n.up
+            }
             self._seen_controller = {c.name for c in clusters if c.controller.node}
             self._start = observation.snapshot.taken_at
             return []
@@ -215,6 +238,25 @@ class TimelineFold:
                 events.extend(_broker_events(at, after.name, old, new, self._since.get(key, self._start)))
                 if old.state is not new.state:
                     self._since[key] = at
+            events.extend(self._controller_node_events(at, previous, observation, after.name))
+        return events
+
+    def _controller_node_events(
+        self, at: float, previous: Observation, observation: Observation, cluster: str
+    ) -> list[Event]:
+        was = previous.snapshot.cluster(cluster)
+        events: list[Event] = []
+        for new in _controllers(observation.snapshot.cluster(cluster)):
+            old = was.node(new.node) if was is not None else None
+            key = (cluster, new.node)
+            if old is None or key not in self._seen_up:
+                if new.up:
+                    self._seen_up.add(key)
+                    self._since[key] = at
+                continue
+            events.extend(_controller_node_event(at, cluster, old, new, self._since.get(key, self._start)))
+            if old.up is not new.up:
+                self._since[key] = at
         return events
 
 
@@ -232,10 +274,12 @@ ROLL_GAP_SECONDS = 300.0
 
 @dataclass(frozen=True)
 class _Restart:
-    """One broker stopped cleanly and back ACTIVE: its events, the first entering SHUTDOWN, the last ACTIVE."""
+    """One broker stopped cleanly and back ACTIVE (its events, the first entering SHUTDOWN, the last ACTIVE), or
+    one controller not answering and back (its two events)."""
 
     node: str
     events: tuple[Event, ...]
+    controller: bool = False
 
     @property
     def start(self) -> float:
@@ -247,15 +291,25 @@ class _Restart:
 
 
 def _restarts(events: Sequence[Event]) -> list[_Restart]:
-    """Each broker's clean restarts among `events` (oldest first): from entering SHUTDOWN (a controlled
-    shutdown: a stop on purpose) to being ACTIVE again, every event of it between. A broker that leaves ACTIVE
-    any other way, or is not back, is no restart."""
+    """Each node's restarts among `events` (oldest first). A broker's: from entering SHUTDOWN (a controlled
+    shutdown: a stop on purpose) to being ACTIVE again, every event of it between; a broker that leaves ACTIVE
+    any other way, or is not back, is no restart. A controller's: from its read going away to its coming back;
+    a controller shows nothing that tells a clean stop from a crash (a leader resigning on shutdown and one
+    dying both read as an election), so its time away is what the roll's detail says of it."""
     open_: dict[tuple[str, str], list[Event]] = {}
     done: list[_Restart] = []
     for event in events:
-        if event.node is None or event.state is None:
+        if event.node is None:
             continue
         key = (event.cluster, event.node)
+        if event.controller:
+            if event.kind is EventKind.UNREACHABLE:
+                open_[key] = [event]
+            elif event.kind is EventKind.REACHABLE and key in open_:
+                done.append(_Restart(event.node, (*open_.pop(key), event), controller=True))
+            continue
+        if event.state is None:
+            continue
         if key in open_:
             open_[key].append(event)
             if event.state is Lifecycle.ACTIVE:
@@ -267,31 +321,56 @@ def _restarts(events: Sequence[Event]) -> list[_Restart]:
 
 def _roll_event(cluster: str, roll: Sequence[_Restart], absorbed: Sequence[Event]) -> Event:
     nodes = ", ".join(restart.node for restart in roll)
-    downs = [restart.end - restart.start for restart in roll]
+    brokers = [restart.end - restart.start for restart in roll if not restart.controller]
+    controllers = [restart.end - restart.start for restart in roll if restart.controller]
     elections = sum(1 for event in absorbed if event.kind is EventKind.ELECTION)
-    detail = (
-        f"{nodes}: {len(roll)} brokers one at a time over {roll[-1].end - roll[0].start:.0f} s "
-        f"(each {min(downs):.0f}-{max(downs):.0f} s out of ACTIVE)"
+
+    def spread(downs: list[float]) -> str:
+        return f"{min(downs):.0f}-{max(downs):.0f} s"
+
+    counted = " and ".join(
+        f"{len(downs)} {what}{'s' if len(downs) > 1 else ''}"
+        for what, downs in (("broker", brokers), ("controller", controllers))
+        if downs
     )
+    if not controllers:
+        how = f"each {spread(brokers)} out of ACTIVE"
+    elif not brokers:
+        how = f"each {spread(controllers)} not answering"
+    else:
+        how = f"brokers {spread(brokers)} out of ACTIVE, controllers {spread(controllers)} not answering"
+    overlapping = any(later.start < earlier.end for earlier, later in itertools.combinations(roll, 2))
+    pace = "in turn, never two brokers or two controllers at once," if overlapping else "one at a time"
+    detail = f"{nodes}: {counted} {pace} over {_end(roll) - roll[0].start:.0f} s ({how})"
     if elections:
         detail += f"; {elections} controller election{'s' if elections > 1 else ''}"
     return Event(roll[0].start, cluster, None, EventKind.ROLL, detail)
 
 
+def _end(roll: Sequence[_Restart]) -> float:
+    return max(restart.end for restart in roll)
+
+
+def _joins(roll: Sequence[_Restart], restart: _Restart) -> bool:
+    """`restart` goes on `roll`: it began within ROLL_GAP_SECONDS of the roll's last return, and after every
+    node of its own role in the roll was back. A controller may go while a broker starts (the quorum does not
+    wait for brokers, nor `GET /api/v1/restart`), never two brokers or two controllers at once."""
+    same_role = [earlier for earlier in roll if earlier.controller is restart.controller]
+    return all(earlier.end <= restart.start for earlier in same_role) and restart.start <= _end(roll) + ROLL_GAP_SECONDS
+
+
 def rolls(events: Sequence[Event]) -> list[Event]:
     """`events` (newest first, as the pages show them) with each rolling restart as one event: two or more
-    brokers of a cluster restarted cleanly one at a time, each stopped after the one before was ACTIVE again
-    and within ROLL_GAP_SECONDS of it. Their events, and the controller elections between the roll's first
-    stop and last return, are in the one; anything else in that time (a fencing of another broker, no active
-    controller) stays on its own."""
+    nodes of a cluster restarted in turn (`_restarts`: brokers cleanly; `_joins`). Their events, and the
+    controller elections between the roll's first stop and last return, are in the one; anything else in
+    that time (a fencing of another broker, no active controller) stays on its own."""
     ordered = sorted(events, key=lambda event: event.at)
     absorbed: set[int] = set()
     added: list[Event] = []
     for cluster in dict.fromkeys(event.cluster for event in ordered):
         runs: list[list[_Restart]] = []
         for restart in _restarts([e for e in ordered if e.cluster == cluster]):
-            last = runs[-1][-1] if runs else None
-            if last is not None and last.end <= restart.start <= last.end + ROLL_GAP_SECONDS:
+            if runs and _joins(runs[-1], restart):
                 runs[-1].append(restart)
             else:
                 runs.append([restart])
@@ -299,7 +378,7 @@ def rolls(events: Sequence[Event]) -> list[Event]:
             inside = [
                 e
                 for e in ordered
-                if e.cluster == cluster and e.kind is EventKind.ELECTION and roll[0].start <= e.at <= roll[-1].end
+                if e.cluster == cluster and e.kind is EventKind.ELECTION and roll[0].start <= e.at <= _end(roll)
             ]
             absorbed.update(id(e) for restart in roll for e in restart.events)
             absorbed.update(id(e) for e in inside)

@@ -8,7 +8,7 @@ from ctlplane.exporter.health import BrokerHealth, ControllerView, Lifecycle
 from ctlplane.exporter.health.model import QuorumMember, VoterSet
 from ctlplane.exporter.model import ClusterSnapshot
 from ctlplane.exporter.state import Observation
-from tests.unit.dashboard.builders import T0, broker, cluster_health, controller, observation
+from tests.unit.dashboard.builders import T0, broker, cluster_health, controller, node, observation
 
 EMPTY = ClusterSnapshot("c1", ())
 
@@ -227,3 +227,98 @@ def test_restarts_far_apart_are_two_and_what_else_happened_stays_beside_the_roll
     )
     kinds = [e.kind for e in rolls(timeline(fenced))]
     assert kinds.count(EventKind.ROLL) == 1 and EventKind.FENCED in kinds
+
+
+def _full_roll(*steps: tuple[float, dict[str, Lifecycle], frozenset[str], int]) -> list[Observation]:
+    """Rounds of brokers b1-b2 (ACTIVE unless `states` says) and controller-only nodes ctl-1..3 (answering
+    unless named in the set), with the controller's failover count."""
+    observations = []
+    for at, states, down, failovers in steps:
+        controllers = tuple(
+            node(f"ctl-{i}", Role.CONTROLLER, node_id=100 + i, up=f"ctl-{i}" not in down) for i in (1, 2, 3)
+        )
+        health = cluster_health(
+            brokers=tuple(broker(n, states.get(n, Lifecycle.ACTIVE)) for n in ("b1", "b2")),
+            view=controller(("ctl-1",), failovers=failovers),
+        )
+        observations.append(observation(((ClusterSnapshot("c1", controllers), health),), at=at))
+    return observations
+
+
+NONE: frozenset[str] = frozenset()
+
+
+def test_a_roll_of_brokers_then_controllers_is_one_event_with_every_node_in_order() -> None:
+    window = _full_roll(
+        (T0, {}, NONE, 0),
+        (T0 + 15, {"b1": STOP}, NONE, 0),
+        (T0 + 30, {}, NONE, 0),
+        (T0 + 45, {"b2": STOP}, NONE, 0),
+        (T0 + 60, {}, NONE, 0),
+        (T0 + 75, {}, frozenset({"ctl-2"}), 0),
+        (T0 + 90, {}, NONE, 0),
+        (T0 + 105, {}, frozenset({"ctl-1"}), 1),  # the leader went: an election, in the roll
+        (T0 + 135, {}, NONE, 1),
+    )
+    assert rolls(timeline(window)) == [
+        Event(
+            T0 + 15,
+            "c1",
+            None,
+            EventKind.ROLL,
+            "b1, b2, ctl-2, ctl-1: 2 brokers and 2 controllers one at a time over 120 s "
+            "(brokers 15-15 s out of ACTIVE, controllers 15-30 s not answering); 1 controller election",
+        )
+    ]
+
+
+def test_a_controller_not_answering_is_its_own_events_and_alone_no_roll_but_two_in_turn_are() -> None:
+    one = _full_roll((T0, {}, NONE, 0), (T0 + 15, {}, frozenset({"ctl-3"}), 0), (T0 + 45, {}, NONE, 0))
+    events = timeline(one)
+    assert [(e.kind, e.node, e.detail) for e in events] == [
+        (EventKind.REACHABLE, "ctl-3", "controller answering again after 30 s"),
+        (EventKind.UNREACHABLE, "ctl-3", "controller not answering: connection refused"),
+    ]
+    assert rolls(events) == events
+    two = _full_roll(
+        (T0, {}, NONE, 0),
+        (T0 + 15, {}, frozenset({"ctl-3"}), 0),
+        (T0 + 30, {}, NONE, 0),
+        (T0 + 45, {}, frozenset({"ctl-2"}), 0),
+        (T0 + 60, {}, NONE, 0),
+    )
+    assert [(e.kind, e.detail) for e in rolls(timeline(two))] == [
+        (EventKind.ROLL, "ctl-3, ctl-2: 2 controllers one at a time over 45 s (each 15-15 s not answering)")
+    ]
+
+
+def test_a_controller_first_read_after_the_window_starts_is_not_answering_again() -> None:
+    window = _full_roll((T0, {}, frozenset({"ctl-1"}), 0), (T0 + 15, {}, NONE, 0))
+    assert timeline(window) == []
+
+
+def test_a_controller_restarted_while_a_broker_starts_is_in_the_roll_but_two_controllers_at_once_are_not() -> None:
+    # GET /api/v1/restart lets a controller go while a broker is still starting: the quorum does not need it
+    window = _full_roll(
+        (T0, {}, NONE, 0),
+        (T0 + 15, {"b1": STOP}, NONE, 0),
+        (T0 + 30, {}, NONE, 0),
+        (T0 + 45, {"b2": STOP}, NONE, 0),
+        (T0 + 60, {"b2": START}, frozenset({"ctl-1"}), 0),
+        (T0 + 75, {}, NONE, 0),
+    )
+    assert [(e.kind, e.detail) for e in rolls(timeline(window))] == [
+        (
+            EventKind.ROLL,
+            "b1, b2, ctl-1: 2 brokers and 1 controller in turn, never two brokers or two controllers at once, "
+            "over 60 s "
+            "(brokers 15-30 s out of ACTIVE, controllers 15-15 s not answering)",
+        )
+    ]
+    together = _full_roll(
+        (T0, {}, NONE, 0),
+        (T0 + 15, {}, frozenset({"ctl-1"}), 0),
+        (T0 + 30, {}, frozenset({"ctl-1", "ctl-2"}), 0),
+        (T0 + 45, {}, NONE, 0),
+    )
+    assert EventKind.ROLL not in {e.kind for e in rolls(timeline(together))}
