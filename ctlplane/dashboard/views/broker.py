@@ -14,7 +14,7 @@ from ctlplane.dashboard.trail import EvidenceRun
 from ctlplane.dashboard.views.cluster import node_table, timeline_view
 from ctlplane.dashboard.views.common import STATE_LEVELS, badge, data, format_duration, format_time
 from ctlplane.exporter.health.cause import CAUSE_TEXT
-from ctlplane.exporter.model import Failure
+from ctlplane.exporter.model import CANARY_BUCKETS, CanaryView, Failure
 from ctlplane.exporter.state import Observation
 
 RUN_COLUMNS = ("from", "to", "rounds", "state", "cause", "JMX", "decided by", "evidence (last round)")
@@ -59,6 +59,59 @@ def evidence_runs(runs: Sequence[EvidenceRun]) -> Component:
     )
 
 
+def _bucket_label(upper: float | None, lower: float | None) -> str:
+    if upper is None:
+        return f"over {lower:g} s"
+    return f"≤ {upper:g} s" if lower is None else f"{lower:g}-{upper:g} s"
+
+
+def canary_view(canary: CanaryView | None, node_id: int | None, now: float) -> Component | None:
+    """The metadata canary's word on this broker (docs/canary.md): whether it serves the latest change, and
+    how long each change it served took to reach it, as counts per bucket of the propagation histogram
+    (kafka_broker_metadata_canary_propagation_seconds). None where the cluster has no canary."""
+    if canary is None:
+        return None
+    answers = canary.broker(node_id)
+    parts: list[Component] = [html.H3("Metadata canary")]
+    if answers is None:
+        parts.append(
+            html.P("not asked yet: the canary has made no change since this broker was listed", className="empty")
+        )
+        return html.Div(parts, className="canary", **data(canary="unasked"))
+    unserved = answers.unserved_seconds(now)
+    if unserved is None:
+        said, state = f"no answer: {answers.error or 'not reached'}", "unanswered"
+    elif unserved > 0:
+        said, state = f"answers without the latest change ({canary.topic}) for {format_duration(unserved)}", "behind"
+    else:
+        said, state = f"serves the latest change ({canary.topic})", "served"
+    parts.append(html.P(said, className="canary-said"))
+    served = answers.buckets[-1] if answers.buckets else 0
+    if served:
+        # cumulative counts per upper bound (+Inf last) -> how many changes fell in each bucket
+        counts = [b - a for a, b in zip((0, *answers.buckets[:-1]), answers.buckets, strict=True)]
+        uppers: list[float | None] = [*CANARY_BUCKETS, None]
+        lowers: list[float | None] = [None, *CANARY_BUCKETS]
+        shown = [
+            (label, n)
+            for label, n in ((_bucket_label(u, lo), n) for u, lo, n in zip(uppers, lowers, counts, strict=True))
+            if n
+        ]
+        parts.append(
+            html.Table(
+                [
+                    html.Thead(html.Tr([html.Th("served within"), *(html.Th(label) for label, _ in shown)])),
+                    html.Tbody(html.Tr([html.Td(f"{served} changes, mean {answers.seconds_total / served:.2f} s"),
+                                        *(html.Td(str(n)) for _, n in shown)])),
+                ],
+                className="canary-propagation",
+            )
+        )  # fmt: skip
+    else:
+        parts.append(html.P("no change served yet", className="empty"))
+    return html.Div(parts, className="canary", **data(canary=state))
+
+
 def broker_view(
     cluster: str,
     node: str,
@@ -93,6 +146,7 @@ def broker_view(
                 className="hint",
             ),
             evidence_runs(runs),
+            canary_view(snapshot.canary, broker.node_id, observation.snapshot.taken_at),
             timeline_view([e for e in events if e.node == node]),
         ],
         className="broker",

@@ -10,7 +10,7 @@ from ctlplane.dashboard.source import NO_ALERTS
 from ctlplane.dashboard.trail import Trail
 from ctlplane.exporter.health import Cause, Lifecycle
 from ctlplane.exporter.health.cause import CAUSE_TEXT
-from ctlplane.exporter.model import ClusterSnapshot, Failure, QuorumView
+from ctlplane.exporter.model import CanaryBroker, CanaryView, ClusterSnapshot, Failure, QuorumView
 from ctlplane.exporter.state import Observation
 from tests.unit.dashboard.builders import T0, as_dict, broker, cluster_health, find, node, observation, texts
 
@@ -108,3 +108,34 @@ def test_a_cluster_watched_through_the_admin_api_alone_lists_its_brokers_unread_
     assert "broker-1 (id 1)" in words and "broker-2 (id 2)" in words and "the Admin API alone" in words
     page = " ".join(texts(as_dict(views.broker_view("c1", "broker-2", current, (), (), T0, "/dashboard/"))))
     assert "No broker" not in page and "FENCED" in page and "fenced (describeCluster)" in page
+
+
+def test_the_brokers_page_shows_the_canarys_word_and_how_long_each_change_took_to_reach_it() -> None:
+    # b1 served 13 changes (10 within 0.025 s, 2 in 0.1-0.25 s, 1 in 1-2.5 s) and has the latest; b2 answers
+    # without the latest for 20 s; a cluster without a canary shows no section
+    b1 = CanaryBroker(1, True, buckets=(10, 10, 10, 12, 12, 12, 13, 13, 13, 13, 13, 13), seconds_total=2.6)
+    b2 = CanaryBroker(
+        2,
+        True,
+        unserved_since=T0 - 5,  # the round is taken at T0 + 15
+        buckets=(3,) * 12,
+        seconds_total=0.03,
+    )
+    canary = CanaryView(T0, "ctlplane-canary-1", T0 - 20, (b1, b2), changes_total=14)
+    current = _round(1, *ROUNDS[0])
+    with_canary = replace(current, snapshot=replace(current.snapshot, clusters=(
+        replace(current.snapshot.clusters[0], canary=canary),
+    )))  # fmt: skip
+    page = as_dict(views.broker_view("c1", "b1", with_canary, (), (), T0, "/dashboard/"))
+    (section,) = find(page, className="canary")
+    assert section["props"]["data-canary"] == "served"
+    words = list(texts(section))
+    assert "serves the latest change (ctlplane-canary-1)" in words, words
+    assert words[-8:] == [
+        "served within", "≤ 0.025 s", "0.1-0.25 s", "1-2.5 s", "13 changes, mean 0.20 s", "10", "2", "1"
+    ], words  # fmt: skip
+    behind = as_dict(views.broker_view("c1", "b2", with_canary, (), (), T0, "/dashboard/"))
+    (section,) = find(behind, className="canary")
+    assert section["props"]["data-canary"] == "behind"
+    assert "answers without the latest change (ctlplane-canary-1) for 20 s" in list(texts(section))
+    assert not find(as_dict(views.broker_view("c1", "b1", current, (), (), T0, "/dashboard/")), className="canary")
