@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from fastapi import FastAPI
 
     from ctlplane.exporter.discovery.dns import DnsWatch
+    from ctlplane.exporter.fencing_watch import FencingWatch
     from ctlplane.exporter.history.writer import HistoryWriter
     from ctlplane.exporter.scraper import Scraper
     from ctlplane.exporter.state import ExporterState
@@ -35,6 +36,7 @@ from ctlplane.wiring import (
     build_client,
     build_discovery,
     build_dns_watch,
+    build_fencing_watch,
     build_history_writer,
     build_scraper,
     build_state,
@@ -103,13 +105,17 @@ def serve(settings: Settings, config_path: Path | None = None, shard: str | None
     state = build_state(settings, scraper)
     discovery = build_discovery(settings, scraper, state)
     dns = build_dns_watch(settings, discovery).start()
+    fencing = build_fencing_watch(settings, scraper)
     reload = (
-        None if config_path is None else ConfigReload(config_path, settings, scraper, discovery, state, shard, dns=dns)
+        None
+        if config_path is None
+        else ConfigReload(config_path, settings, scraper, discovery, state, shard, dns=dns, fencing=fencing)
     )
     writer = build_history_writer(settings)
     if writer is not None:
         state.subscribe(writer.start().observe)
     scraper.start()
+    fencing.start()
     try:
         http = settings.http
         app = build_app(settings, scraper, state, discovery, reload, writer)
@@ -121,7 +127,7 @@ def serve(settings: Settings, config_path: Path | None = None, shard: str | None
         sys.stdout.flush()
         run_until_stopped(http_server(app, http.host, http.port, http.tls))
     finally:
-        _stop(scraper, dns, writer)
+        _stop(scraper, dns, fencing, writer)
     if scraper.running():
         _exit_now()
     return 0
@@ -160,13 +166,14 @@ def _banner(settings: Settings, nodes: int, dashboard_served: bool) -> str:
     )
 
 
-def _stop(scraper: Scraper, dns: DnsWatch, writer: HistoryWriter | None) -> None:
+def _stop(scraper: Scraper, dns: DnsWatch, fencing: FencingWatch, writer: HistoryWriter | None) -> None:
     # `docker stop` kills 10 s after SIGTERM; joining the scraper can take a whole scrape timeout (a
     # round waiting on a hung node). So: no new round, history flushed first, then a join bounded by
     # what is left of those 10 s (uvicorn has given an in-flight request up to 3 s), then one more
     # flush for a round that finished meanwhile.
     scraper.request_stop()
     dns.stop()
+    fencing.stop()
     if writer is not None:
         try:
             writer.flush()

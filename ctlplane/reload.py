@@ -13,6 +13,7 @@ from ctlplane.exporter.config.file import ConfigError, load_settings
 from ctlplane.exporter.discovery.answers import NodeDiscovery
 from ctlplane.exporter.discovery.dns import DnsWatch
 from ctlplane.exporter.families import Family, reload_families
+from ctlplane.exporter.fencing_watch import FencingWatch
 from ctlplane.exporter.scraper import Scraper
 from ctlplane.exporter.sources.routed import Sources
 from ctlplane.exporter.state import ExporterState
@@ -56,10 +57,10 @@ class ConfigReload:
     Where each setting it applies goes (tests/unit/cli/test_reload.py, a test each): `clusters` and `jmx`
     (but its trust store) -> the scraper's targets, discovery's rules and DiscoveredTargets, the quorum
     readers, the DNS watch; `scrape.interval_seconds` -> the scraper (its pace, the slow tier's due time),
-    which /healthz reads (build_app); `scrape.timeout_seconds` -> the scraper's wait per round, the quorum
-    readers' Admin deadline, the DNS resolvers' lifetime, the metrics endpoints' HTTP timeout and read deadline
-    (not yet the JMX client's read deadline, which build_client sets once; its RMI timeouts are the JVM's,
-    fixed at its start); `health`
+    which /healthz reads (build_app); `scrape.fencing_poll_seconds` -> the fencing watch;
+    `scrape.timeout_seconds` -> the scraper's wait per round, the quorum readers' Admin deadline, the DNS
+    resolvers' lifetime, the metrics endpoints' HTTP timeout and read deadline (not yet the JMX client's read
+    deadline, which build_client sets once; its RMI timeouts are the JVM's, fixed at its start); `health`
     -> the state's thresholds. RESTART_ONLY lists what it does not apply."""
 
     def __init__(
@@ -72,6 +73,7 @@ class ConfigReload:
         shard: str | None,
         clock: Callable[[], float] = time.time,
         dns: DnsWatch | None = None,
+        fencing: FencingWatch | None = None,
     ) -> None:
         self.path = path
         self.settings = settings
@@ -81,6 +83,7 @@ class ConfigReload:
         self.shard = shard
         self.clock = clock
         self.dns = dns
+        self.fencing = fencing
         self.successful = True
         self.last_success_at = clock()
         self.failures_total = 0
@@ -114,6 +117,8 @@ class ConfigReload:
             if self.dns is not None:
                 self.dns.sources = dns_sources(new)
                 self.dns.interval_seconds = dns_interval(new)
+            if self.fencing is not None:
+                self.fencing.poll_seconds = new.scrape.fencing_poll_seconds
             self.successful = True
             self.last_success_at = self.clock()
             log.info(

@@ -17,6 +17,7 @@ from ctlplane.exporter.config.file import ConfigError
 from ctlplane.exporter.discovery.answers import JmxRule, NodeDiscovery
 from ctlplane.exporter.discovery.dns import DnsName, DnsResolver, DnsWatch
 from ctlplane.exporter.families import Family, dashboard_family
+from ctlplane.exporter.fencing_watch import FencingWatch
 from ctlplane.exporter.memory import MemoryReleaser, collect_garbage_per_round
 from ctlplane.exporter.releases import CLIENT_VERSION
 from ctlplane.exporter.scraper import CanarySource, QuorumSource, Scraper, Target
@@ -299,6 +300,17 @@ def build_scraper(settings: Settings, client: NodeSource | None = None) -> Scrap
         canaries=build_canaries(settings),
     )
     return scraper
+
+
+def build_fencing_watch(settings: Settings, scraper: Scraper) -> FencingWatch:
+    """The active controllers' fencing gauges read between rounds, waking the scraper on a change."""
+    return FencingWatch(
+        scraper.latest,
+        lambda: scraper.targets,
+        scraper.client,
+        scraper.wake,
+        poll_seconds=settings.scrape.fencing_poll_seconds,
+    )
 
 
 def build_state(settings: Settings, scraper: Scraper) -> ExporterState:

@@ -89,6 +89,7 @@ RULES: tuple[Rule, ...] = (
             "tests/integration/test_localkafka.py::test_kraft",
             "tests/integration/test_localkafka.py::test_every_kraft",
             "tests/integration/test_node_reader.py",
+            "tests/integration/test_fencing_watch.py",
             # the installed wheel against the KRaft cluster (its module's wheel built again here: ~5 s)
             "tests/integration/test_wheel.py::test_the_installed_wheel_reads_a_kraft_quorum",
         ),

@@ -561,6 +561,8 @@ DERIVED_SERIES: Mapping[str, str] = MappingProxyType(
         "ctlplane_scrape_duration_seconds": "Time the last JMX read of the node took",
         "ctlplane_scrape_errors_total": "Failed JMX reads of the node since ctlplane started",
         "ctlplane_round_duration_seconds": "Time the last scrape round of every node took",
+        "ctlplane_rounds_woken_total": "Rounds started before their time because an active controller's fencing "
+        "gauges changed between rounds (scrape.fencing_poll_seconds)",
         "ctlplane_snapshot_timestamp_seconds": "Unix time at which the served snapshot was taken",
         "ctlplane_snapshot_age_seconds": "Age of the served snapshot when this page was rendered",
         "ctlplane_build_info": "ctlplane's version, and the Kafka client (kafka-clients) it carries for the quorum's "

@@ -424,9 +424,11 @@ def _derived_families(
     round_duration.add((), snapshot.round_duration_seconds)
     timestamp = _gauge("ctlplane_snapshot_timestamp_seconds", ())
     timestamp.add((), snapshot.taken_at)
+    woken = Family("ctlplane_rounds_woken", DERIVED_SERIES["ctlplane_rounds_woken_total"], "counter", ())
+    woken.add((), float(snapshot.woken_rounds_total))
     build = _gauge("ctlplane_build_info", ["version", "kafka_client"])
     build.add((version, CLIENT_VERSION), 1.0)
-    families = [up, duration, errors, round_duration, timestamp, build]
+    families = [up, duration, errors, round_duration, timestamp, woken, build]
     if listener.rows:
         families.append(listener)
     return families

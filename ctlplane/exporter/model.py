@@ -338,6 +338,7 @@ class FleetSnapshot:
     taken_at: float  # unix time at which the round started
     round_duration_seconds: float
     clusters: tuple[ClusterSnapshot, ...]
+    woken_rounds_total: int = 0  # rounds started early since ctlplane started (Scraper.wake), this one among them
 
     def nodes(self) -> Iterator[NodeSnapshot]:
         for cluster in self.clusters:

@@ -56,6 +56,9 @@ log = logging.getLogger(__name__)
 # slower, its read is served by the next snapshot (a late read), so it is down one round longer, no more.
 SUSPECT_WAIT_SECONDS = 1.0
 SUSPECT_READS_WAITED = 3.0
+# A round woken early (wake: the fencing watch read a change) starts at least this long after the one before
+# started, so changes in quick succession cost a round a second at most
+WOKEN_ROUND_GAP_SECONDS = 1.0
 
 SnapshotSubscriber = Callable[[FleetSnapshot], object]
 
@@ -265,6 +268,7 @@ def _assemble(
     cluster_names: Sequence[str] = (),
     admin_only: Collection[str] = (),
     canaries: Mapping[str, CanaryView] | None = None,
+    woken_rounds_total: int = 0,
 ) -> FleetSnapshot:
     clusters: dict[str, list[NodeSnapshot]] = {name: [] for name in cluster_names}
     for target in targets:
@@ -286,6 +290,7 @@ def _assemble(
             )
             for name, members in clusters.items()
         ),
+        woken_rounds_total=woken_rounds_total,
     )
 
 
@@ -354,6 +359,10 @@ class Scraper:
         self._latest = empty_snapshot(self.targets, clock(), self.cluster_names)
         self._subscribers: Subscribers[FleetSnapshot] = Subscribers("snapshot")
         self._stop = threading.Event()
+        self._wake = threading.Event()
+        self.woken_rounds_total = 0  # rounds started early by `wake`
+        # (cluster, node id) the controller was last read fencing (`wake`): each read next round as a suspect
+        self._fenced_hint: set[tuple[str, int]] = set()
         self._thread: threading.Thread | None = None
 
     def latest(self) -> FleetSnapshot:
@@ -484,6 +493,7 @@ class Scraper:
             cluster_names=self.cluster_names,
             admin_only=self.admin_only,
             canaries={cluster: canary.view() for cluster, canary in self.canaries.items()},
+            woken_rounds_total=self.woken_rounds_total,
         )
         self._latest = snapshot
         if log.isEnabledFor(logging.DEBUG):
@@ -501,8 +511,12 @@ class Scraper:
         fresh: list[Future[_Read]] = []
         suspects: list[tuple[float, Future[_Read]]] = []
         due: list[Target] = []
+        with self._pending_lock:
+            fenced, self._fenced_hint = self._fenced_hint, set()
         for target in self.targets:
             memory = self._memory[target]
+            if fenced and (target.cluster, memory.node_id) in fenced:
+                memory.timed_out = True  # see `wake`: a fresh read of it clears this
             if memory.read is not None and memory.read.done():
                 # finished after its round's deadline: served by this snapshot unless a newer read finishes
                 late[target] = memory.read
@@ -633,14 +647,31 @@ class Scraper:
             samples,
         )
 
+    def wake(self, fenced: Collection[tuple[str, int]] = ()) -> None:
+        """Start the next round now rather than at its time (fencing_watch.FencingWatch read a change), at
+        least WOKEN_ROUND_GAP_SECONDS after the last one started; a round under way finishes first. `fenced`:
+        (cluster, node id) of brokers the controller was read fencing, each read in that round as a node whose
+        last read timed out (after its siblings, waited for SUSPECT_WAIT_SECONDS): a broker fenced after a
+        crash answers at once and a hung one no longer holds the round for its RMI timeouts. Safe from any
+        thread."""
+        with self._pending_lock:
+            self._fenced_hint.update(fenced)
+        self._wake.set()
+
     def run_forever(self) -> None:
         while not self._stop.is_set():
             started = time.monotonic()
+            self._wake.clear()  # a change read during the round wakes the next one
             try:
                 self.scrape_once()
             except Exception:
                 log.exception("scrape round failed; serving the previous snapshot")
-            self._stop.wait(max(0.0, self.interval_seconds - (time.monotonic() - started)))
+            woken = self._wake.wait(max(0.0, self.interval_seconds - (time.monotonic() - started)))
+            if self._stop.is_set():
+                break
+            if woken and time.monotonic() - started < self.interval_seconds:
+                self.woken_rounds_total += 1
+                self._stop.wait(max(0.0, WOKEN_ROUND_GAP_SECONDS - (time.monotonic() - started)))
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self.run_forever, name="scraper", daemon=True)
@@ -649,6 +680,7 @@ class Scraper:
     def request_stop(self) -> None:
         """No round starts after this; a round under way finishes (or times out) on its own."""
         self._stop.set()
+        self._wake.set()
 
     def running(self) -> bool:
         """Whether the scrape thread is still in a round (after `stop`: one that waits on a hung read)."""

@@ -476,6 +476,14 @@ class ScrapeConfig(_Strict):
         description="how often the per-RPC request histograms are read (null: every round)",
     )
 
+    fencing_poll_seconds: float = Field(
+        default=2.0,
+        ge=0,
+        le=60,
+        description="how often each cluster's active controller is asked for its fencing gauges between rounds; "
+        "a change starts the next round at once (0: off, rounds only at their interval)",
+    )
+
     @property
     def read_deadline_seconds(self) -> float:
         """When a node's read still running is abandoned, and how long a one-shot round may wait for one."""

@@ -238,6 +238,7 @@ def snapshot_to_dict(snapshot: FleetSnapshot) -> dict[str, Any]:
         "sequence": snapshot.sequence,
         "taken_at": snapshot.taken_at,
         "round_duration_seconds": snapshot.round_duration_seconds,
+        "woken_rounds_total": snapshot.woken_rounds_total,
         "clusters": [to_document(cluster, ClusterDocument) for cluster in snapshot.clusters],
     }
 
@@ -250,7 +251,11 @@ def snapshot_from_dict(document: Mapping[str, Any]) -> FleetSnapshot:
         nodes = tuple(from_document(node, NodeDocument, cluster=cluster["name"]) for node in cluster["nodes"])
         clusters.append(from_document(cluster, ClusterDocument, nodes=nodes))
     return FleetSnapshot(
-        document["sequence"], document["taken_at"], document["round_duration_seconds"], tuple(clusters)
+        document["sequence"],
+        document["taken_at"],
+        document["round_duration_seconds"],
+        tuple(clusters),
+        woken_rounds_total=document.get("woken_rounds_total", 0),
     )
 
 

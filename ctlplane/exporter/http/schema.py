@@ -143,6 +143,11 @@ class SnapshotDocument(_Document):
     sequence: int = Field(description="the round's number, 1 for the first")
     taken_at: float = Field(description="unix seconds the round started")
     round_duration_seconds: float = Field(description="how long the round took")
+    woken_rounds_total: int = Field(
+        default=0,
+        description="rounds started before their time since ctlplane started, because an active controller's "
+        "fencing gauges changed between rounds (scrape.fencing_poll_seconds)",
+    )
     clusters: list[ClusterDocument] = Field(description="every cluster served")
 
 

@@ -37,6 +37,7 @@ from ctlplane.wiring import (
     build_client,
     build_discovery,
     build_dns_watch,
+    build_fencing_watch,
     build_scraper,
     build_state,
     build_targets,
@@ -274,3 +275,19 @@ def test_a_setting_that_needs_a_restart_says_so(tmp_path: Path, caplog: pytest.L
     with caplog.at_level(logging.INFO, logger="ctlplane"):
         assert reload() is None
     assert "needs a restart to apply: jmx.truststore_password_file" in caplog.text
+
+
+def test_a_reloaded_fencing_poll_paces_the_fencing_watch(tmp_path: Path) -> None:
+    path = tmp_path / "ctlplane.yaml"
+    _config(path, {"c1": [1]})
+    settings = load_settings(path)
+    scraper = Scraper(build_targets(settings), ScriptedClient(), interval_seconds=1, timeout_seconds=0.3, workers=4)
+    state = build_state(settings, scraper)
+    fencing = build_fencing_watch(settings, scraper)
+    assert fencing.poll_seconds == 2.0  # the default
+    reload = ConfigReload(
+        path, settings, scraper, build_discovery(settings, scraper, state), state, None, fencing=fencing
+    )
+    _config(path, {"c1": [1]}, scrape={"interval_seconds": 1.0, "timeout_seconds": 0.3, "fencing_poll_seconds": 0})
+    assert reload() is None
+    assert fencing.poll_seconds == 0  # off: FencingWatch._run asks no controller

@@ -1,0 +1,78 @@
+"""The fencing watch (ctlplane/exporter/fencing_watch.py) on real KRaft: a broker SIGSTOPped just after a round
+is fenced by the controller after its session (9 s); the watch reads the change on the active controller and
+wakes a round that publishes FENCED, long before the next round at its interval (60 s here) would have. Its
+resumption, unfenced, wakes one too. The time it buys each page: docs/alerts.md "How fast a page comes"."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from ctlplane.exporter.fencing_watch import FencingWatch
+from ctlplane.exporter.health import Lifecycle
+from ctlplane.exporter.state import Observation
+from harness.localkafka import KafkaCluster
+from tests.integration.faults import healthy
+from tests.integration.watch import Watch
+
+pytestmark = pytest.mark.kraft
+
+INTERVAL = 60.0  # the rounds' own pace: a fencing published before the second round was woken for
+
+
+def _state(observation: Observation, cluster: str, node: str) -> Lifecycle | None:
+    health = observation.health.cluster(cluster)
+    broker = health.broker(node) if health is not None else None
+    return broker.state if broker is not None else None
+
+
+def test_a_broker_fenced_between_rounds_is_published_by_a_round_the_watch_wakes(kraft_cluster: KafkaCluster) -> None:
+    name, victim = kraft_cluster.name, kraft_cluster.brokers()[0]
+    watch = Watch(kraft_cluster)
+    scraper = watch.scraper
+    watch.until(healthy(name), 120, "healthy KRaft cluster")
+    scraper.interval_seconds = INTERVAL
+    rounds: list[Observation] = []
+    seen = threading.Condition()
+
+    def record(observation: Observation) -> None:
+        with seen:
+            rounds.append(observation)
+            seen.notify_all()
+
+    def first(state: Lifecycle, after: int, timeout: float) -> Observation | None:
+        deadline = time.monotonic() + timeout
+        with seen:
+            while True:
+                found = next((o for o in rounds[after:] if _state(o, name, victim.name) is state), None)
+                left = deadline - time.monotonic()
+                if found is not None or left <= 0:
+                    return found
+                seen.wait(left)
+
+    watch.state.subscribe(record)
+    fencing = FencingWatch(scraper.latest, lambda: scraper.targets, scraper.client, scraper.wake, poll_seconds=1.0)
+    scraper.start()
+    try:
+        with seen:
+            seen.wait_for(lambda: bool(rounds), 30)
+        start = rounds[0].snapshot.taken_at  # the loop's first round; the next one at its interval is 60 s on
+        fencing.start()
+        victim.pause()
+        try:
+            fenced = first(Lifecycle.FENCED, 0, 45)
+            assert fenced is not None, [(o.snapshot.sequence, _state(o, name, victim.name)) for o in rounds]
+            assert fenced.snapshot.taken_at < start + INTERVAL - 10, (fenced.snapshot.taken_at - start, rounds)
+            assert scraper.woken_rounds_total >= 1
+        finally:
+            victim.resume()
+        woken = scraper.woken_rounds_total
+        back = first(Lifecycle.ACTIVE, rounds.index(fenced) + 1, 45)
+        assert back is not None and scraper.woken_rounds_total > woken, rounds  # unfenced: a round woken too
+    finally:
+        fencing.stop()
+        scraper.stop(join_seconds=15)
+        watch.close()
+        victim.resume()
