@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 from ctlplane.exporter.config import DEFAULT_PORT
+from ctlplane.exporter.thresholds import PROMETHEUS_SCRAPE_SECONDS
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "deploy" / "kubernetes"
@@ -183,7 +184,14 @@ def prometheus_rule() -> dict[str, Any]:
 def _endpoint() -> dict[str, Any]:
     # 15 s: what the rules' `for:` and the page latency budget assume (docs/alerts.md); the slow tier's
     # samples carry their read time, which Prometheus keeps (honorTimestamps, docs/configuration.md "Scrape tiers")
-    return {"port": PORT_NAME, "path": "/metrics", "interval": "15s", "scrapeTimeout": "10s", "honorTimestamps": True}
+    interval = f"{PROMETHEUS_SCRAPE_SECONDS:g}s"  # the page is made per round: a scrape takes milliseconds
+    return {
+        "port": PORT_NAME,
+        "path": "/metrics",
+        "interval": interval,
+        "scrapeTimeout": interval,
+        "honorTimestamps": True,
+    }
 
 
 def service_monitor() -> dict[str, Any]:

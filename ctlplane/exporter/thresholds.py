@@ -21,6 +21,12 @@ from typing import Any
 # ControlPlaneAcceptor.MetricPrefix, ...)`). A fact of Kafka's, beside the thresholds that are shares of it.
 CONTROL_PLANE_QUEUE_CAPACITY = 20
 
+# How often Prometheus scrapes ctlplane, as shipped (deploy/'s PodMonitor and the chart, the manual's
+# prometheus.yml, the paging test's Prometheus): 5 s, a third of a round, so a round woken by a fencing
+# (scrape.fencing_poll_seconds) reaches Prometheus within seconds (docs/alerts.md "How fast a page comes").
+# The page is made once per round and served from memory to every scrape in between.
+PROMETHEUS_SCRAPE_SECONDS = 5.0
+
 
 def _threshold(default: float, means: str) -> Any:
     """A field with its default and what it decides (docs/alerts.md's table is written from `means`)."""

@@ -28,6 +28,7 @@ from typing import Any
 
 import yaml
 
+from ctlplane.exporter.thresholds import PROMETHEUS_SCRAPE_SECONDS
 from harness.localkafka import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -169,7 +170,9 @@ class PagingStack:
     """ctlplane + Prometheus + Alertmanager + receiver, all on free loopback ports."""
 
     workdir: Path
-    interval_seconds: float = 15.0  # ctlplane's and Prometheus' scrape interval (the shipped default)
+    # ctlplane's round interval and Prometheus' evaluation interval (the shipped defaults; the rule groups pin
+    # their own); Prometheus scrapes ctlplane at the shipped PROMETHEUS_SCRAPE_SECONDS, or this if shorter
+    interval_seconds: float = 15.0
     receiver: PagerDutyReceiver = field(default_factory=PagerDutyReceiver)
     ctlplane_port: int = field(default_factory=free_port)
     prometheus_port: int = field(default_factory=free_port)
@@ -257,6 +260,8 @@ class PagingStack:
                     "scrape_configs": [
                         {
                             "job_name": "ctlplane",
+                            # as shipped (thresholds.PROMETHEUS_SCRAPE_SECONDS), or the stack's faster pace
+                            "scrape_interval": f"{min(self.interval_seconds, PROMETHEUS_SCRAPE_SECONDS):g}s",
                             "static_configs": [{"targets": [f"127.0.0.1:{self.ctlplane_port}"]}],
                         }
                     ],

@@ -23,12 +23,16 @@ RULES = Path(__file__).resolve().parents[3] / "alerts" / "brokers.rules.yml"
 
 
 def test_for_is_counted_in_evaluations_as_prometheus_does() -> None:
-    assert fires_at([False, True], 0) == 1
-    assert fires_at([True, True, True], 15) == 1
-    assert fires_at([True, True, True], 30) == 2
+    assert fires_at([False, True], 0) == 15
+    assert fires_at([True, True, True], 15) == 15
+    assert fires_at([True, True, True], 30) == 30
     assert fires_at([True, False, True, False], 15) is None  # a gap restarts `for:`
-    assert fires_at([True] * 5, 60) == 4
+    assert fires_at([True] * 5, 60) == 60
     assert fires_at([True] * 4, 60) is None
+    # every 5 s over 15 s rounds: a round's value holds for three evaluations
+    assert fires_at([False, True], 10, every=5) == 25
+    assert fires_at([False, True, False], 15, every=5) is None  # one round is 10 s of evaluations, not 15
+    assert fires_at([True] * 5, 60, every=5) == 60
 
 
 def _broker(fenced: str, unplanned: str | None, expected: bool) -> Broker:
@@ -41,9 +45,10 @@ def test_the_shipped_pair_waits_only_where_the_fencing_is_unplanned() -> None:
     crash = _broker("0111111", "0111111", expected=True)
     restart = _broker("0110000", "0000000", expected=False)
     unrecorded = _broker("0111111", None, expected=True)  # a recording from before the series: the 1m rule
-    assert first_fire(crash, 15, 60) == 2 and first_fire(crash, None, 15) == 2
-    assert first_fire(restart, 15, 60) is None and first_fire(restart, None, 15) == 2
-    assert first_fire(unrecorded, 15, 60) == 5
+    assert first_fire(crash, 15, 60) == 30 and first_fire(crash, None, 15) == 30
+    assert first_fire(crash, 10, 60, every=5) == 25  # within the first unplanned round
+    assert first_fire(restart, 15, 60) is None and first_fire(restart, None, 15) == 30
+    assert first_fire(unrecorded, 15, 60) == 75
     result = outcome([crash, restart, unrecorded], 15, 60)
     assert (result.true_pages, result.false_pages, result.missed) == (2, 0, 0)
     assert result.seconds_to_fire == (15.0, 60.0)
@@ -54,7 +59,9 @@ def test_the_shipped_pair_waits_only_where_the_fencing_is_unplanned() -> None:
 def test_shipped_is_what_the_rules_say() -> None:
     rules = yaml.safe_load(RULES.read_text())["groups"][0]["rules"]
     fors = {r["labels"]["evidence"]: str(r["for"]) for r in rules if r.get("alert") == "KafkaBrokerFenced"}
-    assert fors == {"unplanned": "15s", "sustained": "1m"} and SHIPPED == (15.0, 60.0)
+    assert fors == {"unplanned": "15s", "sustained": "1m"}
+    assert str(yaml.safe_load(RULES.read_text())["groups"][0]["interval"]) == "5s"
+    assert SHIPPED == (15.0, 60.0, 5.0)
 
 
 def test_the_shipped_rules_page_every_recorded_crash_and_no_recorded_restart() -> None:

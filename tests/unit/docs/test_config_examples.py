@@ -5,6 +5,7 @@ config file, a section of one or a cluster's entry is checked by the model `chec
 from __future__ import annotations
 
 import re
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +14,12 @@ import yaml
 
 from ctlplane.exporter.config import ClusterConfig, Settings
 from ctlplane.exporter.config.file import parse_settings
+from ctlplane.exporter.thresholds import PROMETHEUS_SCRAPE_SECONDS
 from tools.manual_lint import pages
 
 ROOT = Path(__file__).resolve().parents[3]
 BLOCK = re.compile(r"^```ya?ml\n(.*?)^```", re.MULTILINE | re.DOTALL)
+INDENTED_BLOCK = re.compile(r"^( *)```ya?ml\n(.*?)^\1```", re.MULTILINE | re.DOTALL)  # also in a list item
 # a cluster that can be read, for a block that shows only some other section
 LISTED = {"name": "example", "nodes": [{"name": "broker-1", "address": "kafka-1:9999"}]}
 # what a reader writes for a placeholder (`<PROMETHEUS_SERVICE_PORT>`): a port for a port, a word otherwise
@@ -67,3 +70,20 @@ def test_the_examples_found_are_the_manuals_configs() -> None:
 @pytest.mark.parametrize(("where", "config"), configs(), ids=[where for where, _ in configs()])
 def test_every_config_example_loads(where: str, config: dict[str, Any]) -> None:
     parse_settings(config, where)
+
+
+def test_the_manuals_prometheus_configs_scrape_ctlplane_as_shipped() -> None:
+    """Every scrape config the manual shows for ctlplane's own job (`job_name: ctlplane`) says the shipped
+    interval (thresholds.PROMETHEUS_SCRAPE_SECONDS, which the PodMonitor and the paging test use), or none
+    where it defers to the global one."""
+    said = {}
+    for page in pages():
+        for match in INDENTED_BLOCK.finditer(page.read_text()):
+            where = f"{page.relative_to(ROOT)}:{page.read_text().count(chr(10), 0, match.start()) + 2}"
+            document = yaml.safe_load(filled(textwrap.dedent(match.group(2))))
+            jobs = document.get("scrape_configs") or [] if isinstance(document, dict) else []
+            for job in jobs:
+                if job.get("job_name") == "ctlplane" and "scrape_interval" in job:
+                    said[where] = job["scrape_interval"]
+    assert len(said) >= 2, said  # docs/alerts.md and docs/configuration.md show one each
+    assert set(said.values()) == {f"{PROMETHEUS_SCRAPE_SECONDS:g}s"}, said
