@@ -1,4 +1,4 @@
-"""Time to page on real KRaft: a hung broker -> PagerDuty trigger, several runs, median and worst.
+"""Time to page on real KRaft: a hung (or killed) broker -> PagerDuty trigger, several runs, median and worst.
 
 Runs tests/e2e/test_paging.py (real Kafka 4.3, ctlplane, Prometheus and Alertmanager at the shipped
 intervals and rules, a local receiver in PagerDuty's place) `--runs` times, each in a fresh pytest session
@@ -13,6 +13,7 @@ restart rows: `python -m tools.page_sweep`). The latency budget is in docs/alert
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import statistics
 import subprocess
@@ -20,17 +21,17 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FIGURE = re.compile(
-    r"\[paging e2e\] \S+ SIGSTOP -> KafkaBrokerFenced trigger: ([\d.]+) s; SIGCONT -> resolve: ([\d.]+) s"
-)
+FIGURE = re.compile(r"\[paging e2e\] \S+ [^>]+ -> KafkaBrokerFenced trigger: ([\d.]+) s; \S+ -> resolve: ([\d.]+) s")
+WHAT = {"stop": ("hung", "resumed"), "kill": ("killed", "restarted")}
 MEDIAN_TARGET_SECONDS = 35.0
 WORST_TARGET_SECONDS = 50.0
 
 
-def one_run() -> tuple[float, float] | None:
+def one_run(fault: str) -> tuple[float, float] | None:
     """(seconds to page, seconds to resolve) of one run, or None if the test failed (its output is shown)."""
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-s", "tests/e2e/test_paging.py"]
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    env = {**os.environ, "CTLPLANE_PAGING_FAULT": fault}
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False, env=env)
     match = FIGURE.search(result.stdout)
     if result.returncode != 0 or match is None:
         sys.stdout.write(result.stdout[-3000:] + result.stderr[-2000:])
@@ -41,10 +42,13 @@ def one_run() -> tuple[float, float] | None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--fault", choices=("stop", "kill"), default="stop", help="SIGSTOP the broker, or kill -9 it (then restart)"
+    )
     args = parser.parse_args()
     pages, resolves, failed = [], [], 0
     for run in range(1, args.runs + 1):
-        figures = one_run()
+        figures = one_run(args.fault)
         if figures is None:
             failed += 1
             sys.stdout.write(f"run {run}: the paging test failed\n")
@@ -57,10 +61,12 @@ def main() -> int:
         return 1
     sys.stdout.write(
         "\n| figure | measured | target |\n|---|---|---|\n"
-        f"| hung broker -> PagerDuty trigger, median of {len(pages)} | {statistics.median(pages):.1f} s "
+        f"| {WHAT[args.fault][0]} broker -> PagerDuty trigger, median of {len(pages)} "
+        f"| {statistics.median(pages):.1f} s "
         f"| <= {MEDIAN_TARGET_SECONDS:g} s |\n"
         f"| the same, worst | {max(pages):.1f} s | <= {WORST_TARGET_SECONDS:g} s |\n"
-        f"| resumed -> resolve, median / worst | {statistics.median(resolves):.1f} / {max(resolves):.1f} s | - |\n"
+        f"| {WHAT[args.fault][1]} -> resolve, median / worst "
+        f"| {statistics.median(resolves):.1f} / {max(resolves):.1f} s | - |\n"
         f"| runs that failed | {failed} | 0 |\n"
     )
     return 0

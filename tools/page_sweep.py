@@ -175,7 +175,7 @@ CANDIDATES: tuple[tuple[float | None, float, float], ...] = (
     (10.0, 60.0, 5.0),
     (15.0, 60.0, 5.0),
 )
-SHIPPED = (15.0, 60.0, 5.0)
+SHIPPED = (10.0, 60.0, 5.0)
 
 
 def _spread(seconds: Sequence[float]) -> str:

@@ -4,12 +4,14 @@ Real Kafka 4.3 (the session fixture), ctlplane, Prometheus 2.42 and Alertmanager
 shipped rules and routing, and a local HTTP receiver in PagerDuty's place. ctlplane's rounds, its fencing
 watch, Prometheus' scrape of it and the rule groups' evaluation run at the shipped intervals, so the printed
 fault-to-page time is the figure an operator would see (budget in docs/alerts.md "How fast a page comes";
-asserted only against a generous bound, never timed). The paused broker leads partitions, as production brokers do, so its fencing is
-unplanned (Kafka 4.1+ would have flagged a clean stop) and the 15 s rule pages.
+asserted only against a generous bound, never timed). The paused broker leads partitions, as production
+brokers do, so its fencing is unplanned (Kafka 4.1+ would have flagged a clean stop) and the 15 s rule pages.
+`python -m bench.paging --fault kill` measures a kill -9 instead of the SIGSTOP.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import time
@@ -32,6 +34,11 @@ pytestmark = pytest.mark.kafka
 PAGE_DEADLINE_SECONDS = 300
 RESOLVE_DEADLINE_SECONDS = 300
 TOPIC = "ctlplane-paging"  # led by the paused broker
+# The fault: SIGSTOP (a hung JVM; `make test`) or kill -9 (a crashed one, restarted for the resolve);
+# `python -m bench.paging --fault kill` sets it
+FAULT = os.environ.get("CTLPLANE_PAGING_FAULT", "stop")
+CAUSES = {"stop": Cause.HUNG_OR_ISOLATED, "kill": Cause.PROCESS_GONE}
+FAULTS = {"stop": ("SIGSTOP", "SIGCONT"), "kill": ("kill -9", "restart")}  # what the printed figure measures
 
 
 @pytest.fixture
@@ -88,21 +95,26 @@ def _pause_and_page(
     assert not [e for e in paging.receiver.snapshot() if e.action == "trigger"], "pages on a healthy cluster"
 
     fault_at = time.monotonic()
-    broker.pause()  # SIGSTOP: no heartbeats, no JMX answers; the controller fences it after 6 s
+    # SIGSTOP: no heartbeats, no JMX answers; kill -9: no process. The controller fences it after its session
+    broker.pause() if FAULT == "stop" else broker.kill()
     try:
         trigger = paging.receiver.wait_for(
             lambda e: _is_page_for(e, "KafkaBrokerFenced", "trigger"), PAGE_DEADLINE_SECONDS, after=baseline
         )
     finally:
-        broker.resume()
+        if FAULT == "stop":
+            broker.resume()
+        else:
+            broker.start()
     resumed_at = time.monotonic()
     page_seconds = trigger.received_at - fault_at
+    cause = CAUSES[FAULT]
 
     body, payload = trigger.body, trigger.payload
     assert body["routing_key"] == ROUTING_KEYS["pagerduty-critical"]
     assert payload["severity"] == "critical"
-    # why, and since when: a SIGSTOPped JVM's port takes connections and never answers
-    summary = f"Kafka broker {broker.name} in cluster {cluster} is fenced: hung or isolated"
+    # why, and since when: a SIGSTOPped JVM's port takes connections and never answers; a killed one's refuses
+    summary = f"Kafka broker {broker.name} in cluster {cluster} is fenced: {CAUSE_TEXT[cause].phrase}"
     assert re.fullmatch(re.escape(summary) + r" \(since \d\d:\d\d:\d\d UTC\)", payload["summary"]), payload
     assert payload["source"] == f"kafka cluster {cluster}"
     assert payload["component"] == broker.name
@@ -111,12 +123,12 @@ def _pause_and_page(
     assert body["links"][0]["href"].endswith("alerts/runbooks/KafkaBrokerFenced.md")
     assert f"fenced broker {broker.name}" in payload["custom_details"]["firing"]
     details = payload["custom_details"]
-    assert details["cause"] == "hung_or_isolated", details
-    assert details["evidence"] == CAUSE_TEXT[Cause.HUNG_OR_ISOLATED].evidence, details
+    assert details["cause"] == cause.value, details
+    assert details["evidence"] == CAUSE_TEXT[cause].evidence, details
     assert details["evidence"] in details["firing"]
     assert details["dashboard"] == f"{paging.dashboard_url}cluster/{cluster}/broker/{broker.name}", details
     assert http_get(details["dashboard"])[0] == 200  # the link opens the broker's page
-    assert details["runbook_section"].endswith("alerts/runbooks/KafkaBrokerFenced.md#cause-hung_or_isolated")
+    assert details["runbook_section"].endswith(f"alerts/runbooks/KafkaBrokerFenced.md#cause-{cause.value}")
     # One fault, one page: nothing else (unreachable, stale metadata, exporter) triggered with it.
     triggers = [e for e in paging.receiver.snapshot()[baseline:] if e.action == "trigger"]
     assert [e.payload.get("class") for e in triggers] == ["KafkaBrokerFenced"]
@@ -136,7 +148,8 @@ def _pause_and_page(
 
     with capsys.disabled():
         sys.stdout.write(
-            f"\n[paging e2e] {cluster}/{broker.name} SIGSTOP -> KafkaBrokerFenced trigger: {page_seconds:.1f} s; "
-            f"SIGCONT -> resolve: {resolve_seconds:.1f} s (scrape/eval {paging.interval_seconds:g} s, shipped rules)\n"
+            f"\n[paging e2e] {cluster}/{broker.name} {FAULTS[FAULT][0]} -> KafkaBrokerFenced trigger: "
+            f"{page_seconds:.1f} s; {FAULTS[FAULT][1]} -> resolve: {resolve_seconds:.1f} s "
+            f"(rounds {paging.interval_seconds:g} s, shipped rules)\n"
         )
     assert page_seconds < PAGE_DEADLINE_SECONDS

@@ -1,7 +1,10 @@
 """The fencing watch (ctlplane/exporter/fencing_watch.py) on real KRaft: a broker SIGSTOPped just after a round
 is fenced by the controller after its session (9 s); the watch reads the change on the active controller and
 wakes a round that publishes FENCED, long before the next round at its interval (60 s here) would have. Its
-resumption, unfenced, wakes one too. The time it buys each page: docs/alerts.md "How fast a page comes"."""
+resumption, unfenced, wakes one too. Then the same broker, leading partitions, restarted cleanly: the rounds
+the watch wakes at each step of the restart (controlled shutdown, fenced, registered, unfenced) never read
+an unplanned fencing, the one thing the fast page (`for: 10s`) waits on. The time the watch buys each page:
+docs/alerts.md "How fast a page comes"."""
 
 from __future__ import annotations
 
@@ -13,13 +16,20 @@ import pytest
 from ctlplane.exporter.fencing_watch import FencingWatch
 from ctlplane.exporter.health import Lifecycle
 from ctlplane.exporter.state import Observation
-from harness.localkafka import KafkaCluster
+from harness.localkafka import KafkaCluster, create_topic, delete_topic
 from tests.integration.faults import healthy
 from tests.integration.watch import Watch
 
 pytestmark = pytest.mark.kraft
 
 INTERVAL = 60.0  # the rounds' own pace: a fencing published before the second round was woken for
+TOPIC = "ctlplane-fencing-watch"
+
+
+def _unplanned(observation: Observation, cluster: str, node: str) -> bool:
+    health = observation.health.cluster(cluster)
+    broker = health.broker(node) if health is not None else None
+    return broker is not None and broker.fenced_unplanned
 
 
 def _state(observation: Observation, cluster: str, node: str) -> Lifecycle | None:
@@ -53,6 +63,8 @@ def test_a_broker_fenced_between_rounds_is_published_by_a_round_the_watch_wakes(
                 seen.wait(left)
 
     watch.state.subscribe(record)
+    other = next(b for b in kraft_cluster.brokers() if b is not victim)
+    create_topic(kraft_cluster, TOPIC, [[victim.node_id, other.node_id]] * 2)  # it leads both partitions
     fencing = FencingWatch(scraper.latest, lambda: scraper.targets, scraper.client, scraper.wake, poll_seconds=1.0)
     scraper.start()
     try:
@@ -71,8 +83,21 @@ def test_a_broker_fenced_between_rounds_is_published_by_a_round_the_watch_wakes(
         woken = scraper.woken_rounds_total
         back = first(Lifecycle.ACTIVE, rounds.index(fenced) + 1, 45)
         assert back is not None and scraper.woken_rounds_total > woken, rounds  # unfenced: a round woken too
+
+        # a clean restart of a leader, read by the rounds the watch wakes: never an unplanned fencing
+        restart_from, woken = rounds.index(back), scraper.woken_rounds_total
+        victim.stop()  # SIGTERM: a controlled shutdown
+        victim.start()
+        victim.wait_ready(120)
+        assert first(Lifecycle.ACTIVE, len(rounds), 60) is not None, "not ACTIVE again after its restart"
+        during = rounds[restart_from:]
+        read = [(_state(o, name, victim.name), _unplanned(o, name, victim.name)) for o in during]
+        assert scraper.woken_rounds_total > woken, read  # the restart's steps woke rounds
+        assert {state for state, _ in read} - {Lifecycle.ACTIVE}, read  # and they read it out of ACTIVE
+        assert not [r for r in read if r[1]], read
     finally:
         fencing.stop()
         scraper.stop(join_seconds=15)
         watch.close()
         victim.resume()
+        delete_topic(kraft_cluster, TOPIC)

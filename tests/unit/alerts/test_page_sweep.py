@@ -59,9 +59,9 @@ def test_the_shipped_pair_waits_only_where_the_fencing_is_unplanned() -> None:
 def test_shipped_is_what_the_rules_say() -> None:
     rules = yaml.safe_load(RULES.read_text())["groups"][0]["rules"]
     fors = {r["labels"]["evidence"]: str(r["for"]) for r in rules if r.get("alert") == "KafkaBrokerFenced"}
-    assert fors == {"unplanned": "15s", "sustained": "1m"}
+    assert fors == {"unplanned": "10s", "sustained": "1m"}
     assert str(yaml.safe_load(RULES.read_text())["groups"][0]["interval"]) == "5s"
-    assert SHIPPED == (15.0, 60.0, 5.0)
+    assert SHIPPED == (10.0, 60.0, 5.0)
 
 
 def test_the_shipped_rules_page_every_recorded_crash_and_no_recorded_restart() -> None:
