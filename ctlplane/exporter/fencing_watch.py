@@ -11,8 +11,9 @@ ActiveBrokerCount (3.1+; in ZooKeeper mode the live brokers, ControllerContext).
 from what the last round read of that node, the scraper starts the next round now. The round decides, as
 every round does: the watch adds no evidence of its own, only an earlier round.
 
-The read is the JMX client's, over the node's own connection, a few MBeans: one query pattern and two gauges.
-A controller that does not answer is asked again at the next poll; the rounds go on as before.
+The read is the node source's, over the node's own connection: a few MBeans over JMX (one query pattern and
+two gauges), a metrics endpoint's whole page. A controller that does not answer is asked again at the next
+poll; the rounds go on as before.
 """
 
 from __future__ import annotations

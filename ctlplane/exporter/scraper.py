@@ -109,6 +109,13 @@ class _NodeMemory:
     read: Future[_Read] | None = None
     read_round: int = 0  # the round that submitted `read`
     timed_out: bool = False  # the last read that finished failed as a timeout (the node may hang again)
+    fenced: bool = False  # this round was woken with the controller fencing it (Scraper.wake): may hang too
+
+    @property
+    def suspect(self) -> bool:
+        """Read after its siblings and waited for SUSPECT_WAIT_SECONDS only (`_allowance`)."""
+        return self.timed_out or self.fenced
+
     good_read_seconds: float = 0.0  # how long its last successful read took
     # The slow tier's last values (stamped with their read time) and when they were read; cleared when the
     # node is down, so a node back (perhaps restarted: its histograms begin again) reads them at once
@@ -515,8 +522,7 @@ class Scraper:
             fenced, self._fenced_hint = self._fenced_hint, set()
         for target in self.targets:
             memory = self._memory[target]
-            if fenced and (target.cluster, memory.node_id) in fenced:
-                memory.timed_out = True  # see `wake`: a fresh read of it clears this
+            memory.fenced = (target.cluster, memory.node_id) in fenced  # this round only (`wake`)
             if memory.read is not None and memory.read.done():
                 # finished after its round's deadline: served by this snapshot unless a newer read finishes
                 late[target] = memory.read
@@ -527,22 +533,22 @@ class Scraper:
             # else a read from an earlier round is still queued or running: not doubled, and not waited for
             # (a stalled node's would hold every round to the timeout), but used if it is done by the end
         # nodes that answered last time first: their reads start before the ones that may hang again
-        for target in sorted(due, key=lambda t: self._memory[t].timed_out):
+        for target in sorted(due, key=lambda t: self._memory[t].suspect):
             memory = self._memory[target]
             memory.read = self._lanes[target.cluster].submit(
-                functools.partial(self._read, target, self._slow_due(memory, taken_at)), timed_out=memory.timed_out
+                functools.partial(self._read, target, self._slow_due(memory, taken_at)), timed_out=memory.suspect
             )
             memory.read_round = sequence
-            if memory.timed_out:
+            if memory.suspect:
                 suspects.append((self._allowance(memory), memory.read))
             else:
                 fresh.append(memory.read)
         return late, fresh, suspects
 
     def _allowance(self, memory: _NodeMemory) -> float:
-        """How long a round waits for the fresh read of a node: the scrape timeout, or for a node whose last
-        read timed out, SUSPECT_WAIT_SECONDS (see there)."""
-        if not memory.timed_out:
+        """How long a round waits for the fresh read of a node: the scrape timeout, or for a suspect (its last
+        read timed out, or the round was woken with the controller fencing it), SUSPECT_WAIT_SECONDS (see there)."""
+        if not memory.suspect:
             return self.timeout_seconds
         return min(self.timeout_seconds, max(SUSPECT_WAIT_SECONDS, SUSPECT_READS_WAITED * memory.good_read_seconds))
 
@@ -615,6 +621,8 @@ class Scraper:
                 return future, (
                     f"no answer within {waited:g}s (its last read timed out: the round waits for it no longer)"
                 )
+            if memory.fenced:
+                return future, f"no answer within {waited:g}s (the controller has fenced it: the round waits no longer)"
             return future, f"no answer within {waited:g}s"
         if memory.read_round == sequence:
             return future, "read still queued (more reads than the cluster's workers can do per round)"

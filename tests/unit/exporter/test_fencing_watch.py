@@ -143,5 +143,9 @@ def test_a_broker_the_watch_read_fenced_holds_the_woken_round_no_longer_than_a_s
         nodes = {n.node: n for n in scraper.scrape_once().nodes()}
         assert time.monotonic() - started < 4, "the round waited for the fenced broker's read"
         assert not nodes["b2"].up and nodes["b1"].up
+        assert nodes["b2"].error == "no answer within 1s (the controller has fenced it: the round waits no longer)"
+        client.release.set()
+        time.sleep(0.2)  # its read done: the next round, not woken, waits for it as for any node
+        assert {n.node: n.up for n in scraper.scrape_once().nodes()} == {"b1": True, "b2": True}
     finally:
         client.release.set()
