@@ -230,16 +230,23 @@ class TimelineFold:
             for new in after.brokers:
                 old = before.broker(new.node)
                 key = (after.name, new.node)
-                if old is None or key not in self._seen_up:
-                    if new.up:
-                        self._seen_up.add(key)
-                        self._since[key] = at
+                if self._first_contact(key, old is not None, new.up, at) or old is None:
                     continue
                 events.extend(_broker_events(at, after.name, old, new, self._since.get(key, self._start)))
                 if old.state is not new.state:
                     self._since[key] = at
             events.extend(self._controller_node_events(at, previous, observation, after.name))
         return events
+
+    def _first_contact(self, key: tuple[str, str], read_before: bool, up: bool, at: float) -> bool:
+        """Whether this round is ctlplane's first contact with a node (not read the round before, or never
+        seen up): no event then, and once it is up it is known from `at` on."""
+        if read_before and key in self._seen_up:
+            return False
+        if up:
+            self._seen_up.add(key)
+            self._since[key] = at
+        return True
 
     def _controller_node_events(
         self, at: float, previous: Observation, observation: Observation, cluster: str
@@ -249,10 +256,7 @@ class TimelineFold:
         for new in _controllers(observation.snapshot.cluster(cluster)):
             old = was.node(new.node) if was is not None else None
             key = (cluster, new.node)
-            if old is None or key not in self._seen_up:
-                if new.up:
-                    self._seen_up.add(key)
-                    self._since[key] = at
+            if self._first_contact(key, old is not None, new.up, at) or old is None:
                 continue
             events.extend(_controller_node_event(at, cluster, old, new, self._since.get(key, self._start)))
             if old.up is not new.up:

@@ -4,7 +4,7 @@ at once (Scraper.wake).
 A broker that crashes or hangs is fenced by the controller when its session runs out
 (`broker.session.timeout.ms`, 9 s; BrokerHeartbeatManager). A round reads that when it comes: up to a whole
 interval (15 s) later, the largest wait ctlplane adds before a page (docs/alerts.md "How fast a page comes").
-So each cluster's active controller (a node the last round read with ActiveControllerCount 1) is asked every
+So each cluster's active controller (as the last round's read decides it: health.find_active_controller) is asked every
 `scrape.fencing_poll_seconds` for the gauges that move when a broker is fenced, unfenced or goes: the
 per-broker BrokerRegistrationState (Kafka 4.1+, ControllerMetadataMetricsPublisher), FencedBrokerCount and
 ActiveBrokerCount (3.1+; in ZooKeeper mode the live brokers, ControllerContext). When what it says differs
@@ -23,8 +23,9 @@ import threading
 from collections.abc import Callable, Collection, Iterable
 
 from ctlplane.exporter.catalog import CATALOG
+from ctlplane.exporter.health.controller import find_active_controller
 from ctlplane.exporter.health.model import REGISTRATION_STATES, Lifecycle
-from ctlplane.exporter.model import FleetSnapshot, MBeanQuery, NodeSnapshot, Sample
+from ctlplane.exporter.model import FleetSnapshot, MBeanQuery, Sample
 from ctlplane.exporter.readings import plan_queries, samples_from_readings
 from ctlplane.exporter.scraper import Target
 from ctlplane.exporter.sources.base import NodeSource
@@ -39,7 +40,6 @@ FENCING_SERIES = frozenset(
         "kafka_controller_active_brokers",
     }
 )
-ACTIVE = "kafka_controller_active"
 REGISTRATION = "kafka_controller_broker_registration_state"
 OFF_RECHECK_SECONDS = 5.0
 
@@ -47,10 +47,10 @@ OFF_RECHECK_SECONDS = 5.0
 Word = frozenset[tuple[str, tuple[tuple[str, str], ...], float]]
 
 
-def fencing_queries(queries: Iterable[MBeanQuery] | None = None) -> tuple[MBeanQuery, ...]:
+def fencing_queries() -> tuple[MBeanQuery, ...]:
     """The scraper's queries for the fencing series' MBeans (readings.plan_queries)."""
     patterns = {spec.mbean for spec in CATALOG if spec.series in FENCING_SERIES}
-    return tuple(query for query in (plan_queries() if queries is None else queries) if query.pattern in patterns)
+    return tuple(query for query in plan_queries() if query.pattern in patterns)
 
 
 def fencing_word(samples: Iterable[Sample]) -> Word:
@@ -67,11 +67,6 @@ def newly_fenced(before: Word, now: Word) -> set[int]:
         and REGISTRATION_STATES.get(value) is Lifecycle.FENCED
         and dict(labels).get("broker", "").isdigit()
     }
-
-
-def active_controllers(snapshot: FleetSnapshot) -> list[NodeSnapshot]:
-    """Each node the round read as an active controller (ActiveControllerCount 1)."""
-    return [node for node in snapshot.nodes() if node.up and node.value(ACTIVE) == 1]
 
 
 class FencingWatch:
@@ -105,7 +100,9 @@ class FencingWatch:
         by_name = {(t.cluster, t.node): t for t in self.targets()}
         woke = False
         fenced: set[tuple[str, int]] = set()
-        for node in active_controllers(snapshot):
+        # the node the round's own health reads the fencing from (its epoch floor aside)
+        active = (find_active_controller(cluster) for cluster in snapshot.clusters)
+        for node in (node for node in active if node is not None):
             key = (node.cluster, node.node)
             target = by_name.get(key)
             if target is None:  # left the watched set since the round

@@ -658,9 +658,9 @@ class Scraper:
     def wake(self, fenced: Collection[tuple[str, int]] = ()) -> None:
         """Start the next round now rather than at its time (fencing_watch.FencingWatch read a change), at
         least WOKEN_ROUND_GAP_SECONDS after the last one started; a round under way finishes first. `fenced`:
-        (cluster, node id) of brokers the controller was read fencing, each read in that round as a node whose
-        last read timed out (after its siblings, waited for SUSPECT_WAIT_SECONDS): a broker fenced after a
-        crash answers at once and a hung one no longer holds the round for its RMI timeouts. Safe from any
+        (cluster, node id) of brokers the controller was read fencing, each a suspect in the next round only
+        (`_NodeMemory.fenced`: read after its siblings, waited for SUSPECT_WAIT_SECONDS): a broker fenced after
+        a crash answers at once and a hung one no longer holds the round for its RMI timeouts. Safe from any
         thread."""
         with self._pending_lock:
             self._fenced_hint.update(fenced)

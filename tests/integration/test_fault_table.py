@@ -234,7 +234,7 @@ def test_a_rolling_restart_never_reads_as_an_unplanned_fencing_and_pages_nothing
     flagging a controlled shutdown (BrokerHeartbeatManager.calculateNextBrokerState: SHUTDOWN_NOW, fenced as
     after a crash), so broker-1 may read FENCED while it is gone; a leader's registration keeps
     inControlledShutdown, so on Kafka 4.1+ broker-2 reads SHUTDOWN. Neither is ever an unplanned fencing
-    (kafka_broker_fenced_unplanned, the 15 s rule), and nothing pages: a restart never does."""
+    (kafka_broker_fenced_unplanned, the fast rule, `for: 10s`), and nothing pages: a restart never does."""
     quiet, leader = kraft_cluster.brokers()[0], kraft_cluster.brokers()[1]
     with topic_around_fault(kraft, kraft_cluster, "ctlplane-rolling", [[leader.node_id, quiet.node_id]] * 4, leader):
         # An earlier test's topic may still be on its way out (deleteTopics returns before the brokers drop
@@ -342,7 +342,7 @@ def test_a_broker_cut_off_from_the_controllers_while_its_jmx_answers_is_fenced_a
     for link in quorum_links.values():
         link.cut()
     try:
-        # 45 s cut off: a running broker fenced is unplanned on every KRaft release, so the 15 s rule has
+        # 45 s cut off: a running broker fenced is unplanned on every KRaft release, so the fast rule (`for: 10s`) has
         # fired by then (fenced by the first round, fired at the second's evaluation)
         for _ in range(3):
             timeline.round()
