@@ -89,7 +89,7 @@ RULES: tuple[Rule, ...] = (
             "tests/integration/test_localkafka.py::test_kraft",
             "tests/integration/test_localkafka.py::test_every_kraft",
             "tests/integration/test_node_reader.py",
-            "tests/integration/test_fencing_watch.py",
+            "tests/integration/test_fencing_watch.py::test_a_broker_fenced",
             # the installed wheel against the KRaft cluster (its module's wheel built again here: ~5 s)
             "tests/integration/test_wheel.py::test_the_installed_wheel_reads_a_kraft_quorum",
         ),
@@ -101,6 +101,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         (
             "tests/integration/test_exporter_kafka.py",
+            "tests/integration/test_fencing_watch.py",
             "tests/integration/test_health_kafka.py",
             "tests/integration/test_localkafka.py",
             "tests/integration/test_unreachable_nodes.py",

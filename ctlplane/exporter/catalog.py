@@ -618,8 +618,10 @@ HEALTH_SERIES: Mapping[str, str] = MappingProxyType(
         "leader saw them, describeMetadataQuorum, where the broker's JMX did not answer and did not refuse)",
         "kafka_broker_fenced_unplanned": "1 if the broker is FENCED and no planned stop reads the same: a KRaft "
         "broker whose process runs (BrokerState RUNNING) yet is fenced, or one gone while leading partitions on a "
-        "Kafka 4.1+ cluster, whose controller would have flagged its controlled shutdown; 0 otherwise (ZooKeeper "
-        "mode, Kafka before 4.1, a broker that led nothing: a clean stop reads FENCED there too)",
+        "Kafka 4.1+ cluster, whose controller would have flagged its controlled shutdown, or a ZooKeeper-mode "
+        "broker gone and deregistered while the same controller served no ControlledShutdown request since it was "
+        "last ACTIVE; 0 otherwise (KRaft before 4.1, a KRaft broker that led nothing, a ZooKeeper-mode broker "
+        "that lost its session, a controller change: a clean stop could read FENCED there too)",
         "kafka_broker_fault_cause": "1 for why a broker is not ACTIVE or not read (cause: process_gone, "
         "hung_or_isolated, cut_off_from_controller, long_gc_pause, controller_overloaded, zookeeper_session_lost, "
         "controlled_shutdown, starting, jmx_unreachable, jmx_auth_failed, unknown); absent for an ACTIVE broker "

@@ -7,7 +7,10 @@ interval (15 s) later, the largest wait ctlplane adds before a page (docs/alerts
 So each cluster's active controller (as the last round's read decides it: health.find_active_controller) is asked every
 `scrape.fencing_poll_seconds` for the gauges that move when a broker is fenced, unfenced or goes: the
 per-broker BrokerRegistrationState (Kafka 4.1+, ControllerMetadataMetricsPublisher), FencedBrokerCount and
-ActiveBrokerCount (3.1+; in ZooKeeper mode the live brokers, ControllerContext). When what it says differs
+ActiveBrokerCount (3.1+; in ZooKeeper mode the live brokers, ControllerContext), and in ZooKeeper mode which
+brokers the controller keeps a request queue for (ControllerChannelManager's QueueSize,broker-id=N, made when
+a broker registers and removed when its session expires: every release ctlplane reads; its value, the queue's
+length, moves all the time and is not compared). When what it says differs
 from what the last round read of that node, the scraper starts the next round now. The round decides, as
 every round does: the watch adds no evidence of its own, only an earlier round.
 
@@ -38,9 +41,11 @@ FENCING_SERIES = frozenset(
         "kafka_controller_broker_registration_state",
         "kafka_controller_fenced_brokers",
         "kafka_controller_active_brokers",
+        "kafka_controller_channel_queue_size",
     }
 )
 REGISTRATION = "kafka_controller_broker_registration_state"
+QUEUE = "kafka_controller_channel_queue_size"  # its presence per broker is the word, not its value
 OFF_RECHECK_SECONDS = 5.0
 
 # What a controller said: (series, labels, value) of the fencing series
@@ -54,19 +59,22 @@ def fencing_queries() -> tuple[MBeanQuery, ...]:
 
 
 def fencing_word(samples: Iterable[Sample]) -> Word:
-    """What a node's read says of fencing: its fencing series, label by label."""
-    return frozenset((s.series, s.labels, s.value) for s in samples if s.series in FENCING_SERIES)
+    """What a node's read says of fencing: its fencing series, label by label (a request queue: there or not)."""
+    return frozenset(
+        (s.series, s.labels, 1.0 if s.series == QUEUE else s.value) for s in samples if s.series in FENCING_SERIES
+    )
 
 
 def newly_fenced(before: Word, now: Word) -> set[int]:
-    """Broker ids whose registration state reads FENCED now and did not before (Kafka 4.1+)."""
-    return {
-        int(dict(labels)["broker"])
+    """Broker ids whose registration state reads FENCED now and did not before (Kafka 4.1+), or whose request
+    queue the ZooKeeper-mode controller dropped since (its session expired: KafkaController.onBrokerFailure)."""
+    fenced = {
+        dict(labels).get("broker", "")
         for series, labels, value in now - before
-        if series == REGISTRATION
-        and REGISTRATION_STATES.get(value) is Lifecycle.FENCED
-        and dict(labels).get("broker", "").isdigit()
+        if series == REGISTRATION and REGISTRATION_STATES.get(value) is Lifecycle.FENCED
     }
+    dropped = {dict(labels).get("broker", "") for series, labels, _ in before - now if series == QUEUE}
+    return {int(broker) for broker in fenced | dropped if broker.isdigit()}
 
 
 class FencingWatch:

@@ -94,6 +94,9 @@ def start_zookeeper(
         cfg,
         {
             "tickTime": "500",
+            # the ceiling would be 20 ticks (10 s); Kafka's default zookeeper.session.timeout.ms is 18 s, which
+            # bench.paging's ZooKeeper-mode runs ask for (ZooKeeperServer caps a session at maxSessionTimeout)
+            "maxSessionTimeout": "40000",
             "initLimit": "10",
             "syncLimit": "5",
             "dataDir": str(data),

@@ -6,7 +6,10 @@ watch, Prometheus' scrape of it and the rule groups' evaluation run at the shipp
 fault-to-page time is the figure an operator would see (budget in docs/alerts.md "How fast a page comes";
 asserted only against a generous bound, never timed). The paused broker leads partitions, as production
 brokers do, so its fencing is unplanned (Kafka 4.1+ would have flagged a clean stop) and the 10 s rule pages.
-`python -m bench.paging --fault kill` measures a kill -9 instead of the SIGSTOP.
+`python -m bench.paging --fault kill` measures a kill -9 instead of the SIGSTOP; `--mode zookeeper` the same
+on a ZooKeeper-mode cluster of its own at Kafka's default `zookeeper.session.timeout.ms` (18 s), the victim
+a broker that is not the controller (the controller that counted no ControlledShutdown request is what makes
+the fencing unplanned there).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import pytest
 
 from ctlplane.exporter.health.cause import CAUSE_TEXT
 from ctlplane.exporter.health.model import Cause
-from harness.localkafka import KafkaCluster, KafkaNode, create_topic, delete_topic
+from harness.localkafka import KafkaCluster, KafkaNode, create_topic, delete_topic, start_zk_cluster
 from tests.e2e.paging_stack import ROUTING_KEYS, Event, PagingStack, ScrapeTarget, http_get
 
 # kraft_cluster: the session fixture of tests/conftest.py (shared with tests/integration).
@@ -37,6 +40,9 @@ TOPIC = "ctlplane-paging"  # led by the paused broker
 # The fault: SIGSTOP (a hung JVM; `make test`) or kill -9 (a crashed one, restarted for the resolve);
 # `python -m bench.paging --fault kill` sets it
 FAULT = os.environ.get("CTLPLANE_PAGING_FAULT", "stop")
+# kraft (the session cluster; `make test`) or zookeeper (a cluster of its own; `bench.paging --mode zookeeper`)
+MODE = os.environ.get("CTLPLANE_PAGING_MODE", "kraft")
+ZK_DEFAULT_SESSION_MS = "18000"  # Kafka's zookeeper.session.timeout.ms default since 2.5 (KIP-537)
 # per fault: what the printed figure measures from, and to, and the cause the page must name
 FAULTS = {
     "stop": ("SIGSTOP", "SIGCONT", Cause.HUNG_OR_ISOLATED),
@@ -44,16 +50,38 @@ FAULTS = {
 }
 
 
+# Chosen at import, so the test's fixture closure names the session cluster it uses (tests/suite.py reads it)
+if MODE == "kraft":
+
+    @pytest.fixture
+    def paged_cluster(kraft_cluster: KafkaCluster) -> KafkaCluster:
+        return kraft_cluster
+
+else:
+    assert MODE == "zookeeper", f"CTLPLANE_PAGING_MODE={MODE}: kraft or zookeeper"
+
+    @pytest.fixture
+    def paged_cluster(tmp_path: Path) -> Iterator[KafkaCluster]:
+        session = {"zookeeper.session.timeout.ms": ZK_DEFAULT_SESSION_MS}
+        cluster = start_zk_cluster(
+            "paging-zk", tmp_path, brokers=3, node_overrides={f"broker-{i}": session for i in (1, 2, 3)}
+        )
+        try:
+            yield cluster
+        finally:
+            cluster.stop()
+
+
 @pytest.fixture
-def paging(tmp_path: Path, kraft_cluster: KafkaCluster) -> Iterator[PagingStack]:
+def paging(tmp_path: Path, paged_cluster: KafkaCluster) -> Iterator[PagingStack]:
     stack = PagingStack(tmp_path / "paging")
     try:
         role: dict[tuple[str, ...], str] = {("broker",): "broker", ("controller",): "controller"}
         stack.start(
             [
                 ScrapeTarget(
-                    kraft_cluster.name,
-                    [(n.name, n.jmx_port, role.get(n.roles, "combined")) for n in kraft_cluster.nodes],
+                    paged_cluster.name,
+                    [(n.name, n.jmx_port, role.get(n.roles, "combined")) for n in paged_cluster.nodes],
                 )
             ]
         )
@@ -74,21 +102,34 @@ def _is_page_for(event: Event, alertname: str, action: str) -> bool:
 
 
 def test_paused_broker_pages_and_resolves(
-    paging: PagingStack, kraft_cluster: KafkaCluster, capsys: pytest.CaptureFixture[str]
+    paging: PagingStack, paged_cluster: KafkaCluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    broker = kraft_cluster.node("broker-1")
-    other = kraft_cluster.node("broker-2")
-    create_topic(kraft_cluster, TOPIC, [[broker.node_id, other.node_id]] * 2)  # it leads both partitions
+    broker, other = _victim(paging, paged_cluster), paged_cluster.node("broker-2")
+    if other is broker:
+        other = paged_cluster.node("broker-3")
+    create_topic(paged_cluster, TOPIC, [[broker.node_id, other.node_id]] * 2)  # it leads both partitions
     try:
-        _pause_and_page(paging, kraft_cluster, broker, capsys)
+        _pause_and_page(paging, paged_cluster, broker, capsys)
     finally:
-        delete_topic(kraft_cluster, TOPIC)
+        delete_topic(paged_cluster, TOPIC)
+
+
+def _victim(paging: PagingStack, cluster: KafkaCluster) -> KafkaNode:
+    """broker-1 on KRaft; in ZooKeeper mode a broker that is not the controller."""
+    if MODE == "kraft":
+        return cluster.node("broker-1")
+    deadline = time.monotonic() + 180
+    while not (claims := paging.query(f'kafka_controller_active{{cluster="{cluster.name}"}} == 1')):
+        assert time.monotonic() < deadline, "Prometheus never saw the controller:\n" + paging.log("ctlplane")
+        time.sleep(1)
+    controller = claims[0]["metric"]["node"]
+    return next(n for n in cluster.nodes if n.name != controller)
 
 
 def _pause_and_page(
-    paging: PagingStack, kraft_cluster: KafkaCluster, broker: KafkaNode, capsys: pytest.CaptureFixture[str]
+    paging: PagingStack, paged_cluster: KafkaCluster, broker: KafkaNode, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    cluster = kraft_cluster.name
+    cluster = paged_cluster.name
     leads = f'kafka_broker_leader_partitions{{cluster="{cluster}",node="{broker.name}"}} > 0'
     deadline = time.monotonic() + 180
     while not (_healthy(paging, cluster, broker.name) and paging.query(leads)):
@@ -153,6 +194,6 @@ def _pause_and_page(
         sys.stdout.write(
             f"\n[paging e2e] {cluster}/{broker.name} {FAULTS[FAULT][0]} -> KafkaBrokerFenced trigger: "
             f"{page_seconds:.1f} s; {FAULTS[FAULT][1]} -> resolve: {resolve_seconds:.1f} s "
-            f"(rounds {paging.interval_seconds:g} s, shipped rules)\n"
+            f"(rounds {paging.interval_seconds:g} s, shipped rules, {MODE})\n"
         )
     assert page_seconds < PAGE_DEADLINE_SECONDS

@@ -660,8 +660,9 @@ def test_zookeeper_mode_kill_just_after_a_round_is_fenced_pages_and_restarts_qui
     after a round: its session expires after zookeeper.session.timeout.ms (6 s here), ZooKeeper deletes
     /brokers/ids/N and the controller drops it (KafkaController.onBrokerFailure ->
     ControllerChannelManager.removeBroker): FENCED by the controller's word from the first round it shows,
-    never SHUTDOWN (it never asked the controller to shut down); KafkaBrokerFenced pages with
-    KafkaOfflinePartitions; restarted, it is ACTIVE and both resolve."""
+    never SHUTDOWN (it never asked the controller to shut down) and so unplanned in every FENCED round (the
+    10 s rule); KafkaBrokerFenced pages with KafkaOfflinePartitions; restarted, it is ACTIVE and both
+    resolve."""
     start = zk.until(healthy(ZK), 60, "healthy")
     controller = cluster_health(start, ZK).controller.node
     victim = next(b for b in zk_cluster.brokers() if b.name != controller)
@@ -677,6 +678,8 @@ def test_zookeeper_mode_kill_just_after_a_round_is_fenced_pages_and_restarts_qui
         assert crashed[0] in (Lifecycle.UNREACHABLE, Lifecycle.FENCED), timeline.evidence(victim.name)
         assert set(crashed[1:]) == {Lifecycle.FENCED}, timeline.evidence(victim.name)
         assert "no request queue for broker" in timeline.evidence(victim.name)[-1]
+        fenced = [b for b in timeline.broker_rounds(victim.name)[1:] if b is not None and b.state is Lifecycle.FENCED]
+        assert fenced and all(b.fenced_unplanned for b in fenced), timeline.evidence(victim.name)
         timeline.expect_causes(victim.name, {Cause.PROCESS_GONE}, Lifecycle.FENCED, Lifecycle.UNREACHABLE)
         victim.start()
         for _ in range(12):

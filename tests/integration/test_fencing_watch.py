@@ -1,10 +1,11 @@
-"""The fencing watch (ctlplane/exporter/fencing_watch.py) on real KRaft: a broker SIGSTOPped just after a round
-is fenced by the controller after its session (9 s); the watch reads the change on the active controller and
-wakes a round that publishes FENCED, long before the next round at its interval (60 s here) would have. Its
-resumption, unfenced, wakes one too. Then the same broker, leading partitions, restarted cleanly: the rounds
-the watch wakes at each step of the restart (controlled shutdown, fenced, registered, unfenced) never read
-an unplanned fencing, the one thing the fast page (`for: 10s`) waits on. The time the watch buys each page:
-docs/alerts.md "How fast a page comes"."""
+"""The fencing watch (ctlplane/exporter/fencing_watch.py) on real Kafka: a broker SIGSTOPped just after a round
+is fenced by the controller after its session (KRaft: broker.session.timeout.ms 9 s; ZooKeeper mode: its
+ZooKeeper session, 6 s here, after which the controller drops its request queue); the watch reads the change
+on the active controller and wakes a round that publishes FENCED, unplanned, long before the next round at its
+interval (60 s here) would have. Its resumption, unfenced, wakes one too. Then the same broker, leading
+partitions, restarted cleanly: the rounds the watch wakes at each step of the restart (controlled shutdown,
+fenced or deregistered, registered, unfenced) never read an unplanned fencing, the one thing the fast page
+(`for: 10s`) waits on. The time the watch buys each page: docs/alerts.md "How fast a page comes"."""
 
 from __future__ import annotations
 
@@ -16,11 +17,9 @@ import pytest
 from ctlplane.exporter.fencing_watch import FencingWatch
 from ctlplane.exporter.health import Lifecycle
 from ctlplane.exporter.state import Observation
-from harness.localkafka import KafkaCluster, create_topic, delete_topic
+from harness.localkafka import KafkaCluster, KafkaNode, create_topic, delete_topic
 from tests.integration.faults import healthy
 from tests.integration.watch import Watch
-
-pytestmark = pytest.mark.kraft
 
 INTERVAL = 60.0  # the rounds' own pace: a fencing published before the second round was woken for
 TOPIC = "ctlplane-fencing-watch"
@@ -38,11 +37,30 @@ def _state(observation: Observation, cluster: str, node: str) -> Lifecycle | Non
     return broker.state if broker is not None else None
 
 
+@pytest.mark.kraft
 def test_a_broker_fenced_between_rounds_is_published_by_a_round_the_watch_wakes(kraft_cluster: KafkaCluster) -> None:
-    name, victim = kraft_cluster.name, kraft_cluster.brokers()[0]
     watch = Watch(kraft_cluster)
-    scraper = watch.scraper
-    watch.until(healthy(name), 120, "healthy KRaft cluster")
+    watch.until(healthy(kraft_cluster.name), 120, "healthy KRaft cluster")
+    _fenced_then_restarted(kraft_cluster, watch, kraft_cluster.brokers()[0])
+
+
+@pytest.mark.zookeeper
+def test_a_zookeeper_mode_broker_deregistered_between_rounds_is_published_by_a_round_the_watch_wakes(
+    zk_cluster: KafkaCluster,
+) -> None:
+    """ZooKeeper mode has no registration states: the watch reads the controller's request queues (one per
+    registered broker) and ActiveBrokerCount. The victim is not the controller: the same controller's count
+    of ControlledShutdown requests is what tells its crash from its clean stop."""
+    watch = Watch(zk_cluster)
+    start = watch.until(healthy(zk_cluster.name), 120, "healthy ZooKeeper-mode cluster")
+    health = start.health.cluster(zk_cluster.name)
+    assert health is not None and health.controller is not None
+    controller = health.controller.node
+    _fenced_then_restarted(zk_cluster, watch, next(b for b in zk_cluster.brokers() if b.name != controller))
+
+
+def _fenced_then_restarted(cluster: KafkaCluster, watch: Watch, victim: KafkaNode) -> None:
+    name, scraper = cluster.name, watch.scraper
     scraper.interval_seconds = INTERVAL
     rounds: list[Observation] = []
     seen = threading.Condition()
@@ -63,8 +81,8 @@ def test_a_broker_fenced_between_rounds_is_published_by_a_round_the_watch_wakes(
                 seen.wait(left)
 
     watch.state.subscribe(record)
-    other = next(b for b in kraft_cluster.brokers() if b is not victim)
-    create_topic(kraft_cluster, TOPIC, [[victim.node_id, other.node_id]] * 2)  # it leads both partitions
+    other = next(b for b in cluster.brokers() if b is not victim)
+    create_topic(cluster, TOPIC, [[victim.node_id, other.node_id]] * 2)  # it leads both partitions
     fencing = FencingWatch(scraper.latest, lambda: scraper.targets, scraper.client, scraper.wake, poll_seconds=1.0)
     scraper.start()
     try:
@@ -78,6 +96,7 @@ def test_a_broker_fenced_between_rounds_is_published_by_a_round_the_watch_wakes(
             assert fenced is not None, [(o.snapshot.sequence, _state(o, name, victim.name)) for o in rounds]
             assert fenced.snapshot.taken_at < start + INTERVAL - 10, (fenced.snapshot.taken_at - start, rounds)
             assert scraper.woken_rounds_total >= 1
+            assert _unplanned(fenced, name, victim.name), fenced.health.cluster(name)
         finally:
             victim.resume()
         woken = scraper.woken_rounds_total
@@ -100,4 +119,4 @@ def test_a_broker_fenced_between_rounds_is_published_by_a_round_the_watch_wakes(
         scraper.stop(join_seconds=15)
         watch.close()
         victim.resume()
-        delete_topic(kraft_cluster, TOPIC)
+        delete_topic(cluster, TOPIC)

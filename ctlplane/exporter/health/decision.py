@@ -18,7 +18,8 @@ rules before it left, each a function of the round's snapshot and the last round
 6. `held_fenced`: in a round with no word on fencing at all (every controller read timed out), a broker FENCED
    last round and gone still stays FENCED, so its page's `for:` is not restarted; otherwise
    `fenced_unplanned` flags a FENCED that no planned stop or restart reads the same (RUNNING yet fenced; a
-   leader gone where the controllers name controlled shutdowns).
+   leader gone where the controllers name controlled shutdowns; in ZooKeeper mode, gone with no
+   ControlledShutdown request served since it was last ACTIVE).
 7. The cause (`cause.with_cause`), from the state and the evidence behind it, a long GC pause among them
    (`gc.gc_pauses`).
 
@@ -43,6 +44,7 @@ from ctlplane.exporter.health.lifecycle import (
     shutdown_requests,
     zookeeper_deregistered,
     zookeeper_shutdown_requests,
+    zookeeper_unasked,
 )
 from ctlplane.exporter.health.model import BrokerHealth, ClusterMemory
 from ctlplane.exporter.health.quorum import with_quorum
@@ -87,7 +89,13 @@ def decide_brokers(
         or replace(
             b,
             fenced_unplanned=fenced_unplanned(
-                b, nodes[b.node], nodes[b.node].mode or cluster.mode, names_shutdown, b.node in leading
+                b,
+                nodes[b.node],
+                nodes[b.node].mode or cluster.mode,
+                names_shutdown,
+                b.node in leading,
+                # once unplanned, a later request (another broker's clean restart) does not make it planned
+                zookeeper_unasked(b, memory, requests) or b.node in memory.unplanned,
             ),
         )
         for b in brokers

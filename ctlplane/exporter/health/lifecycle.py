@@ -381,8 +381,25 @@ def fenced_unnamed(
     return max(0, int(count) - named)
 
 
+def zookeeper_unasked(broker: BrokerHealth, memory: ClusterMemory, requests: tuple[str, float] | None) -> bool:
+    """ZooKeeper mode: the active controller that counted its ControlledShutdown requests when this broker was
+    last read ACTIVE is still the active one and has handled none since (`shutdown_requests`,
+    `ClusterMemory.shutdown_baselines`). A clean stop asks before it closes its ZooKeeper session
+    (KafkaServer.shutdown -> controlledShutdown, then the ZooKeeper client's close), and the controller
+    serves its events in order, so the request is counted before the departure the broker's deregistration
+    brings (KafkaController's ControlledShutdown before its BrokerChange). A controller change, a round
+    without the count, or any request since (whosever it was) decide nothing."""
+    baseline = memory.shutdown_baselines.get(broker.node)
+    return requests is not None and baseline is not None and baseline == requests
+
+
 def fenced_unplanned(
-    broker: BrokerHealth, node: NodeSnapshot, mode: Mode | None, names_shutdown: bool, led: bool
+    broker: BrokerHealth,
+    node: NodeSnapshot,
+    mode: Mode | None,
+    names_shutdown: bool,
+    led: bool,
+    unasked: bool = False,
 ) -> bool:
     """FENCED, and no planned stop or restart reads the same, so a page need not wait out a restart.
 
@@ -394,11 +411,18 @@ def fenced_unplanned(
       leader sets the registration's inControlledShutdown (BrokerHeartbeatManager.calculateNextBrokerState
       -> CONTROLLED_SHUTDOWN, ReplicationControlManager.handleBrokerInControlledShutdown), which ctlplane
       reads as SHUTDOWN, so FENCED here is a crash, a hang or a partition.
-    Not: a broker that led nothing (Kafka grants it SHUTDOWN_NOW and fences it like a crash), any gone
-    broker before Kafka 4.1 (KAFKA-18666), ZooKeeper mode (its session alerts name a lost registration).
+    - A ZooKeeper-mode broker gone (JMX not answering) and deregistered (`zookeeper_deregistered`) while the
+      controller served no ControlledShutdown request since it was last read ACTIVE (`unasked`, from
+      `zookeeper_unasked`): a clean stop asks first (controlled.shutdown.enable, true by default), a crash
+      or a hang never does. Whether it led partitions does not matter here: every clean stop asks.
+    Not: a broker that led nothing (Kafka grants it SHUTDOWN_NOW and fences it like a crash), any gone KRaft
+    broker before Kafka 4.1 (KAFKA-18666), a running ZooKeeper-mode broker that lost its session (its
+    session alerts name a lost registration; alerts/alertmanager.yml inhibits the fencing page).
     """
-    if broker.state is not Lifecycle.FENCED or mode is Mode.ZOOKEEPER:
+    if broker.state is not Lifecycle.FENCED:
         return False
+    if mode is Mode.ZOOKEEPER:
+        return not node.up and unasked
     if node.up:
         return node.value("kafka_broker_state") == BrokerState.RUNNING
     return names_shutdown and led

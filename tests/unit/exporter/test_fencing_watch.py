@@ -8,8 +8,8 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 
-from ctlplane.exporter.fencing_watch import FencingWatch, fencing_queries
-from ctlplane.exporter.model import FleetSnapshot, MBeanQuery, RawReading
+from ctlplane.exporter.fencing_watch import FencingWatch, fencing_queries, fencing_word, newly_fenced
+from ctlplane.exporter.model import FleetSnapshot, MBeanQuery, RawReading, Sample
 from ctlplane.exporter.scraper import Scraper, Target
 from ctlplane.exporter.sources.jmx.base import Endpoint, JmxError
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller
@@ -103,7 +103,25 @@ def test_the_queries_are_the_scrapers_own_for_the_fencing_gauges() -> None:
         REGISTRATION,
         FENCED_COUNT,
         "kafka.controller:type=KafkaController,name=ActiveBrokerCount",
+        "kafka.controller:type=ControllerChannelManager,name=QueueSize,broker-id=*",
     }
+
+
+def test_a_zookeeper_mode_controller_dropping_a_brokers_request_queue_is_a_change_its_length_is_not() -> None:
+    """ZooKeeper mode has no registration states: the controller's request queue per broker is made at its
+    registration and dropped when its session expires (ControllerChannelManager.removeBroker). Its length
+    moves with every request and wakes nothing; a queue gone names the broker as newly fenced."""
+
+    def word(**queues: float) -> frozenset[tuple[str, tuple[tuple[str, str], ...], float]]:
+        return fencing_word(
+            Sample("kafka_controller_channel_queue_size", (("broker", broker[1:]),), length)
+            for broker, length in queues.items()
+        )
+
+    before = word(b1=0, b2=3, b3=0)
+    assert word(b1=5, b2=0, b3=1) == before
+    assert word(b1=0, b3=0) != before and newly_fenced(before, word(b1=0, b3=0)) == {2}
+    assert newly_fenced(word(b1=0, b3=0), before) == set()  # registered again: a change, nobody fenced
 
 
 class _Counting:

@@ -952,7 +952,69 @@ def test_a_restarted_broker_read_running_before_the_controllers_gauge_says_unfen
     assert _lifecycle_steps(steps).fenced_unplanned
 
 
-def test_a_zookeeper_mode_fencing_is_never_unplanned() -> None:
+def _zk_fenced_rounds(*rounds: tuple[float | None, str, dict[str, float | None]]) -> list[BrokerHealth]:
+    """ZooKeeper-mode rounds: (controller b1's ControlledShutdown requests served, None: unread; the active
+    controller's name, b1 or b3; brokers b2, b3 by BrokerState, None: gone, -1: timed out). A gone broker is
+    deregistered (the controller has no request queue for it). Each round's b2."""
+    memory, seen = HealthMemory(), []
+    queue = "kafka_controller_channel_queue_size"
+    for at, (requests, active, brokers) in enumerate(rounds):
+        nodes = []
+        for name, state in {"b1": 3.0, **brokers}.items():
+            number = int(name[1:])
+            if state is None or state < 0:
+                failure = Failure.GONE if state is None else Failure.TIMEOUT
+                nodes.append(node(name, mode=Mode.ZOOKEEPER, node_id=number, up=False, failure=failure, at=float(at)))
+                continue
+            values: dict[str | tuple[str, tuple[tuple[str, str], ...]], float] = {
+                "kafka_broker_state": state,
+                "kafka_controller_active": 1.0 if name == active else 0.0,
+            }
+            if name == active:
+                registered = [n for n, s in {"b1": 3.0, **brokers}.items() if s is not None and s >= 0]
+                values.update({(queue, (("broker", n[1:]),)): 0 for n in registered})
+                if requests is not None:
+                    values["kafka_controller_controlled_shutdowns_total"] = requests
+            nodes.append(node(name, values, mode=Mode.ZOOKEEPER, node_id=number, at=float(at)))
+        cluster, memory = _health(*nodes, memory=memory, at=float(at))
+        b2 = cluster.broker("b2")
+        assert b2 is not None
+        seen.append(b2)
+    return seen
+
+
+def test_a_zookeeper_mode_broker_gone_without_asking_for_a_controlled_shutdown_is_an_unplanned_fencing() -> None:
+    """A crash or a hang never asks the controller to shut down; a clean stop always does first
+    (KafkaServer.controlledShutdown, before the ZooKeeper session is closed). Deregistered with no request
+    served since it was last ACTIVE, by the same controller: unplanned, and it stays so while fenced."""
+    for failed in (None, -1.0):  # kill -9 (refused), SIGSTOP (its reads time out)
+        seen = _zk_fenced_rounds((0, "b1", {"b2": 3, "b3": 3}), (0, "b1", {"b2": failed, "b3": 3}))
+        assert seen[-1].state is Lifecycle.FENCED and seen[-1].fenced_unplanned, seen[-1].evidence
+    # b3 restarted cleanly meanwhile (its request counted): b2, unplanned already, stays so
+    later = _zk_fenced_rounds(
+        (0, "b1", {"b2": 3, "b3": 3}), (0, "b1", {"b2": None, "b3": 3}), (1, "b1", {"b2": None, "b3": 6})
+    )
+    assert [b.fenced_unplanned for b in later] == [False, True, True]
+
+
+def test_a_zookeeper_mode_fencing_a_clean_stop_could_explain_is_not_unplanned() -> None:
+    """Any request since (b2's own, or a second broker's beside it), a controller change, or a round without
+    the count: the sustained rule's minute, as before."""
+    cases = {
+        "one request for two gone": ((0, "b1", {"b2": 3, "b3": 3}), (1, "b1", {"b2": None, "b3": None})),
+        "another controller": ((0, "b1", {"b2": 3, "b3": 3}), (0, "b3", {"b2": None, "b3": 3})),
+        "no count last time": ((None, "b1", {"b2": 3, "b3": 3}), (0, "b1", {"b2": None, "b3": 3})),
+        "no count now": ((0, "b1", {"b2": 3, "b3": 3}), (None, "b1", {"b2": None, "b3": 3})),
+    }
+    for case, rounds in cases.items():
+        b2 = _zk_fenced_rounds(*rounds)[-1]
+        assert b2.state is Lifecycle.FENCED and not b2.fenced_unplanned, (case, b2.evidence)
+    # b2's own request: SHUTDOWN, never FENCED
+    stopped = _zk_fenced_rounds((0, "b1", {"b2": 3, "b3": 3}), (1, "b1", {"b2": None, "b3": 3}))
+    assert stopped[-1].state is Lifecycle.SHUTDOWN and not stopped[-1].fenced_unplanned
+
+
+def test_a_running_zookeeper_mode_broker_that_lost_its_session_is_not_unplanned() -> None:
     # its ZooKeeper session alerts name a lost registration (alerts/alertmanager.yml inhibits the fencing page)
     queue = "kafka_controller_channel_queue_size"
     controller = node(
