@@ -25,7 +25,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -110,6 +110,9 @@ class _NodeMemory:
     read_round: int = 0  # the round that submitted `read`
     timed_out: bool = False  # the last read that finished failed as a timeout (the node may hang again)
     fenced: bool = False  # this round was woken with the controller fencing it (Scraper.wake): may hang too
+    # seconds into the round when the fencing watch read the controller fencing this node while the round
+    # still waited for its read, which it then stopped waiting for (Scraper._wait_for_reads); this round only
+    cut_after: float | None = None
 
     @property
     def suspect(self) -> bool:
@@ -370,6 +373,7 @@ class Scraper:
         self.woken_rounds_total = 0  # rounds started early by `wake`
         # (cluster, node id) the controller was last read fencing (`wake`): each read next round as a suspect
         self._fenced_hint: set[tuple[str, int]] = set()
+        self._interrupt: Future[None] = Future()  # wake(fenced): the round under way stops waiting for them
         self._thread: threading.Thread | None = None
 
     def latest(self) -> FleetSnapshot:
@@ -481,7 +485,7 @@ class Scraper:
         late, fresh, suspects = self._start_reads(taken_at, sequence)
         quorum_reads = self._submit_quorum_reads(sequence)
         pending: list[Future[Any]] = [*fresh, *(read for read, _ in quorum_reads.values())]
-        wait(pending, timeout=waited)
+        self._wait_for_reads(pending, waited, started, sequence)
         for allowance, read in sorted(suspects, key=lambda suspect: suspect[0]):
             wait([read], timeout=max(0.0, allowance - (time.perf_counter() - started)))
         nodes = [self._node_snapshot(target, late.get(target), taken_at, sequence) for target in self.targets]
@@ -508,6 +512,40 @@ class Scraper:
         self._subscribers.notify(snapshot)
         return snapshot
 
+    def _wait_for_reads(self, pending: Sequence[Future[Any]], waited: float, started: float, sequence: int) -> None:
+        """Wait up to `waited` seconds from `started` for `pending`, but no longer for the read of a broker the
+        fencing watch reads the controller fencing meanwhile (`wake`). The first round after a broker hangs
+        has no reason to suspect it and waits for its RMI timeouts (~6.7 s); the controller's fencing,
+        published by the next round, would wait behind it."""
+        deadline = started + waited
+        remaining = set(pending)
+        while remaining:
+            with self._pending_lock:
+                interrupt = self._interrupt
+            done, _ = wait(
+                {*remaining, interrupt}, timeout=max(0.0, deadline - time.perf_counter()), return_when=FIRST_COMPLETED
+            )
+            remaining -= done
+            if interrupt in done:
+                with self._pending_lock:
+                    self._interrupt = Future()
+                    fenced = set(self._fenced_hint)  # kept: the next round reads them as suspects too
+                remaining -= self._stop_waiting_for(fenced, sequence, time.perf_counter() - started)
+            elif not done:
+                return  # the round's timeout
+
+    def _stop_waiting_for(
+        self, fenced: Collection[tuple[str, int]], sequence: int, elapsed: float
+    ) -> set[Future[_Read]]:
+        """This round's reads of the brokers in `fenced`, no longer waited for (`_NodeMemory.cut_after`)."""
+        cut = set()
+        for target in self.targets:
+            memory = self._memory[target]
+            if (target.cluster, memory.node_id) in fenced and memory.read is not None and memory.read_round == sequence:
+                memory.fenced, memory.cut_after = True, elapsed
+                cut.add(memory.read)
+        return cut
+
     def _start_reads(
         self, taken_at: float, sequence: int
     ) -> tuple[dict[Target, Future[_Read]], list[Future[_Read]], list[tuple[float, Future[_Read]]]]:
@@ -523,6 +561,7 @@ class Scraper:
         for target in self.targets:
             memory = self._memory[target]
             memory.fenced = (target.cluster, memory.node_id) in fenced  # this round only (`wake`)
+            memory.cut_after = None
             if memory.read is not None and memory.read.done():
                 # finished after its round's deadline: served by this snapshot unless a newer read finishes
                 late[target] = memory.read
@@ -567,7 +606,8 @@ class Scraper:
         self, target: Target, late: Future[_Read] | None, taken_at: float, sequence: int
     ) -> NodeSnapshot:
         memory = self._memory[target]
-        waited = self._allowance(memory)  # before a finished read updates memory.timed_out
+        # before a finished read updates memory.timed_out
+        waited = self._allowance(memory) if memory.cut_after is None else round(memory.cut_after, 1)
         future, error = self._finished_read(memory, late, sequence, waited)
         failure = Failure.TIMEOUT  # unless the read failed with a reason of its own
         if error is None and future is not None:
@@ -660,10 +700,12 @@ class Scraper:
         least WOKEN_ROUND_GAP_SECONDS after the last one started; a round under way finishes first. `fenced`:
         (cluster, node id) of brokers the controller was read fencing, each a suspect in the next round only
         (`_NodeMemory.fenced`: read after its siblings, waited for SUSPECT_WAIT_SECONDS): a broker fenced after
-        a crash answers at once and a hung one no longer holds the round for its RMI timeouts. Safe from any
-        thread."""
+        a crash answers at once and a hung one no longer holds the round for its RMI timeouts; a round under
+        way stops waiting for their reads (`_wait_for_reads`). Safe from any thread."""
         with self._pending_lock:
             self._fenced_hint.update(fenced)
+            if fenced and not self._interrupt.done():  # a round under way stops waiting for them
+                self._interrupt.set_result(None)
         self._wake.set()
 
     def run_forever(self) -> None:

@@ -167,3 +167,37 @@ def test_a_broker_the_watch_read_fenced_holds_the_woken_round_no_longer_than_a_s
         assert {n.node: n.up for n in scraper.scrape_once().nodes()} == {"b1": True, "b2": True}
     finally:
         client.release.set()
+
+
+def test_a_round_under_way_stops_waiting_for_a_broker_the_watch_reads_fenced() -> None:
+    """The first round after a broker hangs has no reason to suspect it and waits for its read; the fencing
+    watch reading the controller fencing it meanwhile ends that wait, so the round it wakes (the one that
+    publishes the fencing) does not start behind the hung broker's RMI timeouts. A wake naming nobody
+    fenced ends no wait."""
+    client = ScriptedClient()
+    targets = [Target("c1", f"b{port}", Endpoint("127.0.0.1", port), node_id=port) for port in (1, 2)]
+    scraper = Scraper(targets, client, interval_seconds=60, timeout_seconds=3, workers=4)
+    try:
+        scraper.scrape_once()
+        client.stalled.add(2)  # hung since the last round: this round waits for it as for any node
+        waker = threading.Timer(0.5, scraper.wake, kwargs={"fenced": {("c1", 2)}})
+        waker.start()
+        started = time.monotonic()
+        nodes = {n.node: n for n in scraper.scrape_once().nodes()}
+        assert time.monotonic() - started < 2, "the round waited for the fenced broker's read"
+        assert nodes["b1"].up and not nodes["b2"].up
+        assert nodes["b2"].error is not None
+        assert nodes["b2"].error.startswith("no answer within 0.5s (the controller has fenced it"), nodes["b2"].error
+        client.release.set()
+        time.sleep(0.2)
+        scraper.scrape_once()  # the woken round; its hung read finished late, then a round as any
+        client.release.clear()
+        client.stalled = {1}
+        nobody = threading.Timer(0.5, scraper.wake)
+        nobody.start()
+        started = time.monotonic()
+        nodes = {n.node: n for n in scraper.scrape_once().nodes()}
+        assert time.monotonic() - started >= 2.5 and not nodes["b1"].up  # waited the round's timeout (3 s)
+    finally:
+        client.release.set()
+        scraper.stop(join_seconds=2)
