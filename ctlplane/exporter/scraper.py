@@ -25,7 +25,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -373,7 +373,7 @@ class Scraper:
         self.woken_rounds_total = 0  # rounds started early by `wake`
         # (cluster, node id) the controller was last read fencing (`wake`): each read next round as a suspect
         self._fenced_hint: set[tuple[str, int]] = set()
-        self._interrupt: Future[None] = Future()  # wake(fenced): the round under way stops waiting for them
+        self._round_changed: threading.Event | None = None  # wake(fenced): the round under way stops waiting
         self._thread: threading.Thread | None = None
 
     def latest(self) -> FleetSnapshot:
@@ -516,23 +516,38 @@ class Scraper:
         """Wait up to `waited` seconds from `started` for `pending`, but no longer for the read of a broker the
         fencing watch reads the controller fencing meanwhile (`wake`). The first round after a broker hangs
         has no reason to suspect it and waits for its RMI timeouts (~6.7 s); the controller's fencing,
-        published by the next round, would wait behind it."""
-        deadline = started + waited
-        remaining = set(pending)
-        while remaining:
-            with self._pending_lock:
-                interrupt = self._interrupt
-            done, _ = wait(
-                {*remaining, interrupt}, timeout=max(0.0, deadline - time.perf_counter()), return_when=FIRST_COMPLETED
-            )
-            remaining -= done
-            if interrupt in done:
+        published by the next round, would wait behind it. One event for the whole round (set by the last
+        read to finish, or by `wake`), not a wait per finished read: a fleet's round finishes ~1,000 reads."""
+        left = set(pending)
+        changed, lock = threading.Event(), threading.Lock()
+
+        def finished(future: Future[Any]) -> None:
+            with lock:
+                left.discard(future)
+                if not left:
+                    changed.set()
+
+        with self._pending_lock:
+            self._round_changed = changed
+        try:
+            for future in pending:
+                future.add_done_callback(finished)  # at once for a read already done
+            deadline = started + waited
+            while changed.wait(max(0.0, deadline - time.perf_counter())):
+                with lock:
+                    if not left:
+                        return
+                changed.clear()
                 with self._pending_lock:
-                    self._interrupt = Future()
                     fenced = set(self._fenced_hint)  # kept: the next round reads them as suspects too
-                remaining -= self._stop_waiting_for(fenced, sequence, time.perf_counter() - started)
-            elif not done:
-                return  # the round's timeout
+                cut = self._stop_waiting_for(fenced, sequence, time.perf_counter() - started)
+                with lock:
+                    left.difference_update(cut)
+                    if not left:
+                        return
+        finally:
+            with self._pending_lock:
+                self._round_changed = None
 
     def _stop_waiting_for(
         self, fenced: Collection[tuple[str, int]], sequence: int, elapsed: float
@@ -704,8 +719,8 @@ class Scraper:
         way stops waiting for their reads (`_wait_for_reads`). Safe from any thread."""
         with self._pending_lock:
             self._fenced_hint.update(fenced)
-            if fenced and not self._interrupt.done():  # a round under way stops waiting for them
-                self._interrupt.set_result(None)
+            if fenced and self._round_changed is not None:  # a round under way stops waiting for them
+                self._round_changed.set()
         self._wake.set()
 
     def run_forever(self) -> None:
