@@ -518,7 +518,9 @@ class Scraper:
         has no reason to suspect it and waits for its RMI timeouts (~6.7 s); the controller's fencing,
         published by the next round, would wait behind it. One event for the whole round (set by the last
         read to finish, or by `wake`), not a wait per finished read: a fleet's round finishes ~1,000 reads."""
-        left = set(pending)
+        left = {future for future in pending if not future.done()}
+        if not left:  # nothing to wait for (every node a suspect, or no node to read)
+            return
         changed, lock = threading.Event(), threading.Lock()
 
         def finished(future: Future[Any]) -> None:
@@ -530,8 +532,8 @@ class Scraper:
         with self._pending_lock:
             self._round_changed = changed
         try:
-            for future in pending:
-                future.add_done_callback(finished)  # at once for a read already done
+            for future in list(left):
+                future.add_done_callback(finished)  # at once for a read done since
             deadline = started + waited
             while changed.wait(max(0.0, deadline - time.perf_counter())):
                 with lock:

@@ -201,3 +201,12 @@ def test_a_round_under_way_stops_waiting_for_a_broker_the_watch_reads_fenced() -
     finally:
         client.release.set()
         scraper.stop(join_seconds=2)
+
+
+def test_a_round_with_no_fresh_read_to_wait_for_does_not_wait_its_timeout() -> None:
+    """No node to read (or every node a suspect): the round's wait has nothing to wait for and ends at once,
+    as concurrent.futures.wait([]) did, not at the round's timeout."""
+    scraper = Scraper([], _Counting(), interval_seconds=60, timeout_seconds=5, workers=2)
+    started = time.monotonic()
+    scraper.scrape_once()
+    assert time.monotonic() - started < 2
