@@ -253,8 +253,11 @@ def cmd_probe(args: argparse.Namespace) -> int:
         if args.discover:
             sys.stdout.write(format_watch_list(scraper.targets, state.current(), discovery))
             return 0
-        if discovery.rules:
-            # the nodes the first round's answers named are read from the second
+        # the nodes a round's answers named are read from the next; a cold Admin client's first quorum answer
+        # may come a round late (a loaded host), so up to two more rounds while discovery names new nodes
+        for _ in range(2):
+            if not (discovery.rules and (scraper.targets_pending or not scraper.targets)):
+                break
             scraper.scrape_once(wait_seconds=deadline)
         sys.stdout.write(format_probe(state.current()))
     finally:

@@ -386,6 +386,12 @@ class Scraper:
         with self._pending_lock:
             self._pending_targets = tuple(targets)
 
+    @property
+    def targets_pending(self) -> bool:
+        """Whether a set_targets is still to be applied (at the next round's start)."""
+        with self._pending_lock:
+            return self._pending_targets is not None
+
     def set_quorum_sources(self, sources: Mapping[str, QuorumSource], admin_only: Collection[str] = ()) -> None:
         """Ask these clusters' quorums from the next round on (a reload), `admin_only` of them watched through
         it alone. A source object kept is kept (its Admin client and its read under way); a source left out is
