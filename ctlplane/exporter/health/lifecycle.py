@@ -223,6 +223,16 @@ def shutdown_requests(cluster: ClusterSnapshot, active: NodeSnapshot | None) -> 
     return None if count is None else (active.node, count)
 
 
+def _requests_since_active(node: str, memory: ClusterMemory, requests: tuple[str, float] | None) -> float | None:
+    """ZooKeeper mode: the ControlledShutdown requests the active controller handled since `node` was last read
+    ACTIVE (`ClusterMemory.shutdown_baselines`), or None where that cannot be said (no count now, no baseline,
+    or another controller counted it)."""
+    baseline = memory.shutdown_baselines.get(node)
+    if requests is None or baseline is None or baseline[0] != requests[0]:
+        return None
+    return requests[1] - baseline[1]
+
+
 def zookeeper_shutdown_requests(
     brokers: list[BrokerHealth],
     nodes: Mapping[str, NodeSnapshot],
@@ -244,16 +254,15 @@ def zookeeper_shutdown_requests(
     """
     if requests is None:
         return brokers
-    gone = [
-        b
+    rises = {
+        b.node: rise
         for b in brokers
         if nodes[b.node].failure is Failure.GONE
         and b.state in (Lifecycle.UNREACHABLE, Lifecycle.FENCED)
         and memory.states.get(b.node) in (Lifecycle.ACTIVE, Lifecycle.UNREACHABLE)
-        and (baseline := memory.shutdown_baselines.get(b.node)) is not None
-        and baseline[0] == requests[0]
-    ]
-    rises = {b.node: requests[1] - memory.shutdown_baselines[b.node][1] for b in gone}
+        and (rise := _requests_since_active(b.node, memory, requests)) is not None
+    }
+    gone = [b for b in brokers if b.node in rises]
     if (
         not gone
         or any(rise != len(gone) for rise in rises.values())
@@ -389,8 +398,7 @@ def zookeeper_unasked(broker: BrokerHealth, memory: ClusterMemory, requests: tup
     serves its events in order, so the request is counted before the departure the broker's deregistration
     brings (KafkaController's ControlledShutdown before its BrokerChange). A controller change, a round
     without the count, or any request since (whosever it was) decide nothing."""
-    baseline = memory.shutdown_baselines.get(broker.node)
-    return requests is not None and baseline is not None and baseline == requests
+    return _requests_since_active(broker.node, memory, requests) == 0
 
 
 def fenced_unplanned(
