@@ -21,11 +21,14 @@ unexport PYTHONDONTWRITEBYTECODE
 .PHONY: run test test-image test-matrix lint bench jars wheel system-deps-run system-deps-test unit generate screenshots k8s chart clean
 
 # uv installs the ~90 packages in about half pip's time (fresh clone, 2 cores: 53 s vs 65 s, the bytecode
-# compiled in parallel rather than one file at a time)
+# compiled in parallel rather than one file at a time). pyspark ships only an sdist, and where the index's answers
+# arrive stale (as here) uv downloads and builds it again on every install, keeping each ~1.3 GB build as a new
+# revision of its cache: 68 GB in a day of fresh-clone runs filled this disk. The prune keeps the one in use.
 $(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q uv
 	$(BIN)/uv pip install -q --python $(BIN)/python --compile-bytecode -e ".[dev,dashboard,pipeline,bench]"
+	$(BIN)/uv cache prune -q
 	touch $@
 
 system-deps-run:
