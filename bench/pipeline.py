@@ -14,6 +14,7 @@ the exporter does to each closed day). DuckDB is a bench-only dependency.
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import shutil
 import statistics
@@ -32,6 +33,7 @@ from ctlplane.pipeline import transforms
 from ctlplane.pipeline.io import read_archive, write_table
 from ctlplane.pipeline.rules import EpisodeRules, Kind
 from ctlplane.pipeline.session import build_session
+from harness.sparkcluster import standalone_cluster
 
 CLUSTERS, NODES, INTERVAL = 20, 6, 15.0
 T0_US = 1_714_521_600_000_000  # 2024-05-01T00:00:00Z
@@ -165,16 +167,20 @@ def timed(action: Callable[[], int], repeats: int) -> tuple[list[float], int]:
     return seconds, result
 
 
+def episodes_on_spark(spark: SparkSession, root: Path, out: Path) -> int:
+    rows = read_archive(spark, str(root), series=transforms.EPISODE_SERIES)
+    found = transforms.episodes(rows, RULES, [k for k in Kind if k is not Kind.CONTROLLER_CHURN])
+    write_table(found, f"{out}/spark_episodes")
+    return spark.read.parquet(f"{out}/spark_episodes").count()
+
+
 def measure(spark: SparkSession, millions: int, layout: str, root: Path, out: Path, repeats: int) -> None:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     files = sum(1 for _ in root.glob("date=*/cluster=*/*.parquet"))
 
     def spark_episodes() -> int:
-        rows = read_archive(spark, str(root), series=transforms.EPISODE_SERIES)
-        found = transforms.episodes(rows, RULES, [k for k in Kind if k is not Kind.CONTROLLER_CHURN])
-        write_table(found, f"{out}/spark_episodes")
-        return spark.read.parquet(f"{out}/spark_episodes").count()
+        return episodes_on_spark(spark, root, out)
 
     def spark_sweep() -> int:
         rows = read_archive(spark, str(root), series=transforms.EPISODE_SERIES)
@@ -201,11 +207,43 @@ def measure(spark: SparkSession, millions: int, layout: str, root: Path, out: Pa
     print(f"{label} episodes Spark / DuckDB = {ratio:.2f}x (target <= {target:g}x)")
 
 
+def cluster_scaling(archives: list[tuple[int, Path]], workers: list[int], workdir: Path, repeats: int) -> None:
+    """The episodes job on a real standalone cluster (harness.sparkcluster) of each number of workers, one core
+    and one executor each, the driver in this process; the scaling figure is the 1-worker median over the
+    N-worker one (N at most the machine's cores: more workers than cores only share them)."""
+    medians: dict[tuple[int, int], float] = {}
+    for count in workers:
+        with standalone_cluster(workdir / f"workers-{count}", workers=count, cores=1, memory="1g") as cluster:
+            cluster.wait_ready()
+            conf = {"spark.executor.memory": "768m", "spark.sql.shuffle.partitions": str(2 * count)}
+            spark = build_session(cluster.master_url, f"ctlplane-bench-{count}-workers", conf, progress=False)
+            spark.sparkContext.setLogLevel("ERROR")
+            try:
+                for millions, root in archives:
+                    action = functools.partial(episodes_on_spark, spark, root, workdir / f"out-{count}-{millions}")
+                    first, _ = timed(action, 1)
+                    runs, found = timed(action, repeats)
+                    median = medians[(count, millions)] = statistics.median(runs)
+                    print(f"{millions}M compacted, standalone {count} worker(s) x 1 core: episodes "
+                          f"first {first[0]:6.2f} s  median {median:6.2f} s  "
+                          f"runs {' '.join(f'{s:.2f}' for s in runs)}  -> {found} rows")  # fmt: skip
+            finally:
+                spark.stop()
+    for millions, _ in archives:
+        for count in workers[1:]:
+            speedup = medians[(workers[0], millions)] / medians[(count, millions)]
+            print(f"{millions}M compacted: {workers[0]} -> {count} workers = {speedup:.2f}x faster "
+                  f"(ideal {count / workers[0]:g}x)")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, nargs="+", default=[10, 50], help="millions of rows per data set")
     parser.add_argument("--dir", type=Path, default=Path("/tmp/ctlplane-bench"))
     parser.add_argument("--repeats", type=int, default=3, help="timed runs after one warm-up (median shown)")
+    parser.add_argument("--workers", type=int, nargs="*", default=[1, 2],
+                        help="standalone clusters of these many 1-core workers run the episodes job on the "
+                             "compacted archives after the local runs (none: skip)")  # fmt: skip
     args = parser.parse_args()
     spark = build_session("local[2]", "ctlplane-bench", {"spark.driver.memory": "2g"}, progress=False)
     spark.sparkContext.setLogLevel("ERROR")
@@ -231,6 +269,9 @@ def main() -> None:
                 measure(spark, millions, layout, archive, args.dir / f"out{millions}", args.repeats)
     finally:
         spark.stop()
+    if args.workers:
+        archives = [(millions, args.dir / f"m{millions}-compacted") for millions in args.rows]
+        cluster_scaling(archives, args.workers, args.dir / "standalone", args.repeats)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,9 @@ class MBeanQuery:
     # (MetricSpec.follows_controller).
     follows_controller: bool = False
     slow: bool = False  # every series it feeds is on the slow tier (MetricSpec.slow)
+    # No catalogue row expects its MBeans on the node it is asked of, by that node's mode and role
+    # (readings.queries_for): a client that found none there need not look again for long
+    unexpected: bool = False
 
     def accepts(self, keys: Mapping[str, str]) -> bool:
         return all(keys.get(key) in values for key, values in self.only)

@@ -5,10 +5,11 @@ The JMX clients know nothing of series; this module knows nothing of sockets.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ctlplane.exporter.catalog import CATALOG, HISTOGRAM_QUANTILES, SLOW_MBEANS, MetricSpec, Mode, Role, SeriesType
 from ctlplane.exporter.catalog import KRAFT as KRAFT_MODES
@@ -29,6 +30,22 @@ def plan_queries() -> tuple[MBeanQuery, ...]:
         MBeanQuery(pattern, tuple(attrs), only, follows_controller=pattern in following, slow=pattern in SLOW_MBEANS)
         for (pattern, only), attrs in attributes.items()
     )
+
+
+def queries_for(queries: tuple[MBeanQuery, ...], mode: Mode | None, role: Role) -> tuple[MBeanQuery, ...]:
+    """`queries` for a node of `mode` and `role`, those whose MBeans no catalogue row expects there marked
+    `unexpected` (a ZooKeeper-mode broker's KRaft controller gauges, say): of the 66, a ZooKeeper-mode broker
+    can match 41, a KRaft broker 35, a KRaft controller 45. A node not yet identified, or migrating, gets them
+    all unmarked. The same tuple each time for the same arguments (a client caches its plan per tuple)."""
+    if mode not in (Mode.ZOOKEEPER, Mode.KRAFT) or role not in (Role.BROKER, Role.CONTROLLER, Role.COMBINED):
+        return queries
+    return _queries_for(queries, mode, role)
+
+
+@functools.cache
+def _queries_for(queries: tuple[MBeanQuery, ...], mode: Mode, role: Role) -> tuple[MBeanQuery, ...]:
+    expected = {spec.mbean for spec in CATALOG if mode in spec.modes and role in spec.roles}
+    return tuple(query if query.pattern in expected else replace(query, unexpected=True) for query in queries)
 
 
 def parse_object_name(name: str) -> tuple[str, dict[str, str]]:

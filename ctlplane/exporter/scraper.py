@@ -41,7 +41,7 @@ from ctlplane.exporter.model import (
     RawReading,
     Sample,
 )
-from ctlplane.exporter.readings import Identity, identify, plan_queries, samples_from_readings
+from ctlplane.exporter.readings import Identity, identify, plan_queries, queries_for, samples_from_readings
 from ctlplane.exporter.sources.base import NodeEndpoint, NodeSource, ReadError
 from ctlplane.exporter.subscribers import Subscribers
 
@@ -472,7 +472,9 @@ class Scraper:
     def _read(self, target: Target, slow: bool) -> _Read:
         started_at = self.clock()
         started = time.perf_counter()
-        readings = self.client.read(target.endpoint, self.queries if slow else self.fast_queries)
+        memory = self._memory[target]
+        queries = queries_for(self.queries if slow else self.fast_queries, memory.mode, memory.role)
+        readings = self.client.read(target.endpoint, queries)
         return _Read(readings, time.perf_counter() - started, started_at, slow)
 
     def _slow_due(self, memory: _NodeMemory, now: float) -> bool:

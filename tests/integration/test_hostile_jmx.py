@@ -114,3 +114,36 @@ def test_queues_a_broker_registers_on_becoming_controller_are_read_within_a_roun
         read = client.read(endpoint, [query])
         client.close()
     assert [r.values["Value"] for r in read] == ([3] if follows_controller else [])
+
+
+def test_mbeans_the_catalogue_does_not_expect_on_the_node_are_looked_for_again_only_rarely(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A query the catalogue does not expect on the node (MBeanQuery.unexpected: another mode's or role's
+    MBeans, readings.queries_for) that matched nothing on an old connection is asked again only after
+    RESOLVE_UNEXPECTED_SECONDS, not every RESOLVE_TTL_SECONDS as the others: re-resolving those was about
+    half of a fleet's exporter CPU. Asked again, it finds what appeared."""
+    from jpype import JClass
+
+    monkeypatch.setattr(jpype_client, "RESOLVE_STARTUP_SECONDS", 0.0)  # an old connection
+    monkeypatch.setattr(jpype_client, "RESOLVE_TTL_SECONDS", 0.2)
+    monkeypatch.setattr(jpype_client, "RESOLVE_UNEXPECTED_SECONDS", 3600.0)
+    shared_client()
+    Integer = JClass("java.lang.Integer")
+    expected = MBeanQuery("ctlplane.test:type=Late,name=Expected", ("Value",))
+    unexpected = MBeanQuery("ctlplane.test:type=Late,name=Unexpected", ("Value",), unexpected=True)
+    with jmx_server({"ctlplane.test:type=Other": {"Value": lambda: Integer(1)}}) as port:
+        client = JPypeJmxClient(timeout_seconds=2.0)
+        endpoint = Endpoint("127.0.0.1", port)
+        try:
+            assert client.read(endpoint, [expected, unexpected]) == []
+            port.register(expected.pattern, {"Value": lambda: Integer(1)})
+            port.register(unexpected.pattern, {"Value": lambda: Integer(2)})
+            time.sleep(0.5)  # past RESOLVE_TTL_SECONDS
+            assert [r.pattern for r in client.read(endpoint, [expected, unexpected])] == [expected.pattern]
+            monkeypatch.setattr(jpype_client, "RESOLVE_UNEXPECTED_SECONDS", 0.2)
+            time.sleep(0.5)
+            found = sorted(r.pattern for r in client.read(endpoint, [expected, unexpected]))
+        finally:
+            client.close()
+    assert found == sorted([expected.pattern, unexpected.pattern])

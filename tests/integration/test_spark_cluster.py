@@ -20,8 +20,8 @@ from ctlplane.exporter.thresholds import HEALTH
 from ctlplane.pipeline.args import DEFAULT_FOR_SECONDS, DEFAULT_THRESHOLDS
 from ctlplane.pipeline.jobs import episodes, report, sweep
 from ctlplane.pipeline.rules import rules_from_health
+from harness.sparkcluster import SPARK_HOME, spark_env, standalone_cluster
 from tests.background import NICE
-from tests.integration.sparkcluster import SPARK_HOME, spark_env, standalone_cluster
 from tests.integration.test_history_pipeline import write_fault_archive
 
 # the tables each job run on the cluster writes (report.html is compared apart: it is text)
@@ -84,7 +84,7 @@ def test_jobs_on_a_standalone_cluster_write_what_the_local_run_writes(spark: Spa
     assert probe.returncode != 0 and "No module named 'ctlplane'" in probe.stderr, probe.stderr  # the test can fail
 
     conf = [arg for setting in CLUSTER_CONF for arg in ("--conf", setting)]
-    with standalone_cluster(tmp_path / "spark", workers=2) as cluster:
+    with standalone_cluster(tmp_path / "spark", workers=2, prefix=NICE) as cluster:
         # the reference, run while the cluster's daemons start: the same jobs with the CLI's defaults (no
         # --config: the default thresholds, a 15 s interval) on the local master; the episodes job's table is
         # the report's own (the same transform), as the cluster's run of the report shows

@@ -4,7 +4,7 @@ import pytest
 
 from ctlplane.exporter.catalog import CATALOG, Mode, Role
 from ctlplane.exporter.model import RawReading, Sample
-from ctlplane.exporter.readings import identify, parse_object_name, plan_queries, samples_from_readings
+from ctlplane.exporter.readings import identify, parse_object_name, plan_queries, queries_for, samples_from_readings
 
 
 def reading(pattern: str, name: str, **values: float | str) -> RawReading:
@@ -202,3 +202,25 @@ def test_an_idle_meter_over_one_is_served_as_one_and_nan_stays_no_sample() -> No
         "kafka_network_processor_idle_ratio": 0.0,
     }
     assert all(spec.bounds == (0.0, 1.0) for spec in CATALOG if spec.series.endswith("_ratio"))
+
+
+def test_a_node_is_asked_what_its_mode_and_role_may_register_and_the_rest_marked_unexpected() -> None:
+    """readings.queries_for: by the catalogue's own modes and roles. A node not yet identified, or migrating,
+    gets every query unmarked; the same tuple each time (the JMX client caches its plan per tuple)."""
+    queries = plan_queries()
+    expected = {
+        (mode, role): sum(not q.unexpected for q in queries_for(queries, mode, role))
+        for mode, role in ((Mode.ZOOKEEPER, Role.BROKER), (Mode.KRAFT, Role.BROKER), (Mode.KRAFT, Role.CONTROLLER))
+    }
+    assert expected == {
+        (Mode.ZOOKEEPER, Role.BROKER): 41,
+        (Mode.KRAFT, Role.BROKER): 35,
+        (Mode.KRAFT, Role.CONTROLLER): 45,
+    }
+    zk = {q.pattern for q in queries_for(queries, Mode.ZOOKEEPER, Role.BROKER) if not q.unexpected}
+    assert "kafka.controller:type=ControllerChannelManager,name=QueueSize,broker-id=*" in zk
+    assert "kafka.controller:type=KafkaController,name=BrokerRegistrationState,broker=*" not in zk
+    assert [q.pattern for q in queries_for(queries, Mode.KRAFT, Role.COMBINED)] == [q.pattern for q in queries]
+    for mode, role in ((None, Role.BROKER), (Mode.MIGRATION, Role.CONTROLLER), (Mode.KRAFT, Role.UNKNOWN)):
+        assert queries_for(queries, mode, role) is queries
+    assert queries_for(queries, Mode.KRAFT, Role.BROKER) is queries_for(queries, Mode.KRAFT, Role.BROKER)

@@ -33,6 +33,12 @@ RESOLVE_SOON_SECONDS = 10.0
 # other mode (ZooKeeper vs KRaft) or role: re-querying them at every 15 s read cost ~40% more exporter
 # CPU per read (11 -> 16 ms against the simulator), so they wait RESOLVE_TTL_SECONDS like the others.
 RESOLVE_STARTUP_SECONDS = 120.0
+# ... and a query the catalogue does not expect on the node (MBeanQuery.unexpected: another mode's or role's
+# MBeans) that matched nothing after the start-up is looked for again this rarely. Re-resolving those every
+# 60 s was about half of a fleet's exporter CPU (docs/benchmarks.md, the fleet bench: 7.2 ms per node read,
+# 3.2 ms with no re-resolution at all); a node changes mode or role only by a restart, which breaks the
+# connection (a new one resolves everything afresh).
+RESOLVE_UNEXPECTED_SECONDS = 1800.0
 # A read is ~45 RPCs, each bounded by the RMI timeouts (connect, handshake, response: ~3 timeouts at
 # worst), so a node that answers every call just under the timeout would hold a worker for minutes. A read
 # stops starting RPCs after this many timeouts: with the CLI's timeout of a third of the scrape timeout,
@@ -230,13 +236,16 @@ class _Connection:
     def _resolve(self, query: MBeanQuery, now: float, deadline: float) -> list[tuple[Any, str, dict[str, str]]]:
         cached = self.resolved.get(query)
         if cached is not None:
-            if query.follows_controller and _is_pattern(query.pattern):
+            young = now - self.connected_at < RESOLVE_STARTUP_SECONDS
+            if query.unexpected and not cached.names and not young:
+                ttl = RESOLVE_UNEXPECTED_SECONDS
+            elif query.follows_controller and _is_pattern(query.pattern):
                 ttl = RESOLVE_SOON_SECONDS  # its MBeans come and go with elections and registrations
             elif cached.names:
                 # an exact ObjectName cannot gain MBeans, and losing its one raises InstanceNotFoundException
                 # in read(), which drops it from the cache: only wildcard patterns need re-resolving
                 ttl = RESOLVE_TTL_SECONDS if _is_pattern(query.pattern) else math.inf
-            elif now - self.connected_at < RESOLVE_STARTUP_SECONDS or query.follows_controller:
+            elif young or query.follows_controller:
                 ttl = RESOLVE_SOON_SECONDS
             else:
                 ttl = RESOLVE_TTL_SECONDS

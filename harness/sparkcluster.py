@@ -1,5 +1,6 @@
-"""A real Spark standalone cluster for the tests: one master and N workers, each its own JVM process started
-from the installed PySpark's `bin/spark-class` (no other download), on loopback ports.
+"""A real Spark standalone cluster: one master and N workers, each its own JVM process started from the installed
+PySpark's `bin/spark-class` (no other download), on loopback ports; the pipeline's cluster test and the pipeline
+bench's scaling figure run their jobs on it.
 
 Executors are started by the workers as further processes; each worker's shutdown hook kills its
 executors, and every daemon runs in a process group of its own, killed as a whole at the end.
@@ -20,7 +21,6 @@ import httpx
 import pyspark
 
 from harness.localkafka import free_port
-from tests.background import NICE
 
 SPARK_HOME = Path(pyspark.__file__).parent
 START_DEADLINE_SECONDS = 120.0
@@ -68,10 +68,11 @@ def spark_env(workdir: Path) -> dict[str, str]:
 
 @contextlib.contextmanager
 def standalone_cluster(
-    workdir: Path, workers: int = 2, cores: int = 1, memory: str = "1g"
+    workdir: Path, workers: int = 2, cores: int = 1, memory: str = "1g", prefix: tuple[str, ...] = ()
 ) -> Iterator[StandaloneCluster]:
     """A master and `workers` workers of `cores` cores and `memory` for executors each, started; yields at
-    once (they start while the caller does other work): call `wait_ready()` before submitting."""
+    once (they start while the caller does other work): call `wait_ready()` before submitting. `prefix`
+    comes before each daemon's command (the tests' `nice`: what a daemon starts inherits it)."""
     (workdir / "conf").mkdir(parents=True, exist_ok=True)
     env = spark_env(workdir)
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
@@ -98,7 +99,7 @@ def standalone_cluster(
             with log.open("wb") as output:
                 processes.append(
                     subprocess.Popen(
-                        [*NICE, *command], env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+                        [*prefix, *command], env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
                     )
                 )
         yield StandaloneCluster(master_url, f"http://127.0.0.1:{ui_port}", tuple(logs), tuple(processes), workers)
