@@ -64,6 +64,7 @@ NOT_ALERTS = frozenset(
         "KafkaController",
         "KafkaNodePool",
         "KafkaRaftClient",
+        "KafkaRaftServer",
         "KafkaRequestHandler",
         "KafkaRequestHandlerPool",
         "KafkaResources",

@@ -117,6 +117,10 @@ class MetricSpec:
     # active controller (ClusterControlManager.activate, 4.1+; seen on 4.1.1 after a failover), and the
     # per-broker registration state, when a broker registers (ControllerMetadataMetricsPublisher).
     follows_controller: bool = False
+    # Registered once for the JVM's life (by the platform before Kafka starts, or by Kafka at the end of its
+    # start-up and never removed): once a client has found its MBeans it need not look them up again on that
+    # connection (a restart is a new connection). Found nothing, it looks again as for any other.
+    registered_once: bool = False
     # Read on the slow tier: once per scrape.slow_interval_seconds, not every round, the last values served
     # between reads with the time they were read (docs/configuration.md "Scrape tiers"). For what no page
     # waits on and what changes slowly by nature: RequestMetrics' histograms are biased (RequestMetrics.java
@@ -169,6 +173,7 @@ def _spec(
     only: Mapping[str, frozenset[str]] | None = None,
     needs_listener: bool = False,
     follows_controller: bool = False,
+    registered_once: bool = False,
     slow: bool = False,
 ) -> MetricSpec:
     return MetricSpec(
@@ -189,6 +194,7 @@ def _spec(
         only=MappingProxyType(dict(only or {})),
         needs_control_plane_listener=needs_listener,
         follows_controller=follows_controller,
+        registered_once=registered_once,
         slow=slow,
     )
 
@@ -207,10 +213,11 @@ RPC = {"request": "request"}
 CATALOG: tuple[MetricSpec, ...] = (
     # --- node identity ------------------------------------------------------------------------
     # AppInfoParser registers an AppInfoMBean (attributes Version, CommitId, StartTimeMs) keyed by the
-    # node id; the `type=app-info` MBean without id is a metrics group with lower-case attributes.
+    # node id; the `type=app-info` MBean without id is a metrics group with lower-case attributes. Once a
+    # JVM: at the end of KafkaServer.startup / in KafkaRaftServer.startup, removed only by their shutdown.
     _spec("kafka_node_info", "kafka.server:type=app-info,id=*", "Version", G, INFO,
           "Kafka release of the node; node_id is broker.id / node.id",
-          modes=ALL_MODES, roles=ANY_ROLE, since="0.10", labels={"id": "node_id"}),
+          modes=ALL_MODES, roles=ANY_ROLE, since="0.10", labels={"id": "node_id"}, registered_once=True),
     # The JVM's own start (RuntimeMXBean, registered by the platform before Kafka starts): a restart is a new
     # value, and discovery needs it to tell a controller's metric removed from one lost with its JVM.
     _spec("kafka_node_start_time_seconds", "java.lang:type=Runtime", "StartTime", G, GAUGE,
@@ -223,7 +230,8 @@ CATALOG: tuple[MetricSpec, ...] = (
     # stop-the-world pauses; ZGC's and Shenandoah's "... Cycles" collectors count concurrent time instead.
     _spec("kafka_jvm_gc_collection_seconds_total", "java.lang:type=GarbageCollector,name=*", "CollectionTime", G,
           COUNTER, "Time the node's JVM spent in this collector since it started (collector: the MBean's name)",
-          modes=ALL_MODES, roles=ANY_ROLE, since="0.10", scale=MS, labels={"name": "collector"}),
+          modes=ALL_MODES, roles=ANY_ROLE, since="0.10", scale=MS, labels={"name": "collector"},
+          registered_once=True),
     # `ctlplane demo` serves this from its simulated nodes so nothing simulated passes for a real cluster.
     _spec("ctlplane_simulated_info", "ctlplane.demo:type=Simulator", "Scenario", G, INFO,
           "Present only on simulated nodes (ctlplane demo); the label is the running scenario",

@@ -33,9 +33,14 @@ class MBeanQuery:
     # (MetricSpec.follows_controller).
     follows_controller: bool = False
     slow: bool = False  # every series it feeds is on the slow tier (MetricSpec.slow)
+    registered_once: bool = False  # its MBeans, once found, stay for the JVM's life (MetricSpec.registered_once)
     # No catalogue row expects its MBeans on the node it is asked of, by that node's mode and role
     # (readings.queries_for): a client that found none there need not look again for long
     unexpected: bool = False
+    # It follows the controller, and the node it is asked of was not the active controller at its last read
+    # (readings.queries_for): looked for again at the usual pace, not soon; the read that finds the node
+    # active asks again for it without the mark, at once (Scraper._read)
+    dormant: bool = False
 
     def accepts(self, keys: Mapping[str, str]) -> bool:
         return all(keys.get(key) in values for key, values in self.only)

@@ -19,33 +19,76 @@ from ctlplane.exporter.model import LabelPairs, MBeanQuery, RawReading, Sample
 def plan_queries() -> tuple[MBeanQuery, ...]:
     """One query per distinct MBean pattern of the catalogue, with the union of its attributes."""
     attributes: dict[tuple[str, tuple[tuple[str, frozenset[str]], ...]], list[str]] = {}
-    following: set[str] = set()
+    following = {spec.mbean for spec in CATALOG if spec.follows_controller}
+    once = {spec.mbean for spec in CATALOG if spec.registered_once}
     for spec in CATALOG:
         key = (spec.mbean, tuple(sorted(spec.only.items())))
         wanted = attributes.setdefault(key, [])
         wanted.extend(attr for attr in spec.attributes if attr not in wanted)
-        if spec.follows_controller:
-            following.add(spec.mbean)
     return tuple(
-        MBeanQuery(pattern, tuple(attrs), only, follows_controller=pattern in following, slow=pattern in SLOW_MBEANS)
+        MBeanQuery(
+            pattern,
+            tuple(attrs),
+            only,
+            follows_controller=pattern in following,
+            slow=pattern in SLOW_MBEANS,
+            registered_once=pattern in once,
+        )
         for (pattern, only), attrs in attributes.items()
     )
 
 
-def queries_for(queries: tuple[MBeanQuery, ...], mode: Mode | None, role: Role) -> tuple[MBeanQuery, ...]:
+def queries_for(
+    queries: tuple[MBeanQuery, ...], mode: Mode | None, role: Role, active_controller: bool = True
+) -> tuple[MBeanQuery, ...]:
     """`queries` for a node of `mode` and `role`, those whose MBeans no catalogue row expects there marked
     `unexpected` (a ZooKeeper-mode broker's KRaft controller gauges, say): of the 66, a ZooKeeper-mode broker
-    can match 41, a KRaft broker 35, a KRaft controller 45. A node not yet identified, or migrating, gets them
-    all unmarked. The same tuple each time for the same arguments (a client caches its plan per tuple)."""
+    can match 41, a KRaft broker 26, a KRaft controller 45. On a node that was not the active controller at
+    its last read, those that follow the controller are marked `dormant`. A node not yet identified, or
+    migrating, gets them all unmarked. The same tuple each time for the same arguments (a client caches its
+    plan per tuple)."""
     if mode not in (Mode.ZOOKEEPER, Mode.KRAFT) or role not in (Role.BROKER, Role.CONTROLLER, Role.COMBINED):
         return queries
-    return _queries_for(queries, mode, role)
+    return _queries_for(queries, mode, role, active_controller)
 
 
 @functools.cache
-def _queries_for(queries: tuple[MBeanQuery, ...], mode: Mode, role: Role) -> tuple[MBeanQuery, ...]:
-    expected = {spec.mbean for spec in CATALOG if mode in spec.modes and role in spec.roles}
-    return tuple(query if query.pattern in expected else replace(query, unexpected=True) for query in queries)
+def _queries_for(
+    queries: tuple[MBeanQuery, ...], mode: Mode, role: Role, active_controller: bool
+) -> tuple[MBeanQuery, ...]:
+    expected = {spec.mbean for spec in CATALOG if _registered_on(spec, mode, role)}
+
+    def marked(query: MBeanQuery) -> MBeanQuery:
+        if query.pattern not in expected:
+            return replace(query, unexpected=True)
+        if query.follows_controller and not active_controller:
+            return replace(query, dormant=True)
+        return query
+
+    return tuple(marked(query) for query in queries)
+
+
+def _registered_on(spec: MetricSpec, mode: Mode, role: Role) -> bool:
+    """Whether Kafka registers the row's MBeans on a node of `mode` and `role`, by the row's own modes and
+    roles. Except: a row whose roles name BROKER for ZooKeeper mode's sake (every ZooKeeper-mode broker runs
+    a KafkaController) registers nothing on a KRaft broker, where the `kafka.controller` domain is the
+    controller role's alone (ControllerMetadataMetrics, made by SharedServer only when process.roles holds
+    controller; QuorumControllerMetrics, by ControllerServer)."""
+    if mode is Mode.KRAFT and role is Role.BROKER and spec.mbean.startswith("kafka.controller:"):
+        return False
+    return mode in spec.modes and role in spec.roles
+
+
+_ACTIVE_CONTROLLER = next(spec for spec in CATALOG if spec.series == "kafka_controller_active")
+
+
+def claims_active_controller(readings: Iterable[RawReading]) -> bool:
+    """The node reads ActiveControllerCount 1: it is the active controller (or believes so)."""
+    for reading in readings:
+        if reading.pattern == _ACTIVE_CONTROLLER.mbean:
+            value = reading.values.get(_ACTIVE_CONTROLLER.attribute)
+            return isinstance(value, float | int) and value >= 1
+    return False
 
 
 def parse_object_name(name: str) -> tuple[str, dict[str, str]]:

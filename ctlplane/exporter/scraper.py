@@ -41,7 +41,14 @@ from ctlplane.exporter.model import (
     RawReading,
     Sample,
 )
-from ctlplane.exporter.readings import Identity, identify, plan_queries, queries_for, samples_from_readings
+from ctlplane.exporter.readings import (
+    Identity,
+    claims_active_controller,
+    identify,
+    plan_queries,
+    queries_for,
+    samples_from_readings,
+)
 from ctlplane.exporter.sources.base import NodeEndpoint, NodeSource, ReadError
 from ctlplane.exporter.subscribers import Subscribers
 
@@ -104,6 +111,7 @@ class _NodeMemory:
     mode: Mode | None = None
     node_id: int | None = None
     version: str | None = None
+    active_controller: bool = False  # its last read said ActiveControllerCount 1 (readings.queries_for)
     # The node's one read: queued, running, or finished but not yet in a snapshot. Only the scrape thread
     # touches it (future.done() is checked there; no completion callbacks racing with the round).
     read: Future[_Read] | None = None
@@ -473,8 +481,17 @@ class Scraper:
         started_at = self.clock()
         started = time.perf_counter()
         memory = self._memory[target]
-        queries = queries_for(self.queries if slow else self.fast_queries, memory.mode, memory.role)
+        tier = self.queries if slow else self.fast_queries
+        queries = queries_for(tier, memory.mode, memory.role, memory.active_controller)
         readings = self.client.read(target.endpoint, queries)
+        dormant = [query for query in queries if query.dormant]
+        if dormant and claims_active_controller(readings):
+            # Elected since its last read: what follows the controller (its request queues, its brokers'
+            # registration gauges) is asked again now as an active controller's, so the round that first
+            # reads it active reads them too; a client looks such a query up afresh
+            asked = {query.pattern for query in dormant}
+            awake = [replace(query, dormant=False) for query in dormant]
+            readings = [r for r in readings if r.pattern not in asked] + self.client.read(target.endpoint, awake)
         return _Read(readings, time.perf_counter() - started, started_at, slow)
 
     def _slow_due(self, memory: _NodeMemory, now: float) -> bool:
@@ -702,6 +719,7 @@ class Scraper:
             samples = _with_slow_tier(memory, read, samples)
         if identity.role is not Role.UNKNOWN:
             memory.role, memory.mode = identity.role, identity.mode
+        memory.active_controller = claims_active_controller(read.readings)
         memory.node_id = identity.node_id if identity.node_id is not None else memory.node_id
         memory.version = identity.version or memory.version
         return NodeSnapshot(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -114,6 +115,65 @@ def test_queues_a_broker_registers_on_becoming_controller_are_read_within_a_roun
         read = client.read(endpoint, [query])
         client.close()
     assert [r.values["Value"] for r in read] == ([3] if follows_controller else [])
+
+
+def test_a_dormant_query_waits_as_the_others_and_the_same_query_unmarked_finds_the_queues_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Asked of a node that was not the active controller (MBeanQuery.dormant, readings.queries_for), a query
+    that follows the controller waits RESOLVE_TTL_SECONDS as the others, not RESOLVE_SOON_SECONDS; the read
+    that finds the node active asks for it unmarked (Scraper._read), which is looked up at once and finds
+    the queues the election registered."""
+    from jpype import JClass
+
+    monkeypatch.setattr(jpype_client, "RESOLVE_STARTUP_SECONDS", 0.0)  # an old connection
+    monkeypatch.setattr(jpype_client, "RESOLVE_SOON_SECONDS", 0.2)
+    shared_client()
+    Integer = JClass("java.lang.Integer")
+    pattern = "ctlplane.test:type=ControllerChannelManager,name=QueueSize,broker-id=*"
+    dormant = MBeanQuery(pattern, ("Value",), follows_controller=True, dormant=True)
+    with jmx_server({"ctlplane.test:type=Other": {"Value": lambda: Integer(1)}}) as port:
+        client = JPypeJmxClient(timeout_seconds=2.0)
+        endpoint = Endpoint("127.0.0.1", port)
+        try:
+            assert client.read(endpoint, [dormant]) == []  # not the controller
+            port.register(f"{pattern[:-1]}2", {"Value": lambda: Integer(3)})  # elected
+            time.sleep(0.5)  # past RESOLVE_SOON_SECONDS, within RESOLVE_TTL_SECONDS
+            still = client.read(endpoint, [dormant])
+            awake = client.read(endpoint, [replace(dormant, dormant=False)])
+        finally:
+            client.close()
+    assert still == []
+    assert [r.values["Value"] for r in awake] == [3]
+
+
+def test_a_pattern_registered_once_is_not_looked_up_again_once_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pattern whose MBeans stay for the JVM's life (MBeanQuery.registered_once: the collectors, app-info)
+    is looked up until it finds them, then never again on that connection; an ordinary pattern is looked up
+    again after RESOLVE_TTL_SECONDS and finds what was added."""
+    from jpype import JClass
+
+    monkeypatch.setattr(jpype_client, "RESOLVE_STARTUP_SECONDS", 0.0)  # an old connection
+    monkeypatch.setattr(jpype_client, "RESOLVE_TTL_SECONDS", 0.2)
+    shared_client()
+    Integer = JClass("java.lang.Integer")
+    once = MBeanQuery("ctlplane.test:type=GarbageCollector,name=*", ("Value",), registered_once=True)
+    ordinary = MBeanQuery("ctlplane.test:type=Other,name=*", ("Value",))
+    initial = {f"{query.pattern[:-1]}first": {"Value": lambda: Integer(1)} for query in (once, ordinary)}
+    with jmx_server(initial) as port:
+        client = JPypeJmxClient(timeout_seconds=2.0)
+        endpoint = Endpoint("127.0.0.1", port)
+        try:
+            assert len(client.read(endpoint, [once, ordinary])) == 2
+            for query in (once, ordinary):
+                port.register(f"{query.pattern[:-1]}second", {"Value": lambda: Integer(2)})
+            time.sleep(0.5)  # past RESOLVE_TTL_SECONDS
+            read = client.read(endpoint, [once, ordinary])
+        finally:
+            client.close()
+    assert sorted((r.pattern, r.values["Value"]) for r in read) == [
+        (once.pattern, 1), (ordinary.pattern, 1), (ordinary.pattern, 2),
+    ]  # fmt: skip
 
 
 def test_mbeans_the_catalogue_does_not_expect_on_the_node_are_looked_for_again_only_rarely(

@@ -4,7 +4,14 @@ import pytest
 
 from ctlplane.exporter.catalog import CATALOG, Mode, Role
 from ctlplane.exporter.model import RawReading, Sample
-from ctlplane.exporter.readings import identify, parse_object_name, plan_queries, queries_for, samples_from_readings
+from ctlplane.exporter.readings import (
+    claims_active_controller,
+    identify,
+    parse_object_name,
+    plan_queries,
+    queries_for,
+    samples_from_readings,
+)
 
 
 def reading(pattern: str, name: str, **values: float | str) -> RawReading:
@@ -214,7 +221,7 @@ def test_a_node_is_asked_what_its_mode_and_role_may_register_and_the_rest_marked
     }
     assert expected == {
         (Mode.ZOOKEEPER, Role.BROKER): 41,
-        (Mode.KRAFT, Role.BROKER): 35,
+        (Mode.KRAFT, Role.BROKER): 26,  # none of the kafka.controller domain (readings._registered_on)
         (Mode.KRAFT, Role.CONTROLLER): 45,
     }
     zk = {q.pattern for q in queries_for(queries, Mode.ZOOKEEPER, Role.BROKER) if not q.unexpected}
@@ -224,3 +231,31 @@ def test_a_node_is_asked_what_its_mode_and_role_may_register_and_the_rest_marked
     for mode, role in ((None, Role.BROKER), (Mode.MIGRATION, Role.CONTROLLER), (Mode.KRAFT, Role.UNKNOWN)):
         assert queries_for(queries, mode, role) is queries
     assert queries_for(queries, Mode.KRAFT, Role.BROKER) is queries_for(queries, Mode.KRAFT, Role.BROKER)
+
+
+def test_what_follows_the_controller_is_dormant_on_a_node_that_was_not_the_active_controller() -> None:
+    """readings.queries_for(..., active_controller=False): the queries that follow the controller, and are
+    expected on the node, marked `dormant`; on the active controller (and on a node not yet identified)
+    unmarked. claims_active_controller reads ActiveControllerCount."""
+    queries = plan_queries()
+    for mode, role in ((Mode.ZOOKEEPER, Role.BROKER), (Mode.KRAFT, Role.CONTROLLER), (Mode.KRAFT, Role.COMBINED)):
+        dormant = {q.pattern for q in queries_for(queries, mode, role, active_controller=False) if q.dormant}
+        following = {q.pattern for q in queries if q.follows_controller}
+        expected = {q.pattern for q in queries_for(queries, mode, role) if not q.unexpected}
+        assert dormant == following & expected and dormant, (mode, role)
+        assert not any(q.dormant for q in queries_for(queries, mode, role, active_controller=True))
+    assert not any(q.dormant for q in queries_for(queries, Mode.KRAFT, Role.BROKER, active_controller=False))
+    assert queries_for(queries, None, Role.UNKNOWN, active_controller=False) is queries
+
+    active = "kafka.controller:type=KafkaController,name=ActiveControllerCount"
+    assert claims_active_controller([reading(active, active, Value=1)])
+    assert not claims_active_controller([reading(active, active, Value=0)])
+    assert not claims_active_controller([reading(active, active, Value="1")])
+    assert not claims_active_controller([])
+
+
+def test_the_collectors_and_app_info_are_the_queries_registered_once_for_the_jvms_life() -> None:
+    """MetricSpec.registered_once: the JVM's collectors (the platform's) and AppInfoParser's app-info (once, at
+    the end of start-up, removed at shutdown): a client need not look them up again once found."""
+    once = {q.pattern for q in plan_queries() if q.registered_once}
+    assert once == {"java.lang:type=GarbageCollector,name=*", "kafka.server:type=app-info,id=*"}

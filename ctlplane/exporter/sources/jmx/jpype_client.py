@@ -237,15 +237,19 @@ class _Connection:
         cached = self.resolved.get(query)
         if cached is not None:
             young = now - self.connected_at < RESOLVE_STARTUP_SECONDS
+            # a dormant one (the node was not the active controller) waits as the others: its MBeans come with
+            # an election, and the read that sees it won asks for the query unmarked, a lookup of its own
+            following = query.follows_controller and not query.dormant
             if query.unexpected and not cached.names and not young:
                 ttl = RESOLVE_UNEXPECTED_SECONDS
-            elif query.follows_controller and _is_pattern(query.pattern):
+            elif following and _is_pattern(query.pattern):
                 ttl = RESOLVE_SOON_SECONDS  # its MBeans come and go with elections and registrations
             elif cached.names:
                 # an exact ObjectName cannot gain MBeans, and losing its one raises InstanceNotFoundException
-                # in read(), which drops it from the cache: only wildcard patterns need re-resolving
-                ttl = RESOLVE_TTL_SECONDS if _is_pattern(query.pattern) else math.inf
-            elif young or query.follows_controller:
+                # in read(), which drops it from the cache: only wildcard patterns need re-resolving, and not
+                # those registered once for the JVM's life (its collectors, its app-info)
+                ttl = RESOLVE_TTL_SECONDS if _is_pattern(query.pattern) and not query.registered_once else math.inf
+            elif young or following:
                 ttl = RESOLVE_SOON_SECONDS
             else:
                 ttl = RESOLVE_TTL_SECONDS
