@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type information
 from pyspark.sql import SparkSession
 
+from bench.machine import load
 from ctlplane.exporter.history.archive import compact, write_partitioned
 from ctlplane.exporter.history.table import ACTIVE_CONTROLLERS_SERIES, HISTORY_SCHEMA
 from ctlplane.pipeline import transforms
@@ -201,6 +202,7 @@ def measure(spark: SparkSession, millions: int, layout: str, root: Path, out: Pa
         results[name] = statistics.median(runs)
         print(f"{label} {name:<16} first {first[0]:6.2f} s  median {results[name]:6.2f} s  "
               f"runs {' '.join(f'{s:.2f}' for s in runs)}  -> {count} rows")  # fmt: skip
+    print(f"{label}: {load()}")
     ratio = results["spark episodes"] / results["duckdb episodes"]
     # the targets: <= 3x at 10 M rows, <= 2x at 50 M (Spark's fixed cost per job amortised)
     target = 3.0 if millions < 50 else 2.0
@@ -215,6 +217,7 @@ def cluster_scaling(archives: list[tuple[int, Path]], workers: list[int], workdi
     for count in workers:
         with standalone_cluster(workdir / f"workers-{count}", workers=count, cores=1, memory="1g") as cluster:
             cluster.wait_ready()
+            print(f"standalone cluster of {count} worker(s) ready; {load()}")
             conf = {"spark.executor.memory": "768m", "spark.sql.shuffle.partitions": str(2 * count)}
             spark = build_session(cluster.master_url, f"ctlplane-bench-{count}-workers", conf, progress=False)
             spark.sparkContext.setLogLevel("ERROR")
@@ -241,6 +244,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int, nargs="+", default=[10, 50], help="millions of rows per data set")
     parser.add_argument("--dir", type=Path, default=Path("/tmp/ctlplane-bench"))
     parser.add_argument("--repeats", type=int, default=3, help="timed runs after one warm-up (median shown)")
+    parser.add_argument("--no-local", action="store_true",
+                        help="skip the local[2] runs (the archives are made all the same)")  # fmt: skip
     parser.add_argument("--workers", type=int, nargs="*", default=[1, 2],
                         help="standalone clusters of these many 1-core workers run the episodes job on the "
                              "compacted archives after the local runs (none: skip)")  # fmt: skip
@@ -266,7 +271,8 @@ def main() -> None:
                 print(f"compacted {files[0]} files into {files[1]} in {time.perf_counter() - started:.1f} s "
                       f"(ctlplane.exporter.history.archive.compact) -> {compacted}")  # fmt: skip
             for layout, archive in (("as written", root), ("compacted", compacted)):
-                measure(spark, millions, layout, archive, args.dir / f"out{millions}", args.repeats)
+                if not args.no_local:
+                    measure(spark, millions, layout, archive, args.dir / f"out{millions}", args.repeats)
     finally:
         spark.stop()
     if args.workers:
