@@ -11,7 +11,16 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from ctlplane.exporter.catalog import CATALOG, HISTOGRAM_QUANTILES, SLOW_MBEANS, MetricSpec, Mode, Role, SeriesType
+from ctlplane.exporter.catalog import (
+    CATALOG,
+    HISTOGRAM_QUANTILES,
+    SLOW_MBEANS,
+    SPECS_BY_SERIES,
+    MetricSpec,
+    Mode,
+    Role,
+    SeriesType,
+)
 from ctlplane.exporter.catalog import KRAFT as KRAFT_MODES
 from ctlplane.exporter.model import LabelPairs, MBeanQuery, RawReading, Sample
 
@@ -79,7 +88,7 @@ def _registered_on(spec: MetricSpec, mode: Mode, role: Role) -> bool:
     return mode in spec.modes and role in spec.roles
 
 
-_ACTIVE_CONTROLLER = next(spec for spec in CATALOG if spec.series == "kafka_controller_active")
+_ACTIVE_CONTROLLER = SPECS_BY_SERIES["kafka_controller_active"]
 
 
 def claims_active_controller(readings: Iterable[RawReading]) -> bool:

@@ -141,6 +141,7 @@ class _Read:
     duration: float  # seconds the JMX read took, queueing excluded
     started_at: float  # clock() when the read began: the snapshot's scraped_at for the node
     slow: bool = True  # the slow tier's MBeans were read too
+    active_controller: bool = False  # it read ActiveControllerCount 1 (readings.claims_active_controller)
 
 
 def worker_shares(workers: int, sizes: Mapping[str, int]) -> dict[str, int]:
@@ -484,15 +485,16 @@ class Scraper:
         tier = self.queries if slow else self.fast_queries
         queries = queries_for(tier, memory.mode, memory.role, memory.active_controller)
         readings = self.client.read(target.endpoint, queries)
+        active = claims_active_controller(readings)
         dormant = [query for query in queries if query.dormant]
-        if dormant and claims_active_controller(readings):
+        if dormant and active:
             # Elected since its last read: what follows the controller (its request queues, its brokers'
             # registration gauges) is asked again now as an active controller's, so the round that first
             # reads it active reads them too; a client looks such a query up afresh
             asked = {query.pattern for query in dormant}
             awake = [replace(query, dormant=False) for query in dormant]
             readings = [r for r in readings if r.pattern not in asked] + self.client.read(target.endpoint, awake)
-        return _Read(readings, time.perf_counter() - started, started_at, slow)
+        return _Read(readings, time.perf_counter() - started, started_at, slow, active)
 
     def _slow_due(self, memory: _NodeMemory, now: float) -> bool:
         if self.slow_interval_seconds is None or memory.slow_read_at is None:
@@ -719,7 +721,7 @@ class Scraper:
             samples = _with_slow_tier(memory, read, samples)
         if identity.role is not Role.UNKNOWN:
             memory.role, memory.mode = identity.role, identity.mode
-        memory.active_controller = claims_active_controller(read.readings)
+        memory.active_controller = read.active_controller
         memory.node_id = identity.node_id if identity.node_id is not None else memory.node_id
         memory.version = identity.version or memory.version
         return NodeSnapshot(
