@@ -47,6 +47,13 @@ _TOPIC_AUTHORIZATION_FAILED = 29
 LEFTOVER_SECONDS = 600.0
 # a broker describeCluster no longer names is still asked while it answers, and this many changes after
 FORGET_AFTER_CYCLES = 10
+# A creation that timed out is tried again this soon, not an interval later. In KRaft the Admin client sends
+# CreateTopics to the broker its metadata names as controller, a random alive broker (KRaftMetadataCache
+# .getControllerId, KIP-590), which forwards it: a broker cut off from the quorum holds it until the call
+# times out. The call's disconnect refreshes the client's metadata (AdminMetadataManager's updater:
+# handleServerDisconnect -> requestUpdate), so the next try names a broker at random again; waiting an
+# interval instead would lose a whole change, and the canary's word on the cut-off broker with it.
+RETRY_CREATE_AFTER_SECONDS = 1.0
 
 
 def error_reason(text: str) -> str:
@@ -125,6 +132,7 @@ class MetadataCanary:
         self._changes = 0
         self._listed = 0  # brokers describeCluster named last
         self._undeleted: list[str] = []  # created, not yet deleted: at most one but where deleting fails
+        self._unconfirmed: list[str] = []  # creations that timed out: made or not, deleted with the next change
         self._view = CanaryView(read_at=time.time())
         self._stop = threading.Event()
         self._admin: Any = None
@@ -147,17 +155,20 @@ class MetadataCanary:
         try:
             while not self._stop.is_set():
                 started = time.monotonic()
+                retry_soon = False
                 try:
                     loaded = loaded or self._load_client()
                     if loaded:
                         self._delete_leftovers()
-                        self._cycle()
+                        retry_soon = self._cycle()
                 except Exception as exc:  # a fault here must not end the canary: said, and tried again
                     log.exception("metadata canary of %s", self.cluster)
                     self._close_clients()
                     self._failed("failed", repr(exc))
-                self._stop.wait(max(0.0, self.interval_seconds - (time.monotonic() - started)))
+                wait = self.interval_seconds - (time.monotonic() - started)
+                self._stop.wait(max(0.0, min(wait, RETRY_CREATE_AFTER_SECONDS) if retry_soon else wait))
         finally:
+            self._undeleted.extend(self._unconfirmed)
             if self._undeleted:
                 try:
                     self._deleted(self._admin_client())
@@ -195,9 +206,10 @@ class MetadataCanary:
             error=self._error,
         )
 
-    def _cycle(self) -> None:
+    def _cycle(self) -> bool:
         """One change: the brokers as describeCluster names them, the topic created, every broker asked until
-        it serves the topic or the interval is over, the topic deleted."""
+        it serves the topic or the interval is over, the topic deleted. Whether to try again soon: the creation
+        timed out (RETRY_CREATE_AFTER_SECONDS)."""
         import jpype
 
         try:
@@ -206,20 +218,27 @@ class MetadataCanary:
         except jpype.JException as exc:
             self._close_clients()
             self._failed("describe_cluster", f"describeCluster: {kafka_reason(exc)}")
-            return
+            return False
         self._listed = len(nodes)
         self._brokers = self._asked(nodes)
         if self._undeleted and not self._deleted(admin):
-            return  # no second topic while the last cannot be deleted (its error is counted)
+            return False  # no second topic while the last cannot be deleted (its error is counted)
         topic = f"{self.topic_prefix}{int(time.time() * 1000)}"
         asked_at = time.time()
         try:
             self._create(admin, topic)
         except jpype.JException as exc:
             text = kafka_reason(exc)
-            self._failed(error_reason(text), f"creating {topic}: {text}")
-            return
-        self._undeleted.append(topic)
+            reason = error_reason(text)
+            self._failed(reason, f"creating {topic}: {text}")
+            if reason != "timeout":
+                return False
+            # the forwarded creation may still be made (the broker that held it reaches the controller later,
+            # or the controller was only slow): deleted with the next change made, not left for LEFTOVER_SECONDS
+            self._unconfirmed.append(topic)
+            return True
+        self._undeleted.extend([*self._unconfirmed, topic])
+        self._unconfirmed = []
         self._topic, self._changed_at, self._changes, self._error = topic, asked_at, self._changes + 1, None
         for broker in self._brokers.values():
             broker.served, broker.next_ask = False, 0.0
@@ -229,8 +248,9 @@ class MetadataCanary:
         except jpype.JException as exc:
             self._close_clients()
             self._failed("failed", f"asking the brokers for {topic}: {kafka_reason(exc)}")
-            return  # deleted at the next cycle's start
+            return False  # deleted at the next cycle's start
         self._deleted(admin)
+        return False
 
     def _deleted(self, admin: Any) -> bool:
         """Whether the canary's topics not yet deleted are now; an error is counted by its reason."""
