@@ -128,9 +128,14 @@ def _single_pass_episodes(rows: DataFrame, rules: EpisodeRules, wanted: set[Kind
         if condition.peak is not None:
             peak = F.when(condition.qualifies, condition.peak).otherwise(peak)
         minimum = F.when(F.col("kind") == each.value, F.lit(rules.min_for(each))).otherwise(minimum)
+    # Shuffled by the islands' keys before the round's peak: that aggregation and the islands' window are then
+    # both served by the one shuffle (a subset of the aggregation's keys satisfies its distribution), where
+    # each planned on its own keys shuffles twice. The rows shuffled are the qualifying ones alone, so the
+    # partial aggregation this forgoes had little to merge.
     qualifying = (
         rows.select("cluster", "node", kind.alias("kind"), "timestamp", peak.alias("peak"))
         .where(F.col("kind").isNotNull())
+        .repartition("cluster", "node", "kind")
         .groupBy("cluster", "node", "kind", "timestamp")
         .agg(F.max("peak").alias("peak_value"))
     )
