@@ -486,8 +486,8 @@ class Scraper:
         queries = queries_for(tier, memory.mode, memory.role, memory.active_controller)
         readings = self.client.read(target.endpoint, queries)
         active = claims_active_controller(readings)
-        dormant = [query for query in queries if query.dormant]
-        if dormant and active:
+        dormant = [query for query in queries if query.dormant] if active else []
+        if dormant:
             # Elected since its last read: what follows the controller (its request queues, its brokers'
             # registration gauges) is asked again now as an active controller's, so the round that first
             # reads it active reads them too; a client looks such a query up afresh
