@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
-from harness.localkafka.process import LOOPBACK
+from pathlib import Path
+
+from harness.localkafka import KafkaCluster, start_kraft_cluster
+from harness.localkafka.process import LOOPBACK, free_port
 from harness.localkafka.versions import major_minor
 from harness.netcut import CuttableLink
 from tests.kafka_versions import KRAFT_UNDER_TEST
@@ -52,3 +55,17 @@ def through_links(
         "listener.security.protocol.map": protocols,
     }
     return overrides
+
+
+def start_with_a_broker_to_cut_off(name: str, workdir: Path, link: CuttableLink) -> KafkaCluster:
+    """A KRaft cluster of one controller and two brokers whose broker-1 reaches the quorum only through `link`."""
+    controller_ports = {101: free_port()}
+    return start_kraft_cluster(
+        name,
+        workdir,
+        controllers=1,
+        brokers=2,
+        version=KRAFT_UNDER_TEST,
+        controller_ports=controller_ports,
+        node_overrides=through_links("broker-1", {101: link}, controller_ports),
+    )

@@ -30,7 +30,7 @@ from harness.localkafka import KafkaCluster, acls, start_kraft_cluster, start_zk
 from harness.localkafka.process import LOOPBACK, free_port
 from harness.netcut import CuttableLink
 from tests.integration.faults import ROUND_SECONDS, Timeline, pages_then_resolves, replay
-from tests.integration.quorum_links import through_links
+from tests.integration.quorum_links import start_with_a_broker_to_cut_off
 from tests.integration.watch import Watch, shared_client
 from tests.kafka_versions import KRAFT_UNDER_TEST, ZK_LISTENER, ZK_UNDER_TEST
 
@@ -110,9 +110,9 @@ def _stale_within_the_threshold(watch: Watch, cluster: KafkaCluster, victim: str
         )
         flagged = time.monotonic() - cut_at
         view = _view(observation, cluster.name)
-        said = view.broker(victim_id)
-        assert said is not None and said.unserved_since is not None, view
-        lacks_from = said.unserved_since - cut_wall  # the first change it lacks was asked for then
+        answers = view.broker(victim_id)
+        assert answers is not None and answers.unserved_since is not None, view
+        lacks_from = answers.unserved_since - cut_wall  # the first change it lacks was asked for then
         # the threshold after that change, then a round
         assert flagged - lacks_from <= STALE + 3, (flagged, lacks_from, view)
         # that change: within an interval of the cut (and its describeCluster), each call that timed out before
@@ -239,16 +239,7 @@ def test_kraft_a_broker_cut_off_from_the_quorum_is_stale_by_the_canary(
 ) -> None:
     link = CuttableLink((LOOPBACK, free_port()))
     links["controller-1"] = link
-    controller_ports = {101: free_port()}
-    cluster = start_kraft_cluster(
-        "canary-kraft",
-        kafka_workdir,
-        controllers=1,
-        brokers=2,
-        version=KRAFT_UNDER_TEST,
-        controller_ports=controller_ports,
-        node_overrides=through_links("broker-1", {101: link}, controller_ports),
-    )
+    cluster = start_with_a_broker_to_cut_off("canary-kraft", kafka_workdir, link)
     watch = Watch(cluster)  # its JMX client starts the JVM the canary's client runs in
     watch.scraper.set_canaries({cluster.name: _canary(cluster)})
     try:

@@ -36,6 +36,7 @@ from harness.localkafka import (
     quorum_bootstrap,
 )
 from harness.netcut import CuttableLink
+from tests.integration.quorum_links import start_with_a_broker_to_cut_off
 from tests.integration.served import metrics_until
 from tests.integration.watch import Watch, shared_client, targets_of
 from tests.kafka_versions import KRAFT_NAME, KRAFT_UNDER_TEST, SASL_USERS
@@ -477,3 +478,34 @@ def test_a_hung_follower_controller_leaves_the_quorum_no_spare_voter_and_its_ret
         sys.stdout.write(f"\n[redundancy] a hung follower voter read behind after {behind_after:.1f} s\n")
     finally:
         scraper.stop()
+
+
+@pytest.mark.kraft
+def test_a_broker_cut_off_from_the_quorum_costs_the_brokers_view_no_round(kafka_workdir: Path) -> None:
+    """A broker cut off from the quorum still takes the DescribeQuorum it should forward (KIP-836) and holds it:
+    the Admin client's call waits for it until the call's deadline whatever request.timeout.ms says (its I/O
+    thread sleeps until the next call deadline). The read asks again within its deadline, and the next call
+    goes to another broker. Each read here is a fresh client that knows only the cut-off broker's address: its
+    first call goes to either broker, as the least loaded, so eight reads meet the cut-off one all but once in
+    256 runs (before the read asked again, a read whose first call met it failed at its deadline)."""
+    link = CuttableLink((LOOPBACK, free_port()))
+    cluster = start_with_a_broker_to_cut_off("quorum-cut", kafka_workdir, link)
+    shared_client()  # the JVM the Admin client runs in
+    timeout = 6.0
+    try:
+        link.cut()
+        victim = cluster.node("broker-1")
+        for _ in range(8):
+            reader = QuorumReader(cluster.name, [victim.address], controllers=False, timeout_seconds=timeout)
+            try:
+                started = time.monotonic()
+                view = reader.read()
+                took = time.monotonic() - started
+            finally:
+                reader.close()
+            assert view.error is None and view.leader_id == 101, view
+            assert took < timeout, took  # within the round that waits for it
+    finally:
+        link.heal()
+        link.close()
+        cluster.stop()

@@ -224,6 +224,21 @@ def quorum_view(info: Any, read_at: float) -> QuorumView:
 
 
 # Java's wrappers around what Kafka said (Future.get's ExecutionException, and the like)
+# A read's deadline is shared by up to this many tries, each asked anew when the last timed out. A node that
+# takes a request and never answers it (a hung broker, or one cut off from the quorum that holds what it should
+# forward: DescribeQuorum, KIP-836) keeps the Admin client's call until the call's own deadline: the client's
+# I/O thread sleeps until the next call deadline (its NetworkClient is made with an hour's request timeout), so
+# `request.timeout.ms` is noticed only then (seen with Kafka's own client, 4.3.1: a 2 s request timeout, a 10 s
+# call, one try, failed at 10 s). The call's expiry drops that node's connection and refreshes the client's
+# metadata; the next call goes to the least loaded node, another one.
+ATTEMPTS = 3
+MIN_ATTEMPT_MS = 1000
+
+
+def _timed_out(error: str | None) -> bool:
+    return error is not None and ("TimeoutException" in error or error.startswith("no answer within"))
+
+
 _WRAPPERS = frozenset({"ExecutionException", "CompletionException", "UndeclaredThrowableException"})
 
 
@@ -336,12 +351,11 @@ class QuorumReader:
         for name, value in self._security.items():
             props.setProperty(name, value)
         timeout = str(self.timeout_ms)
-        # A node that takes a request and never answers (a hung broker) is given up within a third of the call's
-        # deadline, so the call is tried again on another node inside it: NetworkClient drops the silent node's
-        # connection when a request times out, and KafkaAdminClient retries the call on the least loaded node.
-        # With the whole deadline for one request, one SIGSTOPped broker that the client picked cost the round
-        # its answer (seen in CI: the Admin API alone read every broker UNREACHABLE for a round).
-        props.setProperty("request.timeout.ms", str(max(1000, self.timeout_ms // 3)))
+        # A request to a node that never answers is given up at its call's deadline, not at this timeout (ATTEMPTS
+        # says why); read() asks again within the round. With the whole deadline for one call, one hung broker
+        # that the client picked cost the round its answer (seen in CI: the Admin API alone read every broker
+        # UNREACHABLE for a round).
+        props.setProperty("request.timeout.ms", str(max(MIN_ATTEMPT_MS, self.timeout_ms // ATTEMPTS)))
         props.setProperty("default.api.timeout.ms", timeout)
         props.setProperty("socket.connection.setup.timeout.ms", timeout)
         props.setProperty("socket.connection.setup.timeout.max.ms", timeout)
@@ -375,30 +389,47 @@ class QuorumReader:
         import jpype
 
         with self._lock:
-            try:
-                admin = self._admin_client()
-                options = java_class("org.apache.kafka.clients.admin.DescribeMetadataQuorumOptions")()
-                options.timeoutMs(jpype.JInt(self.timeout_ms))
-                quorum_future = admin.describeMetadataQuorum(options).quorumInfo()
-                described = self._describe_cluster(admin, include_fenced=self._fenced_listed)
-            except AdminClientError as exc:
-                return QuorumView(read_at=time.time(), error=str(exc))
-            except jpype.JException as exc:
-                self._close_admin()
-                return QuorumView(read_at=time.time(), error=f"{self._where}: {kafka_reason(exc)}")
-            # one deadline for both answers (a second past the client's own): the round waits for this read
-            # no longer than for one call, also when neither answers
-            deadline = time.monotonic() + self.timeout_ms / 1000 + 1
-            info, error = self._answer(quorum_future, deadline)
-            nodes, nodes_error = self._answer(described.nodes(), deadline)
-            if nodes_error is not None and self._fenced_listed and "UnsupportedVersion" in nodes_error:
-                # brokers before 4.0 cannot list fenced ones (DescribeCluster v2, KIP-1073): ask as they can
-                self._fenced_listed, self._fenced_refusal = False, nodes_error
-                again = time.monotonic() + self.timeout_ms / 1000 + 1
-                described = self._describe_cluster(admin, include_fenced=False)
-                nodes, nodes_error = self._answer(described.nodes(), again)
-            # the same response's controller (one DescribeCluster answers both futures)
-            controller = self._answer(described.controller(), deadline)[0] if nodes is not None else None
+            # within the round's wait for it (the scraper waits `timeout`), so that the last try's answer is this
+            # round's, not the next one's
+            end = time.monotonic() + self.timeout_ms / 1000 * 0.98
+            info = nodes = controller = None
+            error = nodes_error = None
+            for attempt in range(ATTEMPTS):
+                # each try its share of the deadline, the last the rest of it
+                left_ms = max(1, int((end - time.monotonic()) * 1000))
+                call_ms = left_ms if attempt == ATTEMPTS - 1 else min(left_ms, self.timeout_ms // ATTEMPTS)
+                if attempt and call_ms < MIN_ATTEMPT_MS:
+                    break
+                try:
+                    admin = self._admin_client()
+                    quorum_future = None if info is not None else self._describe_quorum(admin, call_ms)
+                    described = None if nodes is not None else self._describe_cluster(
+                        admin, include_fenced=self._fenced_listed, timeout_ms=call_ms
+                    )  # fmt: skip
+                except AdminClientError as exc:
+                    return QuorumView(read_at=time.time(), error=str(exc))
+                except jpype.JException as exc:
+                    self._close_admin()
+                    return QuorumView(read_at=time.time(), error=f"{self._where}: {kafka_reason(exc)}")
+                # one deadline for both answers (a second past the client's own): the round waits for this read
+                # no longer than for one call, also when neither answers
+                deadline = time.monotonic() + call_ms / 1000 + 1
+                if quorum_future is not None:
+                    info, error = self._answer(quorum_future, deadline, call_ms)
+                if described is not None:
+                    nodes, nodes_error = self._answer(described.nodes(), deadline, call_ms)
+                    if nodes_error is not None and self._fenced_listed and "UnsupportedVersion" in nodes_error:
+                        # brokers before 4.0 cannot list fenced ones (DescribeCluster v2, KIP-1073): ask as they can
+                        self._fenced_listed, self._fenced_refusal = False, nodes_error
+                        again = time.monotonic() + call_ms / 1000 + 1
+                        described = self._describe_cluster(admin, include_fenced=False, timeout_ms=call_ms)
+                        nodes, nodes_error = self._answer(described.nodes(), again, call_ms)
+                    # the same response's controller (one DescribeCluster answers both futures)
+                    controller = (
+                        self._answer(described.controller(), deadline, call_ms)[0] if nodes is not None else None
+                    )
+                if not (_timed_out(error) or _timed_out(nodes_error)):
+                    break
             return self._view(info, error, nodes, nodes_error, controller)
 
     def _view(self, info: Any, error: str | None, nodes: Any, nodes_error: str | None, controller: Any) -> QuorumView:
@@ -435,16 +466,23 @@ class QuorumReader:
             controller_id=int(controller.id()) if controller is not None and int(controller.id()) >= 0 else None,
         )
 
-    def _describe_cluster(self, admin: Any, *, include_fenced: bool) -> Any:
+    def _describe_quorum(self, admin: Any, timeout_ms: int) -> Any:
+        import jpype
+
+        options = java_class("org.apache.kafka.clients.admin.DescribeMetadataQuorumOptions")()
+        options.timeoutMs(jpype.JInt(timeout_ms))
+        return admin.describeMetadataQuorum(options).quorumInfo()
+
+    def _describe_cluster(self, admin: Any, *, include_fenced: bool, timeout_ms: int) -> Any:
         import jpype
 
         options = java_class("org.apache.kafka.clients.admin.DescribeClusterOptions")()
-        options.timeoutMs(jpype.JInt(self.timeout_ms))
+        options.timeoutMs(jpype.JInt(timeout_ms))
         if include_fenced and not self.controllers:
             options.includeFencedBrokers(True)
         return admin.describeCluster(options)
 
-    def _answer(self, future: Any, deadline: float) -> tuple[Any, str | None]:
+    def _answer(self, future: Any, deadline: float, call_ms: int) -> tuple[Any, str | None]:
         """A future's value, or (None, why) at `deadline` (time.monotonic()): a second past the client's own,
         so where Kafka says why it gave up, its words win."""
         import jpype
@@ -455,7 +493,7 @@ class QuorumReader:
             return future.get(wait_ms, TimeUnit.MILLISECONDS), None
         except jpype.JException as exc:
             if exc.getClass().getName() == "java.util.concurrent.TimeoutException":
-                return None, f"no answer within {self.timeout_ms / 1000 + 1:g}s"  # Future.get's deadline
+                return None, f"no answer within {call_ms / 1000 + 1:g}s"  # Future.get's deadline
             return None, kafka_reason(exc)
 
     def _close_admin(self) -> None:
