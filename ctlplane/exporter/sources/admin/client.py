@@ -223,7 +223,6 @@ def quorum_view(info: Any, read_at: float) -> QuorumView:
     )
 
 
-# Java's wrappers around what Kafka said (Future.get's ExecutionException, and the like)
 # A read's deadline is shared by up to this many tries, each asked anew when the last timed out. A node that
 # takes a request and never answers it (a hung broker, or one cut off from the quorum that holds what it should
 # forward: DescribeQuorum, KIP-836) keeps the Admin client's call until the call's own deadline: the client's
@@ -239,6 +238,7 @@ def _timed_out(error: str | None) -> bool:
     return error is not None and ("TimeoutException" in error or error.startswith("no answer within"))
 
 
+# Java's wrappers around what Kafka said (Future.get's ExecutionException, and the like)
 _WRAPPERS = frozenset({"ExecutionException", "CompletionException", "UndeclaredThrowableException"})
 
 
