@@ -124,7 +124,9 @@ def test_stale_metadata_kraft_lags_then_freezes(watch: Watch) -> None:
     _switch(watch, "stale-metadata", KRAFT, "broker-103")
     watch.until(KRAFT, lambda h, _: (b := h.broker("broker-103")) is not None and b.stale and b.frozen, "stale+frozen")
     other = watch.state.current().health.cluster(KRAFT)
-    assert other is not None and not any(b.stale for b in other.brokers if b.node != "broker-103")
+    assert other is not None
+    # which, and on what evidence (CI, 69aec84: one other broker read stale here once in ~26 suite runs)
+    assert not [(b.node, b.evidence) for b in other.brokers if b.node != "broker-103" and b.stale]
     _back_to_healthy(watch, KRAFT)
 
 
