@@ -3,6 +3,7 @@ from __future__ import annotations
 from functools import reduce
 from pathlib import Path
 
+import pytest
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import types as T
 from pyspark.testing import assertDataFrameEqual
@@ -175,33 +176,37 @@ def test_every_sample_seen_twice_changes_no_result(spark: SparkSession) -> None:
     assertDataFrameEqual(transforms.worst_nodes(found_twice), transforms.worst_nodes(found), checkRowOrder=False)
 
 
-def _parquet_scans(frame: DataFrame) -> int:
+def _in_plan(frame: DataFrame, operator: str) -> int:
+    """How many times `operator` appears in the frame's executed plan."""
     plan: str = frame._jdf.queryExecution().executedPlan().toString()
-    return plan.count("FileScan parquet")
+    return plan.count(operator)
 
 
-def test_the_episodes_of_every_kind_but_churn_read_the_archive_once(spark: SparkSession, tmp_path: Path) -> None:
+SCAN, SHUFFLE = "FileScan parquet", "Exchange hashpartitioning"
+
+
+@pytest.fixture
+def mixed_rows(spark: SparkSession, tmp_path: Path) -> DataFrame:
+    """The mixed archive written as the exporter partitions it and read back for the episode series."""
+    _mixed_archive(spark).write.partitionBy("cluster").parquet(str(tmp_path / "archive"))
+    return read_archive(spark, str(tmp_path / "archive"), series=transforms.EPISODE_SERIES)
+
+
+def test_the_episodes_of_every_kind_but_churn_read_the_archive_once(mixed_rows: DataFrame) -> None:
     # One scan, not one per detector: on 10 M rows each pass over the Parquet costs ~0.4-0.7 s on two
     # cores (bench/pipeline.py). Churn reads its own series again (a lag over the failover counter).
-    _mixed_archive(spark).write.partitionBy("cluster").parquet(str(tmp_path / "archive"))
-    rows = read_archive(spark, str(tmp_path / "archive"), series=transforms.EPISODE_SERIES)
-    assert _parquet_scans(transforms.episodes(rows, RULES, [k for k in Kind if k is not Kind.CONTROLLER_CHURN])) == 1
-    assert _parquet_scans(transforms.episodes(rows, RULES, [Kind.NO_ACTIVE_CONTROLLER])) == 1
-    assert _parquet_scans(transforms.episodes(rows, RULES)) == 2
+    but_churn = [k for k in Kind if k is not Kind.CONTROLLER_CHURN]
+    assert _in_plan(transforms.episodes(mixed_rows, RULES, but_churn), SCAN) == 1
+    assert _in_plan(transforms.episodes(mixed_rows, RULES, [Kind.NO_ACTIVE_CONTROLLER]), SCAN) == 1
+    assert _in_plan(transforms.episodes(mixed_rows, RULES), SCAN) == 2
 
 
-def _shuffles(frame: DataFrame) -> int:
-    plan: str = frame._jdf.queryExecution().executedPlan().toString()
-    return plan.count("Exchange hashpartitioning")
-
-
-def test_the_episodes_of_every_kind_but_churn_shuffle_once(spark: SparkSession, tmp_path: Path) -> None:
+def test_the_episodes_of_every_kind_but_churn_shuffle_once(mixed_rows: DataFrame) -> None:
     # The round's peak and the islands both group by (cluster, node, kind) first: one shuffle by those keys
     # serves both, where planning each on its own keys shuffled twice (bench/pipeline.py: ~0.4 s of a 10 M
     # row job's ~2 s on two cores, a stage and its tasks)
-    _mixed_archive(spark).write.partitionBy("cluster").parquet(str(tmp_path / "archive"))
-    rows = read_archive(spark, str(tmp_path / "archive"), series=transforms.EPISODE_SERIES)
-    assert _shuffles(transforms.episodes(rows, RULES, [k for k in Kind if k is not Kind.CONTROLLER_CHURN])) == 1
+    but_churn = [k for k in Kind if k is not Kind.CONTROLLER_CHURN]
+    assert _in_plan(transforms.episodes(mixed_rows, RULES, but_churn), SHUFFLE) == 1
 
 
 def test_sweep_pages_minutes_and_caught_match_a_hand_computed_case(spark: SparkSession) -> None:
