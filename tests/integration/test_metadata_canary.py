@@ -22,7 +22,7 @@ from ctlplane.exporter.config.file import parse_settings
 from ctlplane.exporter.health import BrokerHealth, Lifecycle
 from ctlplane.exporter.model import CANARY_BUCKETS, CanaryView
 from ctlplane.exporter.sources.admin.canary import RETRY_CREATE_AFTER_SECONDS, MetadataCanary
-from ctlplane.exporter.sources.admin.client import class_loader, java_class, security_properties
+from ctlplane.exporter.sources.admin.client import create_admin, security_properties
 from ctlplane.exporter.state import Observation
 from ctlplane.exporter.thresholds import Thresholds
 from ctlplane.wiring import build_canaries
@@ -252,22 +252,15 @@ def test_kraft_a_broker_cut_off_from_the_quorum_is_stale_by_the_canary(
 
 def _canary_topics(cluster: KafkaCluster) -> list[str]:
     """The canary's topics the cluster has now (Kafka's Admin client in the test's JVM)."""
-    from java.lang import Thread
     from java.util import Properties
 
     props = Properties()
     props.setProperty("bootstrap.servers", cluster.bootstrap)
-    thread = Thread.currentThread()
-    previous = thread.getContextClassLoader()
-    thread.setContextClassLoader(class_loader())  # the client loads its reporters through it
+    admin = create_admin(props)
     try:
-        admin = java_class("org.apache.kafka.clients.admin.Admin").create(props)
-        try:
-            return sorted(str(n) for n in admin.listTopics().names().get() if str(n).startswith(PREFIX))
-        finally:
-            admin.close()
+        return sorted(str(n) for n in admin.listTopics().names().get() if str(n).startswith(PREFIX))
     finally:
-        thread.setContextClassLoader(previous)
+        admin.close()
 
 
 @pytest.mark.kraft

@@ -161,6 +161,21 @@ def java_class(name: str) -> Any:
     return jpype.JClass(name, loader=class_loader())
 
 
+def create_admin(properties: Any) -> Any:
+    """Kafka's Admin client over `properties` (a java.util.Properties), on any thread."""
+    from java.lang import Thread
+
+    # The client loads configured classes through the thread's context class loader
+    # (Utils.getContextOrKafkaClassLoader): make it the one that holds the client's jars while it is made.
+    thread = Thread.currentThread()
+    previous = thread.getContextClassLoader()
+    thread.setContextClassLoader(class_loader())
+    try:
+        return java_class("org.apache.kafka.clients.admin.Admin").create(properties)
+    finally:
+        thread.setContextClassLoader(previous)
+
+
 def _optional_seconds(value: Any) -> float | None:
     """An OptionalLong of epoch milliseconds as unix seconds."""
     return int(value.getAsLong()) / 1000.0 if value.isPresent() else None
@@ -365,18 +380,7 @@ class QuorumReader:
 
     def _admin_client(self) -> Any:
         if self._admin is None:
-            from java.lang import Thread
-
-            admin_class = java_class("org.apache.kafka.clients.admin.Admin")
-            # The client loads configured classes through the thread's context class loader
-            # (Utils.getContextOrKafkaClassLoader): make it the one that holds the client's jars.
-            thread = Thread.currentThread()
-            previous = thread.getContextClassLoader()
-            thread.setContextClassLoader(class_loader())
-            try:
-                self._admin = admin_class.create(self._properties())
-            finally:
-                thread.setContextClassLoader(previous)
+            self._admin = create_admin(self._properties())
         return self._admin
 
     def read(self) -> QuorumView:
