@@ -73,6 +73,9 @@ def test_the_quorum_view_is_what_kafka_metadata_quorum_describe_prints(
     assert after.up, after.error
     assert before.leader_id == after.leader_id, "an election while the test ran"
     assert set(rows) == {r.replica_id for r in before.replicas} == {n.node_id for n in kraft_cluster.nodes}
+    # every node once among the members, though describeCluster through the controllers and the voter set
+    # both name each controller (the API's `members` listed them twice)
+    assert sorted(m.node_id for m in before.members) == sorted(n.node_id for n in kraft_cluster.nodes)
     status = {r.replica_id: "Observer" if not r.voter else "Follower" for r in before.replicas}
     status[before.leader_id] = "Leader"  # type: ignore[index]
     assert {nid: row["Status"] for nid, row in rows.items()} == status

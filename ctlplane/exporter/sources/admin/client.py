@@ -29,7 +29,7 @@ from typing import Any
 
 from ctlplane.exporter.catalog import Role
 from ctlplane.exporter.jvm.javac import cache_root
-from ctlplane.exporter.model import OBSERVER_HEARD_WITHIN_SECONDS, Member, QuorumReplica, QuorumView
+from ctlplane.exporter.model import OBSERVER_HEARD_WITHIN_SECONDS, Member, QuorumReplica, QuorumView, merged
 from ctlplane.exporter.releases import CLIENT_VERSION
 
 log = logging.getLogger(__name__)
@@ -465,7 +465,7 @@ class QuorumReader:
             view,
             fenced=fenced,
             registrations_error=registrations_error,
-            members=tuple(members),
+            members=tuple(merged(members).values()),  # one per node: several answers name most nodes
             members_error=None if nodes is not None else f"{self._where}: {nodes_error}",
             controller_id=int(controller.id()) if controller is not None and int(controller.id()) >= 0 else None,
         )
