@@ -109,7 +109,7 @@ class ConfigReload:
             self.scraper.interval_seconds = new.scrape.interval_seconds
             self.scraper.timeout_seconds = new.scrape.timeout_seconds
             if isinstance(self.scraper.client, Sources):
-                self.scraper.client.endpoints.set_timeouts(new.scrape.timeout_seconds, new.scrape.read_deadline_seconds)
+                self.scraper.client.endpoints.set_timeouts(new.scrape.timeout_seconds, new.scrape.page_timeout_seconds)
             self.state.thresholds = new.health.thresholds()
             if isinstance(self.discovery.make_target, DiscoveredTargets):
                 self.discovery.make_target.settings = new

@@ -149,7 +149,7 @@ def build_client(settings: Settings, kind: str | None = None) -> NodeSource:
     """Every node source (ctlplane/exporter/sources/): remote JMX, and the nodes' Prometheus endpoints. The
     JVM starts now where the config needs it (a cluster read over JMX, a quorum's view), else on first use."""
     endpoints = EndpointClient(
-        timeout_seconds=settings.scrape.timeout_seconds, read_deadline_seconds=settings.scrape.read_deadline_seconds
+        timeout_seconds=settings.scrape.timeout_seconds, page_timeout_seconds=settings.scrape.page_timeout_seconds
     )
     return Sources(lambda: build_jmx_client(settings, kind), endpoints, start_jmx=needs_java(settings))
 

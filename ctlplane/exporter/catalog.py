@@ -565,7 +565,10 @@ DERIVED_SERIES: Mapping[str, str] = MappingProxyType(
     {
         "kafka_control_plane_listener_enabled": "1 if the broker has a dedicated control-plane listener "
         "(control.plane.listener.name, KIP-291), 0 if not; ZooKeeper-mode brokers only",
-        "ctlplane_up": "1 if the node's JMX was read in the last round, 0 if not",
+        "ctlplane_up": "1 if the node's JMX was read in the last round, or its page (too large for a round) is "
+        "read at its own pace and its last one served; 0 if not",
+        "ctlplane_last_read_age_seconds": "Seconds between the node's last successful read and the served snapshot "
+        "(since ctlplane began watching it, before any): a node read at its own pace serves its last page",
         "ctlplane_scrape_duration_seconds": "Time the last JMX read of the node took",
         "ctlplane_scrape_errors_total": "Failed JMX reads of the node since ctlplane started",
         "ctlplane_round_duration_seconds": "Time the last scrape round of every node took",

@@ -220,7 +220,7 @@ def collect_families(
     # node by node, each sample to its family: the rows of a family come out in node order, then in the
     # node's sample order, as a scan of every node per catalogue series would give them
     for node, node_labels in nodes:
-        if not node.up:
+        if not node.up and not node.held:
             continue
         for sample in node.samples:
             found = by_series.get(sample.series)
@@ -412,9 +412,12 @@ def _derived_families(
     up = _gauge("ctlplane_up")
     duration = _gauge("ctlplane_scrape_duration_seconds")
     errors = Family("ctlplane_scrape_errors", DERIVED_SERIES["ctlplane_scrape_errors_total"], "counter", NODE_LABELS)
+    age = _gauge("ctlplane_last_read_age_seconds")
     listener = _gauge("kafka_control_plane_listener_enabled")
     for node, labels in nodes:
-        up.add(labels, 1.0 if node.up else 0.0)
+        up.add(labels, 1.0 if node.up or node.held else 0.0)
+        if node.last_read_at is not None:
+            age.add(labels, max(0.0, snapshot.taken_at - node.last_read_at))
         duration.add(labels, node.scrape_duration_seconds)
         errors.add(labels, node.errors_total)
         enabled = control_plane_listener_enabled(node)
@@ -428,7 +431,7 @@ def _derived_families(
     woken.add((), float(snapshot.woken_rounds_total))
     build = _gauge("ctlplane_build_info", ["version", "kafka_client"])
     build.add((version, CLIENT_VERSION), 1.0)
-    families = [up, duration, errors, round_duration, timestamp, woken, build]
+    families = [up, duration, errors, *([age] if age.rows else []), round_duration, timestamp, woken, build]
     if listener.rows:
         families.append(listener)
     return families

@@ -18,6 +18,9 @@ class Failure(StrEnum):
     GONE = "gone"  # connection refused or reset: no process listens (stopped, crashed, restarting)
     TIMEOUT = "timeout"  # no answer in time: the process hangs, or the network drops packets
     AUTH = "auth"  # JMX authentication failed
+    # Not a failure of the node: its page takes longer than a round (a large broker behind jmx_exporter), so
+    # it is read at its own pace and this round serves its last complete read (NodeSnapshot.held)
+    PACED = "paced"
     OTHER = "other"
 
 
@@ -87,6 +90,9 @@ class NodeSnapshot:
     scraped_at: float
     samples: tuple[Sample, ...] = ()
     failure: Failure | None = None  # set when up is False
+    # unix seconds its last successful read took its values (before any: when ctlplane began watching it); None
+    # where the snapshot was not made by a scraper (ctlplane_last_read_age_seconds)
+    last_read_at: float | None = None
     _index: Mapping[tuple[str, LabelPairs], Sample] = field(
         default_factory=lambda: MappingProxyType({}), repr=False, compare=False
     )
@@ -120,6 +126,13 @@ class NodeSnapshot:
 
     def has(self, series: str) -> bool:
         return series in self._by_series
+
+    @property
+    def held(self) -> bool:
+        """Not read this round but served: its page takes longer than a round, and `samples` are its last
+        complete read's, taken at `scraped_at`. The health model reads it as a node not read this round (its
+        lifecycle from the controllers and the quorum's view); /metrics serves its series and `ctlplane_up` 1."""
+        return not self.up and self.failure is Failure.PACED
 
     def series_samples(self, series: str) -> Iterator[Sample]:
         return iter(self._by_series.get(series, ()))

@@ -10,6 +10,13 @@ is kept and served by the next snapshot (its `scraped_at` says when it was taken
 When reads cost more than a round, each snapshot carries the nodes whose reads completed since the
 previous one, not 0 up.
 
+A node whose page took longer than the scrape timeout twice in a row (a broker with tens of thousands of
+partitions behind jmx_exporter, which collects every MBean before its first byte; once could be a hang the
+node came back from) is *paced*: one read in flight, never abandoned and asked again, the next started only
+a pause after it ended (PACE_PAUSE_SHARE), and meanwhile each snapshot serves its last complete read with the
+time it was taken (NodeSnapshot.held), as long as the read under way has not taken PACED_READ_SLACK times the
+last one; beyond that it is the node's error.
+
 Clusters share the workers without starving each other: each cluster has a lane holding at most its
 share of the workers (worker_shares: two each, the rest by node count, together no more than the pool
 when it has two per cluster), and reads beyond it wait in the lane, not in the pool's queue. A cluster
@@ -49,7 +56,7 @@ from ctlplane.exporter.readings import (
     queries_for,
     samples_from_readings,
 )
-from ctlplane.exporter.sources.base import NodeEndpoint, NodeSource, ReadError
+from ctlplane.exporter.sources.base import CollectedReadings, NodeEndpoint, NodeSource, ReadError
 from ctlplane.exporter.subscribers import Subscribers
 
 log = logging.getLogger(__name__)
@@ -63,6 +70,17 @@ log = logging.getLogger(__name__)
 # slower, its read is served by the next snapshot (a late read), so it is down one round longer, no more.
 SUSPECT_WAIT_SECONDS = 1.0
 SUSPECT_READS_WAITED = 3.0
+# Successive complete pages longer than the scrape timeout that make a node paced: a hung node's one late
+# answer after it resumes is not a large page, and its next read is fast again
+PACED_AFTER_SLOW_PAGES = 2
+# A paced node's next read starts this share of its last read's time after that read ended: its exporter
+# collects at most two thirds of the time for ctlplane (jmx_exporter collects single-threaded, so a 23 s page
+# is 23 s of a broker core), and a value served is at most ~1.5 page times old when the next page lands
+PACE_PAUSE_SHARE = 0.5
+# A paced node's read under way is waited for, its last read served meanwhile, until it has run this many
+# times as long as the last one did (at least that plus the scrape timeout); longer, the node is not answering
+# as it does (it hangs, or the page grew past what it was), and the read is the node's error until it ends
+PACED_READ_SLACK = 2.0
 # A round woken early (wake: the fencing watch read a change) starts at least this long after the one before
 # started, so changes in quick succession cost a round a second at most
 WOKEN_ROUND_GAP_SECONDS = 1.0
@@ -128,6 +146,14 @@ class _NodeMemory:
         return self.timed_out or self.fenced
 
     good_read_seconds: float = 0.0  # how long its last successful read took
+    # When ctlplane last took its values (its last successful read, `_Read.started_at`), or began watching it
+    last_read_at: float | None = None
+    slow_pages: int = 0  # successive successful page reads longer than the scrape timeout
+    # Paced (PACED_AFTER_SLOW_PAGES): its last read's samples, stamped with their time, served while the next is
+    # under way or due; None when the node is not paced
+    held: tuple[Sample, ...] | None = None
+    next_read_at: float = 0.0  # perf_counter() before which a paced node's next read does not start
+    read_submitted_at: float = 0.0  # perf_counter() when `read` was submitted
     # The slow tier's last values (stamped with their read time) and when they were read; cleared when the
     # node is down, so a node back (perhaps restarted: its histograms begin again) reads them at once
     slow_samples: tuple[Sample, ...] = ()
@@ -139,7 +165,11 @@ class _NodeMemory:
 class _Read:
     readings: list[RawReading]
     duration: float  # seconds the JMX read took, queueing excluded
-    started_at: float  # clock() when the read began: the snapshot's scraped_at for the node
+    # clock() when the values were taken, the snapshot's scraped_at for the node: when the read began, or a
+    # page's first byte (sources.base.CollectedReadings)
+    started_at: float
+    ended: float  # perf_counter() when the read ended
+    page: bool  # a metrics endpoint's page (sources.base.CollectedReadings), which may be paced
     slow: bool = True  # the slow tier's MBeans were read too
     active_controller: bool = False  # it read ActiveControllerCount 1 (readings.claims_active_controller)
 
@@ -266,6 +296,7 @@ def empty_snapshot(targets: Sequence[Target], now: float, cluster_names: Sequenc
                 "not read yet",
                 0,
                 now,
+                last_read_at=now,
             )
             for t in targets
         ],
@@ -467,6 +498,7 @@ class Scraper:
             target: self._memory.get(target)
             or _NodeMemory(
                 errors_total=0,
+                last_read_at=self.clock(),
                 role=target.role_hint,
                 node_id=target.node_id,
                 slow_phase=(index % rounds_per_slow) * self.interval_seconds,
@@ -485,6 +517,9 @@ class Scraper:
         tier = self.queries if slow else self.fast_queries
         queries = queries_for(tier, memory.mode, memory.role, memory.active_controller)
         readings = self.client.read(target.endpoint, queries)
+        # a page's values were collected by its first byte (CollectedReadings), a JMX read's as it begins
+        collected_after = readings.collected_after if isinstance(readings, CollectedReadings) else None
+        started_at += collected_after or 0.0
         active = claims_active_controller(readings)
         dormant = [query for query in queries if query.dormant] if active else []
         if dormant:
@@ -494,7 +529,8 @@ class Scraper:
             asked = {query.pattern for query in dormant}
             awake = [replace(query, dormant=False) for query in dormant]
             readings = [r for r in readings if r.pattern not in asked] + self.client.read(target.endpoint, awake)
-        return _Read(readings, time.perf_counter() - started, started_at, slow, active)
+        ended = time.perf_counter()
+        return _Read(readings, ended - started, started_at, ended, collected_after is not None, slow, active)
 
     def _slow_due(self, memory: _NodeMemory, now: float) -> bool:
         if self.slow_interval_seconds is None or memory.slow_read_at is None:
@@ -610,9 +646,10 @@ class Scraper:
                 # finished after its round's deadline: served by this snapshot unless a newer read finishes
                 late[target] = memory.read
                 memory.timed_out = _timed_out(memory.read)
+                memory.next_read_at = self._paced_until(memory, memory.read)
                 memory.read = None
-            if memory.read is None:
-                due.append(target)
+            if memory.read is None and time.perf_counter() >= memory.next_read_at:
+                due.append(target)  # a paced node in its pause is not
             # else a read from an earlier round is still queued or running: not doubled, and not waited for
             # (a stalled node's would hold every round to the timeout), but used if it is done by the end
         # nodes that answered last time first: their reads start before the ones that may hang again
@@ -621,7 +658,7 @@ class Scraper:
             memory.read = self._lanes[target.cluster].submit(
                 functools.partial(self._read, target, self._slow_due(memory, taken_at)), timed_out=memory.suspect
             )
-            memory.read_round = sequence
+            memory.read_round, memory.read_submitted_at = sequence, time.perf_counter()
             if memory.suspect:
                 suspects.append((self._allowance(memory), memory.read))
             else:
@@ -653,6 +690,8 @@ class Scraper:
         # before a finished read updates memory.timed_out
         waited = self._allowance(memory) if memory.cut_after is None else round(memory.cut_after, 1)
         future, error = self._finished_read(memory, late, sequence, waited)
+        if error is not None and (held := self._held(target, memory, taken_at)) is not None:
+            return held
         failure = Failure.TIMEOUT  # unless the read failed with a reason of its own
         if error is None and future is not None:
             error, failure = _read_failure(target, future) or (None, failure)
@@ -667,7 +706,9 @@ class Scraper:
                 error, failure = f"unmappable MBean values: {type(exc).__name__}: {str(exc)[:200]}", Failure.OTHER
         if error is not None:
             memory.errors_total += 1
-            memory.slow_samples, memory.slow_read_at = (), None
+            memory.slow_samples, memory.slow_read_at, memory.held = (), None, None
+            if future is not None and future.done():
+                memory.slow_pages = 0  # a read that failed; one still running may yet be a slow page
             duration = waited if future is not None and not future.done() else 0.0
             return NodeSnapshot(
                 target.cluster,
@@ -683,6 +724,7 @@ class Scraper:
                 memory.errors_total,
                 taken_at,
                 failure=failure,
+                last_read_at=memory.last_read_at,
             )
         assert future is not None
         return self._answered(target, memory, future.result(), samples, identity)
@@ -716,9 +758,16 @@ class Scraper:
         self, target: Target, memory: _NodeMemory, read: _Read, samples: tuple[Sample, ...], identity: Identity
     ) -> NodeSnapshot:
         """The snapshot of a node that answered, its slow tier added, what it says of itself remembered."""
-        memory.good_read_seconds = read.duration
+        memory.good_read_seconds, memory.last_read_at = read.duration, read.started_at
         if self.slow_interval_seconds is not None:
             samples = _with_slow_tier(memory, read, samples)
+        until = self._paced_until(memory, read)
+        memory.slow_pages = memory.slow_pages + 1 if self._slow_page(read) else 0
+        if until:  # paced: served until the next page lands, stamped with when it was taken
+            samples = tuple(s if s.read_at is not None else replace(s, read_at=read.started_at) for s in samples)
+            memory.held, memory.next_read_at = samples, until
+        else:
+            memory.held, memory.next_read_at = None, 0.0
         if identity.role is not Role.UNKNOWN:
             memory.role, memory.mode = identity.role, identity.mode
         memory.active_controller = read.active_controller
@@ -738,6 +787,54 @@ class Scraper:
             memory.errors_total,
             read.started_at,
             samples,
+            last_read_at=read.started_at,
+        )
+
+    def _slow_page(self, read: _Read) -> bool:
+        return read.page and read.duration > self.timeout_seconds
+
+    def _paced_until(self, memory: _NodeMemory, read: _Read | Future[_Read]) -> float:
+        """perf_counter() before which the node's next read does not start, `read` just finished (not yet
+        counted in memory.slow_pages): PACE_PAUSE_SHARE of it after it ended where it makes the node paced;
+        0 for any other read, or one that failed."""
+        if isinstance(read, Future):
+            if read.cancelled() or read.exception() is not None:
+                return 0.0
+            read = read.result()
+        if not self._slow_page(read) or memory.slow_pages + 1 < PACED_AFTER_SLOW_PAGES:
+            return 0.0
+        return read.ended + PACE_PAUSE_SHARE * read.duration
+
+    def _held(self, target: Target, memory: _NodeMemory, taken_at: float) -> NodeSnapshot | None:
+        """A paced node's last read, served this round (NodeSnapshot.held), if its next is due or under way
+        for no longer than PACED_READ_SLACK allows; None otherwise (then the round says why it has none)."""
+        if memory.held is None or memory.last_read_at is None:
+            return None
+        last = memory.good_read_seconds
+        if memory.read is not None:
+            under_way = time.perf_counter() - memory.read_submitted_at
+            if under_way > max(PACED_READ_SLACK * last, last + self.timeout_seconds):
+                return None
+            doing = f"the next under way for {under_way:.0f}s"
+        else:
+            doing = "the next due soon"
+        return NodeSnapshot(
+            target.cluster,
+            target.node,
+            target.endpoint.address,
+            memory.role,
+            memory.mode,
+            memory.node_id,
+            memory.version,
+            False,
+            last,
+            f"read at its own pace: its page took {last:.1f}s, longer than a round; serving the read of "
+            f"{max(0.0, taken_at - memory.last_read_at):.0f}s ago, {doing}",
+            memory.errors_total,
+            memory.last_read_at,
+            memory.held,
+            failure=Failure.PACED,
+            last_read_at=memory.last_read_at,
         )
 
     def wake(self, fenced: Collection[tuple[str, int]] = ()) -> None:

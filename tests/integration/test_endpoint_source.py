@@ -10,6 +10,7 @@ test_source_fault_table.py's.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import pytest
 from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.config.file import parse_settings
 from ctlplane.exporter.health import Cause, Lifecycle
-from ctlplane.exporter.model import Failure
+from ctlplane.exporter.model import Failure, NodeSnapshot
 from ctlplane.exporter.readings import plan_queries
 from ctlplane.exporter.sources.base import ReadError
 from ctlplane.exporter.sources.endpoint.client import EndpointClient, MetricsEndpoint
@@ -35,6 +36,7 @@ from tests.integration.faults import (
     replay,
     rounds_until_active,
 )
+from tests.integration.large_page import LargePage
 from tests.integration.watch import (
     DEFAULT_SCRAPE_TIMEOUT,
     Watch,
@@ -47,6 +49,8 @@ from tests.kafka_versions import KRAFT_UNDER_TEST, ZK_UNDER_TEST
 from tools.docs import unserved_series
 
 pytestmark = [pytest.mark.kafka]
+
+_UNREAD = NodeSnapshot("", "", "", Role.UNKNOWN, None, None, None, False, 0.0, "not read", 0, 0.0)
 
 # What no naming serves without a rule for it: a String attribute (jmx_exporter drops them, "Ignoring
 # unsupported bean"): raft current-state and app-info's Version. Strimzi's rules serve current-state as a label.
@@ -479,3 +483,83 @@ def test_a_zookeeper_mode_crash_read_through_endpoints_alone_is_fenced_gone_and_
         _crash_row(zookeeper_msk_like, watch, "endpoint-default-naming-kill-broker", read_through, tmp_path, victim)
     finally:
         watch.close()
+
+
+@pytest.mark.kraft
+def test_a_large_brokers_slow_page_is_read_at_its_pace_and_one_that_never_completes_is_its_error(
+    msk_like: KafkaCluster,
+) -> None:
+    """The manual's MSK form (the controllers' address, each node's endpoint by discovery's overrides, default
+    naming) with one broker answering as a broker of 10,000 partitions does: its real agent's page after 6 s
+    (three times the round's timeout), then ~6 MB of partition lines; and the other broker's page never
+    completing. The large broker is read at its pace: one request at a time, never re-asked while its page is
+    being collected, a pause after each; every round serves its last page (ctlplane_up 1) no older than
+    max(2 x its page's time, 60 s); ACTIVE with nothing wrong. The one that never completes is its one-line error
+    at scrape.page_timeout_seconds, ACTIVE on the quorum's word and unread (KafkaBrokerMetricsUnread's case)."""
+    large_broker, stuck_broker = msk_like.brokers()[:2]
+    agent = "http://127.0.0.1:{}/metrics"
+    large = LargePage(agent.format(large_broker.metrics_port), collect_seconds=6.0)
+    stuck = LargePage(agent.format(stuck_broker.metrics_port), collect_seconds=120.0, partitions=0)
+    overrides = {n.node_id: f"127.0.0.1:{n.metrics_port}" for n in msk_like.nodes}
+    overrides[large_broker.node_id] = large.url.removeprefix("http://").removesuffix("/metrics")
+    overrides[stuck_broker.node_id] = stuck.url.removeprefix("http://").removesuffix("/metrics")
+    settings = parse_settings(
+        {
+            "clusters": [
+                {
+                    "name": msk_like.name,
+                    "bootstrap_controllers": localkafka.quorum_bootstrap(msk_like),
+                    "discovery": {"overrides": overrides},
+                    "metrics": {"naming": "jmx_exporter"},
+                }
+            ],
+            "scrape": {"interval_seconds": 2, "timeout_seconds": 2, "page_timeout_seconds": 10},
+        }
+    )
+    scraper = build_scraper(settings, Sources(shared_client, EndpointClient(2.0, 10.0)))
+    state = build_state(settings, scraper)
+    build_discovery(settings, scraper, state)
+    large_name, stuck_name = f"broker-{large_broker.node_id}", f"broker-{stuck_broker.node_id}"
+
+    def nodes() -> dict[str, NodeSnapshot]:
+        scraper.scrape_once()
+        return {n.node: n for n in state.current().snapshot.nodes()}
+
+    try:
+        deadline = time.monotonic() + 90
+        while not (seen := nodes()).get(large_name, _UNREAD).held:
+            assert time.monotonic() < deadline, f"the large broker never paced: {seen.get(large_name)}"
+            time.sleep(0.5)
+        page_seconds = seen[large_name].scrape_duration_seconds
+        assert 6.0 <= page_seconds < 10.0, page_seconds
+        served = set()
+        for _ in range(15):  # ~30 s: several of its pages
+            seen = nodes()
+            node = seen[large_name]
+            assert node.up or node.held, node  # ctlplane_up 1 in every round
+            assert node.value("kafka_broker_state") == 3.0, node  # RUNNING, its own series served
+            age = state.current().snapshot.taken_at - (node.last_read_at or 0.0)
+            assert age <= max(2 * page_seconds, 60.0), (age, node)
+            served.add(node.last_read_at)
+            health = state.current().health.cluster(msk_like.name)
+            assert health is not None
+            broker = {b.node: b for b in health.brokers}[large_name]
+            assert broker.state is Lifecycle.ACTIVE and broker.cause is None, broker
+            time.sleep(2.0)
+        assert len(served) >= 2, "no new page read in 30 s"
+        assert large.most_in_flight == 1  # never asked again while a page was being collected
+        gaps = [b - a for a, b in zip(large.started[1:], large.started[2:], strict=False)]
+        assert gaps and min(gaps) >= 1.5 * 6.0 - 0.5, gaps  # the page's time, then half as long a pause
+
+        stuck_node = seen[stuck_name]
+        assert not stuck_node.up and not stuck_node.held and stuck_node.failure is Failure.TIMEOUT, stuck_node
+        assert "page not complete within 10s" in (stuck_node.error or "") or "still running" in (stuck_node.error or "")
+        assert min(b - a for a, b in zip(stuck.started, stuck.started[1:], strict=False)) >= 10.0 - 0.5
+        health = state.current().health.cluster(msk_like.name)
+        assert health is not None
+        broker = {b.node: b for b in health.brokers}[stuck_name]
+        assert broker.state is Lifecycle.ACTIVE and broker.cause is Cause.JMX_UNREACHABLE, broker
+    finally:
+        stop_scraper(scraper)
+        large.stop()
+        stuck.stop()

@@ -138,7 +138,7 @@ def broker_view(
         [
             html.H2([f"{node} ", badge(str(broker.state), STATE_LEVELS[broker.state]), since]),
             html.P(["in ", back]),
-            node_table(snapshot, health, only=node),
+            node_table(snapshot, health, only=node, taken_at=observation.snapshot.taken_at),
             html.H3("Round by round"),
             html.P(
                 "What its JMX answered, who decided its state and why, for each run of rounds that read alike "

@@ -162,7 +162,7 @@ CP_TWINS = (
 
 
 def control_plane_value(node: NodeSnapshot, series: str, twin: str) -> float | None:
-    if not node.up:
+    if not node.up and not node.held:  # a node read at its own pace: its last page's
         return None
     value = node.value(series)
     if value is None and node.role is Role.CONTROLLER:
@@ -181,6 +181,17 @@ def _restart_cell(answer: RestartSafety | None) -> Component:
     return html.Td(
         [html.Strong("wait", className="restart-wait"), f": {why}"], className="restart", title=answer.reason
     )
+
+
+def _read_cell(node: NodeSnapshot | None, taken_at: float | None) -> Component:
+    """Whether this round read the node ("paced": its page takes longer than a round, its last one shown) and,
+    where not, the age of its last successful read."""
+    if node is None:
+        return html.Td(DASH, className="read")
+    text = "yes" if node.up else "paced" if node.held else "NO"
+    if not node.up and taken_at is not None and node.last_read_at is not None:
+        text += f", read {format_duration(taken_at - node.last_read_at)} ago"
+    return html.Td(text, className="read", title=node.error or "")
 
 
 def _flags(broker: BrokerHealth) -> list[Component]:
@@ -224,10 +235,10 @@ def _node_row(
     active: str | None,
     url_prefix: str | None,
     restart: RestartSafety | None = None,
+    taken_at: float | None = None,
 ) -> Component:
     """A node's row; `node` None for a broker watched through the Admin API alone (its health is all there is
-    of it)."""
-    up = node is not None and node.up
+    of it). `taken_at`: the snapshot's time, which the age of a node's last read is counted to."""
     label, node_role, node_id, state, level, evidence = _identity_and_state(node, broker)
     role = [html.Span(node_role.value, className="role")]
     if label == active:
@@ -257,7 +268,7 @@ def _node_row(
             html.Td(format_ratio(queues[2])),
             html.Td(format_ratio(queues[3])),
             _restart_cell(restart),
-            html.Td("yes" if up else "NO"),
+            _read_cell(node, taken_at),
         ],
         className=f"node-row level-{level}",
         style={"backgroundColor": LEVEL_COLOURS[level]},
@@ -272,10 +283,15 @@ def _node_row(
 
 
 def node_table(
-    snapshot: ClusterSnapshot, health: ClusterHealth, url_prefix: str | None = None, only: str | None = None
+    snapshot: ClusterSnapshot,
+    health: ClusterHealth,
+    url_prefix: str | None = None,
+    only: str | None = None,
+    taken_at: float | None = None,
 ) -> Component:
     """Every node of the cluster (`only`: that one): brokers with their lifecycle, controllers with their
-    identity. With `url_prefix`, a broker's name links to its page."""
+    identity. With `url_prefix`, a broker's name links to its page; with `taken_at` (the fleet snapshot's
+    time), an unread node's row says how old its last read is."""
     listed: list[tuple[str, NodeSnapshot | None, BrokerHealth | None]] = (
         # the Admin API alone: no node read, the cluster's word on each broker
         [(broker.node, None, broker) for broker in health.brokers]
@@ -283,7 +299,9 @@ def node_table(
         else [(node.node, node, health.broker(node.node)) for node in snapshot.nodes]
     )
     rows = [
-        _node_row(snapshot.name, node, broker, health.controller.node, url_prefix, health.restart_answer(name))
+        _node_row(
+            snapshot.name, node, broker, health.controller.node, url_prefix, health.restart_answer(name), taken_at
+        )
         for name, node, broker in listed
         if only is None or name == only
     ]
@@ -529,7 +547,7 @@ def cluster_view(
             html.P("; ".join(assessment.reasons) or "healthy", className="reasons"),
             controller_card(health, own_events, now),
             html.H3("Nodes"),
-            node_table(snapshot, health, url_prefix),
+            node_table(snapshot, health, url_prefix, taken_at=observation.snapshot.taken_at),
             *([gaps] if (gaps := watch_gaps(snapshot, health)) is not None else []),
             timeline_view(rolls(own_events)),
         ],

@@ -484,6 +484,15 @@ class ScrapeConfig(_Strict):
         "a change starts the next round at once (0: off, rounds only at their interval)",
     )
 
+    page_timeout_seconds: float = Field(
+        default=300.0,
+        gt=0,
+        le=DAY_SECONDS,
+        description="a metrics endpoint's page not complete by then is the node's error. A page slower than the "
+        "scrape timeout (a large broker behind jmx_exporter) is read at its own pace and its last complete read "
+        "served; connecting still has the scrape timeout",
+    )
+
     @property
     def read_deadline_seconds(self) -> float:
         """When a node's read still running is abandoned, and how long a one-shot round may wait for one."""
@@ -493,6 +502,8 @@ class ScrapeConfig(_Strict):
     def _timeout_within_interval(self) -> ScrapeConfig:
         if self.timeout_seconds > self.interval_seconds:
             raise ValueError("timeout_seconds must not exceed interval_seconds")
+        if self.page_timeout_seconds < self.timeout_seconds:
+            raise ValueError("page_timeout_seconds must not be shorter than timeout_seconds")
         return self
 
 

@@ -15,7 +15,8 @@ already tells most of them apart.
 - ZooKeeper mode, its SessionState not CONNECTED (ZooKeeperClient.scala's gauge of `ZooKeeper.getState()`): it
   lost ZooKeeper.
 - SHUTDOWN and INITIAL are the lifecycle's own evidence (a controlled shutdown; a start-up).
-- ACTIVE by the quorum's word while its JMX does not answer: only ctlplane cannot read it.
+- ACTIVE by the quorum's word while its JMX does not answer: only ctlplane cannot read it. A node read at its own
+  pace (NodeSnapshot.held: its page takes longer than a round) is not that: nothing is wrong it can name.
 """
 
 from __future__ import annotations
@@ -194,7 +195,7 @@ def fault_cause(
     if node.up and mode is Mode.ZOOKEEPER and _session_lost(node):
         return Cause.ZOOKEEPER_SESSION_LOST  # whatever the controller's word yet: what follows comes from it
     if broker.state is Lifecycle.ACTIVE:
-        return None if node.up else Cause.JMX_UNREACHABLE
+        return None if node.up or node.held else Cause.JMX_UNREACHABLE
     if not node.up:
         cause = _UNREAD.get(node.failure) if node.failure is not None else None
         if cause is Cause.JMX_AUTH_FAILED and broker.state is Lifecycle.FENCED:

@@ -55,6 +55,10 @@ def _unanswered(
         )
     if controller_says is Lifecycle.INITIAL:
         return Lifecycle.INITIAL, f"controller registration state INITIAL; JMX: {node.error}"
+    if node.held and previous is Lifecycle.ACTIVE:
+        # its page takes longer than a round and is read at its own pace (NodeSnapshot.held): the last page
+        # found it ACTIVE and no fresher word of the controller's says otherwise
+        return Lifecycle.ACTIVE, f"{node.error}"
     return Lifecycle.UNREACHABLE, f"JMX: {node.error}"
 
 

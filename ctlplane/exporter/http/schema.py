@@ -40,14 +40,20 @@ class NodeDocument(_Document):
     mode: Mode | None = Field(description="null until the node has been read once")
     node_id: int | None = Field(description="its broker.id or node.id, as it says; null until read")
     version: str | None = Field(description="its Kafka release")
-    up: bool = Field(description="whether this round's read answered")
+    up: bool = Field(description="whether this round's read answered (false too for a node read at its own pace)")
     error: str | None = Field(description="why the last read failed, one line")
     failure: Failure | None = Field(description="the kind of failure, where `up` is false")
     scrape_duration_seconds: float = Field(
         description="how long this round's read took (a read that did not answer: how long it was waited for)"
     )
     errors_total: int = Field(description="failed reads of this node since ctlplane started")
-    scraped_at: float = Field(description="unix seconds of its last read")
+    scraped_at: float = Field(
+        description="unix seconds its served values were taken (a node read at its own pace: its last page's)"
+    )
+    last_read_at: float | None = Field(
+        default=None,
+        description="unix seconds of its last successful read (before any: when ctlplane began watching it)",
+    )
     control_plane_listener: bool | None = Field(description="whether it has a KIP-291 control-plane listener")
     samples: list[SampleDocument] = Field(description="every series read from it this round")
 

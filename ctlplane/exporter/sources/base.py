@@ -16,6 +16,16 @@ class ReadError(Exception):
         self.failure = failure
 
 
+class CollectedReadings(list[RawReading]):
+    """Readings whose values were taken `collected_after` seconds into the read rather than at its start: a
+    jmx_exporter page is collected whole before its first byte is written (JmxCollector collects every MBean,
+    then the HTTP server writes), so a page whose first byte took 23 s holds values as of then."""
+
+    def __init__(self, readings: list[RawReading], collected_after: float) -> None:
+        super().__init__(readings)
+        self.collected_after = collected_after
+
+
 class NodeEndpoint(Protocol):
     """Where a node is read: a JMX endpoint or a metrics endpoint."""
 

@@ -198,15 +198,15 @@ def test_a_reloaded_timeout_reaches_the_metrics_endpoints_reads(tmp_path: Path) 
     sources = build_client(settings)
     assert isinstance(sources, Sources)
     reload, _, _ = _wired(path, sources)  # the real sources, not the double
-    assert (sources.endpoints.timeout_seconds, sources.endpoints.read_deadline_seconds) == (
+    assert (sources.endpoints.timeout_seconds, sources.endpoints.page_timeout_seconds) == (
         1.0,
-        settings.scrape.read_deadline_seconds,
+        settings.scrape.page_timeout_seconds,
     )
     path.write_text(yaml.safe_dump({"clusters": [cluster], "scrape": {"interval_seconds": 2, "timeout_seconds": 1.5}}))
     assert reload() is None
-    assert (sources.endpoints.timeout_seconds, sources.endpoints.read_deadline_seconds) == (
+    assert (sources.endpoints.timeout_seconds, sources.endpoints.page_timeout_seconds) == (
         1.5,
-        load_settings(path).scrape.read_deadline_seconds,
+        load_settings(path).scrape.page_timeout_seconds,
     )
     sources.close()
 

@@ -12,7 +12,7 @@ from ctlplane.dashboard.views.cluster import LEGEND_ROW, PLOT_HEIGHT
 from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.health import ClusterHealth, Lifecycle
 from ctlplane.exporter.health.model import QuorumMember, Redundancy, RestartSafety, VoterSet
-from ctlplane.exporter.model import ClusterSnapshot, Member, QuorumView, Sample
+from ctlplane.exporter.model import ClusterSnapshot, Failure, Member, QuorumView, Sample
 from tests.unit.dashboard.builders import (
     T0,
     as_dict,
@@ -224,6 +224,20 @@ class TestNodeTable:
         table = as_dict(views.node_table(ClusterSnapshot("c1", (node("b1"), node("b2"))), health))
         flags = {n: list(texts(find(table, **{"data-node": n})[0]["props"]["children"][6])) for n in ("b1", "b2")}
         assert flags == {"b1": ["STALE (canary 21 s)"], "b2": ["—"]}
+
+    def test_a_node_read_at_its_own_pace_shows_its_last_page_and_its_age(self) -> None:
+        """A large broker's page takes longer than a round: its row shows its last page's values, "paced" and
+        how old the page is; a node not read at all says NO and how long since its last read."""
+        page = node("b1", kafka_control_plane_request_queue_size=4.0)
+        held = replace(page, up=False, failure=Failure.PACED, error="read at its own pace", last_read_at=960.0)
+        down = replace(node("b2"), up=False, failure=Failure.TIMEOUT, error="no answer", samples=(), last_read_at=700.0)
+        health = cluster_health(brokers=(broker("b1", listener=True), broker("b2")))
+        table = as_dict(views.node_table(ClusterSnapshot("c1", (held, down)), health, taken_at=1000.0))
+        cells = {
+            n: [list(texts(td)) for td in find(table, **{"data-node": n})[0]["props"]["children"]] for n in ("b1", "b2")
+        }
+        assert cells["b1"][7] == ["4"] and cells["b1"][-1] == ["paced, read 40 s ago"]
+        assert cells["b2"][-1] == ["NO, read 5 min ago"]
 
 
 class TestFigures:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -9,9 +10,9 @@ from prometheus_client.exposition import generate_latest
 
 from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.families import render_families
-from ctlplane.exporter.health import HealthMemory, evaluate
+from ctlplane.exporter.health import HealthMemory, Lifecycle, evaluate
 from ctlplane.exporter.http.page import MetricsPage
-from ctlplane.exporter.model import FleetSnapshot
+from ctlplane.exporter.model import Failure, FleetSnapshot
 from ctlplane.exporter.thresholds import Thresholds
 from tests.golden import UPDATE, assert_matches_golden
 from tests.unit.exporter.builders import fleet, kraft_broker, kraft_controller, node
@@ -156,3 +157,30 @@ def test_build_info_names_the_kafka_client_ctlplane_carries() -> None:
         m for m in render_families(FleetSnapshot(1, 0.0, 0.0, ()), version="9.9") if m.name == "ctlplane_build_info"
     ]
     assert [s.labels for s in build.samples] == [{"version": "9.9", "kafka_client": CLIENT_VERSION}]
+
+
+def test_a_node_read_at_its_own_pace_is_up_with_its_last_page_stamped_and_its_age() -> None:
+    """A large broker's page takes longer than a round (NodeSnapshot.held): between its pages each snapshot
+    serves the last one, each value with the time it was taken, ctlplane_up 1 and the read's age beside it."""
+    read_at = 970.0
+    page = node("k2", {"kafka_broker_state": 3.0}, cluster="kr", node_id=102, at=read_at)
+    held = replace(
+        page,
+        up=False,
+        failure=Failure.PACED,
+        error="read at its own pace",
+        samples=tuple(replace(s, read_at=read_at) for s in page.samples),
+        last_read_at=read_at,
+    )
+    controller = kraft_controller("c1", 1, active=True, registrations={102: 30}, cluster="kr")
+    snapshot = fleet(controller, held)
+    lines = render_text(snapshot).decode().splitlines()
+    assert 'ctlplane_up{cluster="kr",node="k2",role="broker"} 1.0' in lines
+    assert 'kafka_broker_state{cluster="kr",node="k2",role="broker"} 3.0 970000' in lines
+    age = snapshot.taken_at - read_at
+    assert f'ctlplane_last_read_age_seconds{{cluster="kr",node="k2",role="broker"}} {age:.1f}' in lines
+    # ACTIVE while its pages say so and the controller says nothing fresher, and nothing wrong to name
+    _, memory = evaluate(fleet(controller, page), HealthMemory(), Thresholds())
+    health, _ = evaluate(snapshot, memory, Thresholds())
+    broker = health.clusters[0].brokers[0]
+    assert broker.state is Lifecycle.ACTIVE and broker.cause is None, broker

@@ -4,6 +4,12 @@ Every way a read can fail is the node's own one-line error, as with JMX: refused
 no answer in time (hung, or a page that drips), 401/403 (credentials), another status, a page larger than
 `max_bytes`, a malformed line of a wanted sample. The page is streamed line by line; only the lines of
 wanted names are parsed and kept.
+
+A connection must be made within the scrape timeout, but the page may take up to `page_timeout_seconds`
+(scrape.page_timeout_seconds): jmx_exporter collects every MBean before it writes a byte, so a broker with
+tens of thousands of partitions answers after tens of seconds (prometheus/jmx_exporter #955: 23 s at 10.8k
+partitions). A read is never abandoned and asked again while the page is still being collected; the
+scraper reads such a node at its own pace (scraper.py, "paced").
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import httpx
 
 from ctlplane.exporter.catalog import CATALOG, SeriesType
 from ctlplane.exporter.model import Failure, MBeanQuery, RawReading
-from ctlplane.exporter.sources.base import NodeEndpoint, ReadError
+from ctlplane.exporter.sources.base import CollectedReadings, NodeEndpoint, ReadError
 from ctlplane.exporter.sources.endpoint.naming import Inversion, invert
 from ctlplane.exporter.sources.endpoint.profiles import AGENT_ALIASES, EndpointNaming
 from ctlplane.exporter.sources.endpoint.readings import Lookup, lookup, node_readings
@@ -33,7 +39,8 @@ STRING_ATTRIBUTES = frozenset(
 # carries the id key, the node id, which names the node in the quorum's view
 CARRIERS = {("kafka.server:type=app-info,id=*", "Version"): "StartTimeMs"}
 CHUNK_BYTES = 256 * 1024
-# A broker with 10,000 partitions serves ~2-5 MB; a page beyond this is refused, not held
+# A broker with 10,000 partitions serves ~2-6 MB in default naming (5.6 MB at 5,000 partitions measured on
+# Kafka 4.3.1, the whole page), 28 MB seen at 40,000: a page beyond this is refused, not held
 MAX_BYTES = 64 * 1024 * 1024
 
 
@@ -60,18 +67,19 @@ def inversion_for(naming: EndpointNaming, queries: Sequence[MBeanQuery]) -> Inve
 
 class EndpointClient:
     """Reads MetricsEndpoints; one HTTP connection pool per trust setting, shared by the scrape workers. The
-    timeouts are read at each request: a config reload sets them (set_timeouts)."""
+    timeouts are read at each request: a config reload sets them (set_timeouts). `timeout_seconds` bounds
+    connecting, `page_timeout_seconds` the whole page (its first byte included)."""
 
-    def __init__(self, timeout_seconds: float, read_deadline_seconds: float | None = None, max_bytes: int = MAX_BYTES):
+    def __init__(self, timeout_seconds: float, page_timeout_seconds: float | None = None, max_bytes: int = MAX_BYTES):
         self.timeout_seconds = timeout_seconds
-        self.read_deadline_seconds = read_deadline_seconds or timeout_seconds
+        self.page_timeout_seconds = page_timeout_seconds or timeout_seconds
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
         self._clients: dict[str | None, httpx.Client] = {}
         self._lookups: dict[tuple[EndpointNaming, tuple[MBeanQuery, ...]], Lookup] = {}
 
-    def set_timeouts(self, timeout_seconds: float, read_deadline_seconds: float) -> None:
-        self.timeout_seconds, self.read_deadline_seconds = timeout_seconds, read_deadline_seconds
+    def set_timeouts(self, timeout_seconds: float, page_timeout_seconds: float) -> None:
+        self.timeout_seconds, self.page_timeout_seconds = timeout_seconds, page_timeout_seconds
 
     def _client(self, ca_file: str | None) -> httpx.Client:
         with self._lock:
@@ -97,19 +105,26 @@ class EndpointClient:
             raise ReadError(f"not a metrics endpoint: {endpoint.address}")
         found = self._lookup(endpoint.naming, queries)
         auth = httpx.BasicAuth(endpoint.username, endpoint.password or "") if endpoint.username else None
-        deadline = time.monotonic() + self.read_deadline_seconds
+        page_seconds = self.page_timeout_seconds
+        started = time.monotonic()
+        deadline = started + page_seconds
+        timeout = httpx.Timeout(self.timeout_seconds, read=page_seconds)
         try:
             client = self._client(endpoint.ca_file)
-            with client.stream("GET", endpoint.url, auth=auth, timeout=self.timeout_seconds) as response:
+            with client.stream("GET", endpoint.url, auth=auth, timeout=timeout) as response:
+                collected_after = time.monotonic() - started  # the page is collected before its headers
                 _check_status(response)
-                chunks = self._chunks(response, deadline)
-                return node_readings(page_samples(chunks, found.wanted), found, queries, endpoint.url)
+                chunks = self._chunks(response, deadline, page_seconds)
+                readings = node_readings(page_samples(chunks, found.wanted), found, queries, endpoint.url)
+                return CollectedReadings(readings, collected_after)
         except ReadError:
             raise
         except TextError as exc:
             raise ReadError(f"{endpoint.url}: {exc}") from None
         except httpx.ConnectTimeout:
             raise ReadError(f"{endpoint.url}: connect timed out", Failure.TIMEOUT) from None
+        except httpx.ReadTimeout:
+            raise ReadError(f"{endpoint.url}: page not complete within {page_seconds:g}s", Failure.TIMEOUT) from None
         except httpx.TimeoutException:
             raise ReadError(f"{endpoint.url}: no answer within {self.timeout_seconds:g}s", Failure.TIMEOUT) from None
         except httpx.ConnectError as exc:
@@ -119,16 +134,14 @@ class EndpointClient:
             # a connection reset or a page cut short mid-read: the process went away under the read
             raise ReadError(f"{endpoint.url}: {type(exc).__name__}: {_first_line(exc)}", Failure.GONE) from None
 
-    def _chunks(self, response: httpx.Response, deadline: float) -> Iterator[bytes]:
+    def _chunks(self, response: httpx.Response, deadline: float, page_seconds: float) -> Iterator[bytes]:
         size = 0
         for chunk in response.iter_bytes(CHUNK_BYTES):
             size += len(chunk)
             if size > self.max_bytes:
                 raise ReadError(f"{response.url}: page larger than {self.max_bytes} bytes")
             if time.monotonic() > deadline:
-                raise ReadError(
-                    f"{response.url}: page not read within {self.read_deadline_seconds:g}s", Failure.TIMEOUT
-                )
+                raise ReadError(f"{response.url}: page not complete within {page_seconds:g}s", Failure.TIMEOUT)
             yield chunk
 
     def close(self) -> None:

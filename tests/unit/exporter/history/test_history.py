@@ -138,6 +138,22 @@ def test_a_slow_tier_value_is_archived_in_the_round_that_read_it_only() -> None:
         assert any(r["series"] == "kafka_broker_state" for r in rows)
 
 
+def test_a_page_read_at_its_own_pace_is_archived_once_and_its_node_up_between_pages() -> None:
+    """A large broker's page is served again between its reads (NodeSnapshot.held): its samples are archived in
+    the round that read it only, and every round archives it as up, as /metrics serves ctlplane_up 1."""
+    from dataclasses import replace
+
+    from ctlplane.exporter.model import Failure
+
+    page = node("b1", {"kafka_broker_state": 3.0}, at=T - 20)
+    held = replace(page, up=False, failure=Failure.PACED, error="read at its own pace", last_read_at=T - 20)
+    state = ExporterState(fleet(at=T - 15, sequence=0), Thresholds())
+    for snapshot_node, archived in ((page, 1), (held, 0)):
+        rows = rows_table([state.observe(fleet(snapshot_node, at=T))]).to_pylist()
+        assert sum(r["series"] == "kafka_broker_state" for r in rows) == archived
+        assert [r["value"] for r in rows if r["series"] == "ctlplane_up"] == [1.0]
+
+
 def test_labels_are_sorted_and_escaped() -> None:
     assert format_labels((("z", "1"), ("a", "x,y=z"))) == "a=x\\,y\\=z,z=1"
 

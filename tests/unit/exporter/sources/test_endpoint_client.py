@@ -62,7 +62,7 @@ def _answer(status: int, body: str, headers: dict[str, str] | None = None) -> Ha
 
 
 def _read(url: str, **auth: str) -> list[RawReading]:
-    client = EndpointClient(timeout_seconds=2.0, read_deadline_seconds=2.0, max_bytes=4096)
+    client = EndpointClient(timeout_seconds=2.0, page_timeout_seconds=2.0, max_bytes=4096)
     try:
         return client.read(MetricsEndpoint(url, profile("jmx_exporter"), **auth), plan_queries())
     finally:

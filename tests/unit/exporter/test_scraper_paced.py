@@ -1,0 +1,129 @@
+"""A node whose page takes longer than a round (a large broker behind jmx_exporter) is read at its own pace:
+one read at a time, never abandoned and asked again, a pause after each page, and its last page served in
+between (NodeSnapshot.held); a single late answer (a hang the node came back from) paces nothing."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from ctlplane.exporter.model import Failure, MBeanQuery, NodeSnapshot, RawReading
+from ctlplane.exporter.scraper import PACE_PAUSE_SHARE, Scraper, Target
+from ctlplane.exporter.sources.base import CollectedReadings
+from ctlplane.exporter.sources.jmx.base import Endpoint
+
+BROKER_STATE = "kafka.server:type=KafkaServer,name=BrokerState"
+TIMEOUT = 0.3
+PAGE = 0.9  # three round timeouts
+
+
+class SlowPages:
+    """A node source whose every read takes `seconds` (a page collected before its first byte: its values
+    are as of the end), and reads as the read's number; `page=False` answers as a JMX read does."""
+
+    def __init__(self, seconds: float, page: bool = True) -> None:
+        self.seconds = seconds
+        self.page = page
+        self.started: list[float] = []
+        self.running = 0
+        self.most_running = 0
+        self._lock = threading.Lock()
+
+    def read(self, endpoint: Endpoint, queries: Sequence[MBeanQuery]) -> list[RawReading]:
+        with self._lock:
+            self.started.append(time.monotonic())
+            self.running += 1
+            self.most_running = max(self.most_running, self.running)
+            number = len(self.started)
+        time.sleep(self.seconds)
+        with self._lock:
+            self.running -= 1
+        keys = {"type": "KafkaServer", "name": "BrokerState"}
+        readings = [RawReading(BROKER_STATE, BROKER_STATE, keys, {"Value": float(number)})]
+        return CollectedReadings(readings, self.seconds) if self.page else readings
+
+    def close(self) -> None:
+        pass
+
+
+def _scraper(source: SlowPages) -> Scraper:
+    target = Target("c1", "b1", Endpoint("127.0.0.1", 1))
+    return Scraper([target], source, interval_seconds=1, timeout_seconds=TIMEOUT, workers=2)
+
+
+def _round(scraper: Scraper) -> NodeSnapshot:
+    return scraper.scrape_once().clusters[0].nodes[0]
+
+
+def _until(scraper: Scraper, check: Callable[[NodeSnapshot], bool], done: str, within: float = 10.0) -> NodeSnapshot:
+    deadline = time.monotonic() + within
+    while True:
+        node = _round(scraper)
+        if check(node):
+            return node
+        assert time.monotonic() < deadline, f"not within {within:g}s: {done}; last: {node}"
+        time.sleep(0.05)
+
+
+def test_a_page_slower_than_a_round_twice_is_read_at_its_pace_and_served_between_pages() -> None:
+    source = SlowPages(PAGE)
+    scraper = _scraper(source)
+    try:
+        first = _round(scraper)
+        assert not first.up and not first.held and first.failure is Failure.TIMEOUT  # not yet known slow
+        _until(scraper, lambda node: node.up and node.value("kafka_broker_state") == 2.0, "the second page served")
+        held = _until(scraper, lambda node: node.held, "the second page held while the next is due or under way")
+        assert not held.up and held.failure is Failure.PACED and held.value("kafka_broker_state") == 2.0
+        assert held.last_read_at == held.scraped_at and "read at its own pace" in (held.error or "")
+        served = {held.value("kafka_broker_state")}
+        for _ in range(30):
+            node = _round(scraper)
+            assert node.up or node.held, node  # never unread between its pages
+            served.add(node.value("kafka_broker_state"))
+            time.sleep(0.1)
+        assert {3.0, 4.0} <= served
+        assert source.most_running == 1  # one read in flight at a time, never re-asked
+        gaps = [b - a for a, b in zip(source.started[1:], source.started[2:], strict=False)]
+        # from the second page on, each next read starts a pause after the last ended
+        assert all(gap >= PAGE * (1 + PACE_PAUSE_SHARE) - 0.05 for gap in gaps), gaps
+        assert held.errors_total == _round(scraper).errors_total  # a held round is no failed read
+    finally:
+        scraper.stop(join_seconds=0)
+
+
+def test_one_late_answer_paces_nothing_and_jmx_is_never_paced() -> None:
+    for source in (SlowPages(PAGE), SlowPages(PAGE, page=False)):
+        scraper = _scraper(source)
+        try:
+            assert not _round(scraper).up  # the first read hangs for three rounds' timeouts...
+            source.seconds = 0.01  # ...and the node is fast again once back
+            _until(scraper, lambda node: node.up, "the slow first read served once it answers")
+            node = _until(
+                scraper, lambda node: node.up and node.value("kafka_broker_state") >= 2.0, "read again at once"
+            )
+            assert not node.held and source.most_running == 1
+            for _ in range(5):
+                assert _round(scraper).up
+            if not source.page:
+                source.seconds = PAGE  # slow JMX reads, however many: never held
+                for _ in range(15):
+                    assert not _round(scraper).held
+                    time.sleep(0.1)
+        finally:
+            scraper.stop(join_seconds=0)
+
+
+def test_a_paced_read_running_past_its_slack_is_the_nodes_error() -> None:
+    source = SlowPages(PAGE)
+    scraper = _scraper(source)
+    try:
+        _until(scraper, lambda node: node.held, "paced")
+        source.seconds = 30.0  # the node hangs: its next page does not come
+        node = _until(
+            scraper, lambda node: not node.up and not node.held, "the read past twice the page's time is an error"
+        )
+        assert node.failure is Failure.TIMEOUT and "still running" in (node.error or ""), node
+        assert node.samples == ()
+    finally:
+        scraper.stop(join_seconds=0)
