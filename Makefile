@@ -119,6 +119,7 @@ bench: $(INSTALLED) system-deps-test jars
 	$(BIN)/python -m bench.fleet
 	$(BIN)/python -m bench.read_cost
 	$(BIN)/python -m bench.endpoint_read
+	$(BIN)/python -m bench.large_broker
 	$(BIN)/python -m bench.blackhole
 	$(BIN)/python -m bench.dashboard_memory
 	$(BIN)/python -m bench.scrapers

@@ -40,6 +40,7 @@ RESTART_ONLY = (
     "scrape.client",
     "scrape.jvm_max_heap",
     "scrape.slow_interval_seconds",
+    "scrape.page_interval_seconds",
     "jmx.truststore",
     "jmx.truststore_password_file",
 )

@@ -296,6 +296,7 @@ def build_scraper(settings: Settings, client: NodeSource | None = None) -> Scrap
         workers=settings.scrape.workers,
         quorum_sources=build_quorum_sources(settings),
         slow_interval_seconds=settings.scrape.slow_interval_seconds,
+        page_interval_seconds=settings.scrape.page_interval_seconds,
         admin_only=admin_only(settings),
         canaries=build_canaries(settings),
     )

@@ -73,9 +73,10 @@ SUSPECT_READS_WAITED = 3.0
 # Successive complete pages longer than the scrape timeout that make a node paced: a hung node's one late
 # answer after it resumes is not a large page, and its next read is fast again
 PACED_AFTER_SLOW_PAGES = 2
-# A paced node's next read starts this share of its last read's time after that read ended: its exporter
-# collects at most two thirds of the time for ctlplane (jmx_exporter collects single-threaded, so a 23 s page
-# is 23 s of a broker core), and a value served is at most ~1.5 page times old when the next page lands
+# A paced node's next read starts at least this share of its last read's time after that read ended (and no
+# sooner than the scraper's page_interval_seconds after it began): its exporter collects at most two thirds of
+# the time for ctlplane however long its page takes (jmx_exporter collects on one thread, ~a core for the page's
+# whole time), and a value served is at most ~1.5 page times old when the next page lands
 PACE_PAUSE_SHARE = 0.5
 # A paced node's read under way is waited for, its last read served meanwhile, until it has run this many
 # times as long as the last one did (at least that plus the scrape timeout); longer, the node is not answering
@@ -367,6 +368,7 @@ class Scraper:
         clock: Callable[[], float] = time.time,
         quorum_sources: Mapping[str, QuorumSource] | None = None,
         slow_interval_seconds: float | None = None,
+        page_interval_seconds: float = 0.0,
         admin_only: Collection[str] = (),
         canaries: Mapping[str, CanarySource] | None = None,
     ) -> None:
@@ -378,11 +380,7 @@ class Scraper:
         # cluster -> its quorum's view (docs/configuration.md "The quorum's view"); a thread each, apart from the JMX
         # workers, so a quorum that does not answer never takes a node read's worker
         self.quorum_sources = dict(quorum_sources or {})
-        self._quorum_pool = (
-            ThreadPoolExecutor(max_workers=len(self.quorum_sources), thread_name_prefix="quorum")
-            if self.quorum_sources
-            else None
-        )
+        self._quorum_pool = _quorum_pool(self.quorum_sources)
         self._quorum_reads: dict[str, tuple[Future[QuorumView], int]] = {}
         self.client = client
         self.interval_seconds = interval_seconds
@@ -392,6 +390,8 @@ class Scraper:
         # None: every MBean every round. Otherwise the slow tier's MBeans (MetricSpec.slow) are read when
         # a node's last slow read is this old, give or take half a round (rounds drift by their duration).
         self.slow_interval_seconds = slow_interval_seconds
+        # a paced node's pages start at most this often (ScrapeConfig.page_interval_seconds)
+        self.page_interval_seconds = page_interval_seconds
         self.fast_queries = (
             self.queries if slow_interval_seconds is None else tuple(query for query in self.queries if not query.slow)
         )
@@ -461,9 +461,7 @@ class Scraper:
             self.admin_only = admin_only
             self._quorum_reads = {c: r for c, r in self._quorum_reads.items() if c in sources}
             old_pool = self._quorum_pool
-            self._quorum_pool = (
-                ThreadPoolExecutor(max_workers=len(sources), thread_name_prefix="quorum") if sources else None
-            )
+            self._quorum_pool = _quorum_pool(sources)
             if old_pool is not None:
                 old_pool.shutdown(wait=False)  # reads under way finish; their results are still taken
             if dropped:
@@ -795,15 +793,16 @@ class Scraper:
 
     def _paced_until(self, memory: _NodeMemory, read: _Read | Future[_Read]) -> float:
         """perf_counter() before which the node's next read does not start, `read` just finished (not yet
-        counted in memory.slow_pages): PACE_PAUSE_SHARE of it after it ended where it makes the node paced;
-        0 for any other read, or one that failed."""
+        counted in memory.slow_pages): where it makes the node paced, PACE_PAUSE_SHARE of it after it ended and
+        no sooner than `page_interval_seconds` after it began; 0 for any other read, or one that failed."""
         if isinstance(read, Future):
             if read.cancelled() or read.exception() is not None:
                 return 0.0
             read = read.result()
         if not self._slow_page(read) or memory.slow_pages + 1 < PACED_AFTER_SLOW_PAGES:
             return 0.0
-        return read.ended + PACE_PAUSE_SHARE * read.duration
+        began = read.ended - read.duration
+        return max(read.ended + PACE_PAUSE_SHARE * read.duration, began + self.page_interval_seconds)
 
     def _held(self, target: Target, memory: _NodeMemory, taken_at: float) -> NodeSnapshot | None:
         """A paced node's last read, served this round (NodeSnapshot.held), if its next is due or under way
@@ -904,6 +903,11 @@ def _with_slow_tier(memory: _NodeMemory, read: _Read, samples: tuple[Sample, ...
     phase = memory.slow_phase if memory.slow_read_at is None else 0.0
     memory.slow_samples, memory.slow_read_at = slow, read.started_at - phase
     return (*(sample for sample in samples if sample.series not in SLOW_SERIES), *slow)
+
+
+def _quorum_pool(sources: Mapping[str, QuorumSource]) -> ThreadPoolExecutor | None:
+    """A thread per cluster's quorum source, or none without any."""
+    return ThreadPoolExecutor(max_workers=len(sources), thread_name_prefix="quorum") if sources else None
 
 
 def _close_all(sources: Sequence[QuorumSource | CanarySource]) -> None:

@@ -357,6 +357,7 @@ def start_kraft_cluster(
     held: Collection[str] = (),
     dynamic_voters: int | None = None,
     metrics_agent: MetricsServer | None = None,
+    broker_heap_mb: int | None = None,
 ) -> KafkaCluster:
     """Start a KRaft cluster in ``<workdir>/<name>``: controller-only nodes
     ``controller-1..`` (node ids 101..) with static ``controller.quorum.voters``
@@ -377,6 +378,7 @@ def start_kraft_cluster(
     ``jmx_port_base``: each node's JMX port is the base plus its node id (free_port_base), as one host with a
     JMX port per node would have it; otherwise each gets a free port. ``held``: nodes (by name) created and
     formatted but not started, for a caller to start later (a broker added to a running cluster).
+    ``broker_heap_mb``: the brokers' heap, where not the harness's default (a broker of many partitions).
     ``dynamic_voters``: a dynamic quorum (KIP-853, Kafka 3.9+) instead of static voters: every node finds the
     quorum through ``controller.quorum.bootstrap.servers``, the first ``dynamic_voters`` controllers are
     formatted as its initial voters (``--initial-controllers``, each with its directory id) and the others with
@@ -499,6 +501,7 @@ def start_kraft_cluster(
                     log_config=log_config,
                     ready_pattern=r"Kafka Server started",
                     metrics_agent=metrics_agent,
+                    heap_mb=broker_heap_mb if "broker" in roles else None,
                 )
             )
         cluster.bootstrap = ",".join(n.address for n in cluster.brokers())

@@ -189,15 +189,18 @@ def kafka_node(
     log_config: Path,
     ready_pattern: str,
     metrics_agent: MetricsServer | None = None,
+    heap_mb: int | None = None,
 ) -> KafkaNode:
-    """Write the node's server.properties and describe the JVM that runs it (not started yet)."""
+    """Write the node's server.properties and describe the JVM that runs it (not started yet); `heap_mb`: its
+    heap where not the default for its roles (a broker of 10,000 partitions needs more)."""
     metrics_port = free_port() if metrics_agent is not None else None
     agent_option = metrics_agent.jvm_option(node_dir, metrics_port) if metrics_agent and metrics_port else None
     if metrics_agent is not None and metrics_port is not None:
         props = {**props, **metrics_agent.properties(metrics_port)}
     cfg = node_dir / "server.properties"
     write_properties(cfg, props)
-    heap = BROKER_HEAP_MB if "broker" in roles else CONTROLLER_HEAP_MB  # a combined node holds partitions too
+    default = BROKER_HEAP_MB if "broker" in roles else CONTROLLER_HEAP_MB  # a combined node holds partitions too
+    heap = heap_mb or default
     return KafkaNode(
         name=name,
         node_id=node_id,

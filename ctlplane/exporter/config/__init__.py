@@ -493,6 +493,17 @@ class ScrapeConfig(_Strict):
         "served; connecting still has the scrape timeout",
     )
 
+    # A page costs its broker about a core for as long as it is collected (8.2 CPU-s for a page of 8.6 s at
+    # 10,000 partitions, docs/benchmarks.md "Large brokers"): read back to back, a large broker would give a
+    # core to ctlplane alone. At 45 s what is served stays under a minute old.
+    page_interval_seconds: float = Field(
+        default=45.0,
+        gt=0,
+        le=3600,
+        description="a page read at its own pace is read at most this often (and never sooner than half its "
+        "own time after the last ended), so its collection does not keep a broker core busy",
+    )
+
     @property
     def read_deadline_seconds(self) -> float:
         """When a node's read still running is abandoned, and how long a one-shot round may wait for one."""

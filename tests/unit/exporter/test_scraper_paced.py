@@ -4,6 +4,7 @@ between (NodeSnapshot.held); a single late answer (a hang the node came back fro
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -47,9 +48,11 @@ class SlowPages:
         pass
 
 
-def _scraper(source: SlowPages) -> Scraper:
+def _scraper(source: SlowPages, page_interval: float = 0.0) -> Scraper:
     target = Target("c1", "b1", Endpoint("127.0.0.1", 1))
-    return Scraper([target], source, interval_seconds=1, timeout_seconds=TIMEOUT, workers=2)
+    return Scraper(
+        [target], source, interval_seconds=1, timeout_seconds=TIMEOUT, workers=2, page_interval_seconds=page_interval
+    )
 
 
 def _round(scraper: Scraper) -> NodeSnapshot:
@@ -125,5 +128,23 @@ def test_a_paced_read_running_past_its_slack_is_the_nodes_error() -> None:
         )
         assert node.failure is Failure.TIMEOUT and "still running" in (node.error or ""), node
         assert node.samples == ()
+    finally:
+        scraper.stop(join_seconds=0)
+
+
+def test_a_paced_nodes_pages_start_at_most_once_a_page_interval() -> None:
+    """A page costs its broker about a core while it is collected: a paced node is asked at most once per
+    page_interval_seconds, its last page served in between."""
+    source = SlowPages(PAGE)
+    scraper = _scraper(source, page_interval=2.0)
+    try:
+        _until(scraper, lambda node: node.held, "paced")
+        for _ in range(50):
+            node = _round(scraper)
+            assert node.up or node.held, node
+            time.sleep(0.1)
+        starts = source.started[1:]  # from the second page on, the node is paced
+        gaps = [b - a for a, b in itertools.pairwise(starts)]
+        assert gaps and all(gap >= 2.0 - 0.05 for gap in gaps), gaps
     finally:
         scraper.stop(join_seconds=0)
