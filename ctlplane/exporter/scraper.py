@@ -708,22 +708,7 @@ class Scraper:
             if future is not None and future.done():
                 memory.slow_pages = 0  # a read that failed; one still running may yet be a slow page
             duration = waited if future is not None and not future.done() else 0.0
-            return NodeSnapshot(
-                target.cluster,
-                target.node,
-                target.endpoint.address,
-                memory.role,
-                memory.mode,
-                memory.node_id,
-                memory.version,
-                False,
-                duration,
-                error,
-                memory.errors_total,
-                taken_at,
-                failure=failure,
-                last_read_at=memory.last_read_at,
-            )
+            return _unread(target, memory, duration, error, taken_at, failure)
         assert future is not None
         return self._answered(target, memory, future.result(), samples, identity)
 
@@ -817,24 +802,11 @@ class Scraper:
             doing = f"the next under way for {under_way:.0f}s"
         else:
             doing = "the next due soon"
-        return NodeSnapshot(
-            target.cluster,
-            target.node,
-            target.endpoint.address,
-            memory.role,
-            memory.mode,
-            memory.node_id,
-            memory.version,
-            False,
-            last,
+        said = (
             f"read at its own pace: its page took {last:.1f}s, longer than a round; serving the read of "
-            f"{max(0.0, taken_at - memory.last_read_at):.0f}s ago, {doing}",
-            memory.errors_total,
-            memory.last_read_at,
-            memory.held,
-            failure=Failure.PACED,
-            last_read_at=memory.last_read_at,
+            f"{max(0.0, taken_at - memory.last_read_at):.0f}s ago, {doing}"
         )
+        return _unread(target, memory, last, said, memory.last_read_at, Failure.PACED, memory.held)
 
     def wake(self, fenced: Collection[tuple[str, int]] = ()) -> None:
         """Start the next round now rather than at its time (fencing_watch.FencingWatch read a change), at
@@ -903,6 +875,35 @@ def _with_slow_tier(memory: _NodeMemory, read: _Read, samples: tuple[Sample, ...
     phase = memory.slow_phase if memory.slow_read_at is None else 0.0
     memory.slow_samples, memory.slow_read_at = slow, read.started_at - phase
     return (*(sample for sample in samples if sample.series not in SLOW_SERIES), *slow)
+
+
+def _unread(
+    target: Target,
+    memory: _NodeMemory,
+    duration: float,
+    error: str,
+    scraped_at: float,
+    failure: Failure,
+    samples: tuple[Sample, ...] = (),
+) -> NodeSnapshot:
+    """A node not read this round as ctlplane remembers it: why, and for a paced node its last page's samples."""
+    return NodeSnapshot(
+        target.cluster,
+        target.node,
+        target.endpoint.address,
+        memory.role,
+        memory.mode,
+        memory.node_id,
+        memory.version,
+        False,
+        duration,
+        error,
+        memory.errors_total,
+        scraped_at,
+        samples,
+        failure=failure,
+        last_read_at=memory.last_read_at,
+    )
 
 
 def _quorum_pool(sources: Mapping[str, QuorumSource]) -> ThreadPoolExecutor | None:
