@@ -222,12 +222,21 @@ def build_quorum_sources(
 
 def _admin_security(cluster: ClusterConfig) -> dict[str, str] | None:
     """The Admin client's security settings for `cluster` (its `admin` section), or None for plaintext."""
-    from ctlplane.exporter.sources.admin.client import security_properties
+    from ctlplane.exporter.sources.admin.client import OAuthLogin, security_properties
 
     if cluster.admin is None:
         return None
     password = cluster.admin.password()
     certificate = cluster.admin.client_certificate()
+    oauth = None
+    if (credentials := cluster.admin.oauth) is not None:
+        secret = credentials.client_secret()
+        oauth = OAuthLogin(
+            credentials.token_endpoint_url,
+            credentials.client_id,
+            secret.get_secret_value() if secret is not None else None,
+            credentials.scope,
+        )
     return security_properties(
         cluster.admin.security_protocol,
         cluster.admin.sasl_mechanism,
@@ -235,6 +244,7 @@ def _admin_security(cluster: ClusterConfig) -> dict[str, str] | None:
         password.get_secret_value() if password is not None else None,
         ca_file=str(cluster.admin.ca_file) if cluster.admin.ca_file is not None else None,
         certificate=(certificate[0], certificate[1].get_secret_value()) if certificate is not None else None,
+        oauth=oauth,
     )
 
 

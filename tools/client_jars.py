@@ -13,7 +13,8 @@ harness.localkafka: the system's Python runs it beside the virtualenv's install.
 Licences: kafka-clients (Apache-2.0) carries its LICENSE and NOTICE at the root of its jar; the jar is kept
 whole, and both are also extracted beside it as `<jar>.LICENSE` / `<jar>.NOTICE`, readable without unzipping
 (Apache-2.0 §4(d) asks for the NOTICE "within a text file distributed as part of the Derivative Works"). The
-SLF4J jars (MIT) carry none: tools/licenses/slf4j-LICENSE.txt goes beside each. A jar with neither stops this
+SLF4J jars (MIT) carry none: tools/licenses/slf4j-LICENSE.txt goes beside each; nor does jose4j (Apache-2.0,
+for OAUTHBEARER): tools/licenses/Apache-2.0.txt. A jar with neither stops this
 with an error, so a dependency added to the pom cannot ship without its licence.
 """
 
@@ -32,7 +33,11 @@ from ctlplane.exporter.sources.admin import client as kafka_admin
 
 LICENSES = Path(__file__).resolve().parent / "licenses"
 # the jars whose licence is not inside them: artifact id -> the licence text kept here
-KEPT_LICENSES = {"slf4j-api": "slf4j-LICENSE.txt", "slf4j-nop": "slf4j-LICENSE.txt"}
+KEPT_LICENSES = {
+    "slf4j-api": "slf4j-LICENSE.txt",
+    "slf4j-nop": "slf4j-LICENSE.txt",
+    "jose4j": "Apache-2.0.txt",  # Apache-2.0 (bitbucket.org/b_c/jose4j), its jar carries no licence file
+}
 # licence and notice files inside a jar, at its root or under META-INF/
 _INSIDE = re.compile(r"^(?:META-INF/)?(?P<kind>LICENSE|NOTICE)(?:\.txt|\.md)?$", re.IGNORECASE)
 README = """\

@@ -14,6 +14,7 @@ from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -141,7 +142,78 @@ class JmxAuth(_Credentials):
     truststore_password_file: Path | None = Field(default=None, description="the trust store's password, in a file")
 
 
-SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
+# what Kafka's OAuth configs take (ConfigurationUtils.validateUrl, kafka-clients 4.3: http, https or file)
+_TOKEN_URL_SCHEMES = ("http", "https", "file")
+
+
+class OAuthClientCredentials(_Strict):
+    """SASL OAUTHBEARER's login with OIDC client credentials (KIP-768): Kafka's own login handler asks
+    `token_endpoint_url` for a token with the client id and secret (HTTP basic auth, grant_type
+    client_credentials) and refreshes it before it expires. The secret comes from a file or an environment
+    variable, never inline. A `file:` URL names a file that holds a token (a JWT) instead, re-read by Kafka."""
+
+    token_endpoint_url: str = Field(description="the identity provider's token endpoint: http(s), or a file: token")
+    client_id: str | None = Field(default=None, description="the OAuth client id (for an http(s) endpoint)")
+    client_secret_file: Path | None = Field(default=None, description="a file that holds the client secret")
+    client_secret_env: str | None = Field(default=None, description="an environment variable holding the client secret")
+    scope: str | None = Field(default=None, description="the scope asked for (the provider's default without)")
+
+    @field_validator("token_endpoint_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return token_endpoint_problem(value.strip())
+
+    @field_validator("client_id", "scope")
+    @classmethod
+    def _one_line(cls, value: str | None) -> str | None:
+        # Kafka's JAAS parser ends a quoted value at a line break (JaasConfig: a StreamTokenizer)
+        if value is not None and ("\n" in value or "\r" in value or not value.strip()):
+            raise ValueError("must be one line, not empty")
+        return value
+
+    @model_validator(mode="after")
+    def _one_secret_source(self) -> OAuthClientCredentials:
+        is_file = self.token_endpoint_url.startswith("file:")
+        if self.client_secret_file is not None and self.client_secret_env is not None:
+            raise ValueError("give client_secret_file or client_secret_env, not both")
+        no_secret = self.client_secret_file is None and self.client_secret_env is None
+        if not is_file and (self.client_id is None or no_secret):
+            raise ValueError("the client credentials grant needs client_id and client_secret_file or client_secret_env")
+        return self
+
+    def client_secret(self) -> SecretStr | None:
+        """The secret, read now from its file or variable; ValueError naming the source (never the secret)."""
+        if self.client_secret_file is not None:
+            try:
+                value = self.client_secret_file.read_text().strip()
+            except (OSError, UnicodeDecodeError) as exc:
+                why = getattr(exc, "strerror", None) or type(exc).__name__
+                raise ValueError(f"cannot read client_secret_file {self.client_secret_file}: {why}") from exc
+        elif self.client_secret_env is not None:
+            found = os.environ.get(self.client_secret_env)
+            if found is None:
+                raise ValueError(f"environment variable {self.client_secret_env} (client_secret_env) is not set")
+            value = found
+        else:
+            return None
+        if not value or any(c in value for c in "\r\n"):
+            where = self.client_secret_file or self.client_secret_env
+            raise ValueError(f"the client secret in {where} is empty or holds a line break")
+        return SecretStr(value)
+
+
+def token_endpoint_problem(value: str) -> str:
+    """`value` if it is an http(s) URL with a host or a file: URL, else a ValueError saying which it is not."""
+    parts = urlsplit(value)
+    if parts.password is not None:
+        raise ValueError("the token endpoint URL must not hold a password (give client_secret_file or _env)")
+    if parts.scheme.lower() not in _TOKEN_URL_SCHEMES or (parts.scheme.lower() != "file" and not parts.hostname):
+        shown = value if len(value) <= 80 else value[:77] + "..."
+        raise ValueError(f"expected an http(s) URL with a host or a file: URL, got {shown!r}")
+    if parts.scheme.lower() == "file" and not parts.path:
+        raise ValueError(f"a file: URL names a file, got {value!r}")
+    return value
 
 
 class AdminSecurity(_Credentials):
@@ -150,7 +222,8 @@ class AdminSecurity(_Credentials):
     `security_protocol` is the listener's, as Kafka's `security.protocol`. SASL needs `sasl_mechanism`,
     `username` and a password source. TLS trusts `ca_file` (PEM; the JVM's trust store without it) and
     checks the listener's host name; `cert_file` + `key_file` (PEM, the key unencrypted PKCS#8) are the
-    client certificate a listener with `ssl.client.auth=required` asks for."""
+    client certificate a listener with `ssl.client.auth=required` asks for. `sasl_mechanism: OAUTHBEARER`
+    logs in with `oauth` (OIDC client credentials, KIP-768) instead of a username and password."""
 
     security_protocol: Literal["PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL"] = Field(
         default="PLAINTEXT", description="the listener's, as Kafka's `security.protocol`"
@@ -161,13 +234,20 @@ class AdminSecurity(_Credentials):
     )
     cert_file: Path | None = Field(default=None, description="PEM client certificate, for `ssl.client.auth=required`")
     key_file: Path | None = Field(default=None, description="its key, PEM, unencrypted PKCS#8")
+    oauth: OAuthClientCredentials | None = Field(
+        default=None, description="for sasl_mechanism OAUTHBEARER: the OIDC client credentials (instead of a username)"
+    )
 
     @model_validator(mode="after")
     def _fits_the_protocol(self) -> AdminSecurity:
         sasl = self.security_protocol.startswith("SASL_")
         tls = self.security_protocol.endswith("SSL")
-        if sasl and (self.sasl_mechanism is None or self.username is None):
-            raise ValueError(f"security_protocol {self.security_protocol} needs sasl_mechanism and username")
+        if (self.sasl_mechanism == "OAUTHBEARER") != (self.oauth is not None):
+            raise ValueError("sasl_mechanism OAUTHBEARER and oauth go together")
+        if self.oauth is not None and self.username is not None:
+            raise ValueError("OAUTHBEARER logs in with oauth's client credentials, not a username and password")
+        if sasl and (self.sasl_mechanism is None or (self.username is None and self.oauth is None)):
+            raise ValueError(f"security_protocol {self.security_protocol} needs sasl_mechanism and username (or oauth)")
         if not sasl and (self.sasl_mechanism is not None or self.username is not None):
             raise ValueError(
                 f"sasl_mechanism and username are for SASL listeners; security_protocol is {self.security_protocol}"
@@ -181,6 +261,7 @@ class AdminSecurity(_Credentials):
         return self
 
     def files(self) -> list[tuple[str, Path]]:
+        # oauth's client_secret_file is read (and its problems said) by OAuthClientCredentials.client_secret()
         return [(name, path) for name in ("ca_file", "cert_file", "key_file") if (path := getattr(self, name))]
 
     def client_certificate(self) -> tuple[str, SecretStr] | None:

@@ -193,6 +193,8 @@ def _check_files(settings: Settings) -> list[Problem]:
                     problems.append(f"clusters.{index}.admin.{name}: {problem}")
             try:
                 secret = cluster.admin.password()
+                if cluster.admin.oauth is not None:
+                    cluster.admin.oauth.client_secret()  # its problems name the source, never the secret
             except ValueError as exc:
                 problems.append(f"clusters.{index}.admin (cluster {cluster.name}): {exc}")
                 continue

@@ -29,7 +29,13 @@ from types import MappingProxyType
 from typing import Any
 
 from ctlplane.exporter.model import CANARY_BUCKETS, CanaryBroker, CanaryView
-from ctlplane.exporter.sources.admin.client import AdminClientError, class_loader, java_class, kafka_reason
+from ctlplane.exporter.sources.admin.client import (
+    AdminClientError,
+    allow_token_endpoint,
+    class_loader,
+    java_class,
+    kafka_reason,
+)
 
 log = logging.getLogger(__name__)
 
@@ -413,6 +419,7 @@ class MetadataCanary:
         props.setProperty("reconnect.backoff.max.ms", "1000")
         for name, value in self._security.items():
             props.setProperty(name, value)
+        allow_token_endpoint(props)  # an OAUTHBEARER client logs in while it is made
         return props
 
     def _admin_client(self) -> Any:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -22,7 +23,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -161,9 +162,42 @@ def java_class(name: str) -> Any:
     return jpype.JClass(name, loader=class_loader())
 
 
+# Kafka refuses every OAuth token and JWKS URL not listed in this JVM system property (3.9.1+/4.0+, empty by
+# default on 4.0+: BrokerSecurityConfigs.ALLOWED_SASL_OAUTHBEARER_URLS_CONFIG), read anew at each check as a
+# comma-separated set of exact, trimmed strings (ConfigurationUtils.throwIfResourceIsNotAllowed, 4.3).
+ALLOWED_URLS_PROPERTY = "org.apache.kafka.sasl.oauthbearer.allowed.urls"
+TOKEN_ENDPOINT_KEY = "sasl.oauthbearer.token.endpoint.url"
+_allowed_lock = threading.Lock()
+
+
+def allow_oauth_urls(urls: Sequence[str]) -> str:
+    """Add `urls` to the JVM's allowed OAuth URLs, keeping what is there (other clusters' endpoints, a `-D`
+    given to the JVM): one property for the whole process, so every cluster's endpoint is merged into it.
+    Returns the property's new value."""
+    from java.lang import System
+
+    with _allowed_lock:
+        current = str(System.getProperty(ALLOWED_URLS_PROPERTY) or "")
+        allowed = [u.strip() for u in current.split(",") if u.strip()]
+        allowed += [u.strip() for u in urls if u.strip() and u.strip() not in allowed]
+        value = ",".join(allowed)
+        System.setProperty(ALLOWED_URLS_PROPERTY, value)
+        return value
+
+
+def allow_token_endpoint(properties: Any) -> None:
+    """Allow the token endpoint `properties` (a java.util.Properties) names, before its client logs in."""
+    url = properties.getProperty(TOKEN_ENDPOINT_KEY)
+    if url is not None:
+        allow_oauth_urls([str(url)])
+
+
 def create_admin(properties: Any) -> Any:
-    """Kafka's Admin client over `properties` (a java.util.Properties), on any thread."""
+    """Kafka's Admin client over `properties` (a java.util.Properties), on any thread. An OAUTHBEARER
+    client's token endpoint is allowed first (allow_oauth_urls): the client logs in while it is made."""
     from java.lang import Thread
+
+    allow_token_endpoint(properties)
 
     # The client loads configured classes through the thread's context class loader
     # (Utils.getContextOrKafkaClassLoader): make it the one that holds the client's jars while it is made.
@@ -267,9 +301,7 @@ def kafka_reason(exc: BaseException) -> str:
     """Kafka's exception and, where it has a cause, the root cause: "SslAuthenticationException: SSL
     handshake failed (SunCertPathBuilderException: unable to find valid certification path ...)" says both
     what failed and why."""
-    chain: list[Any] = [exc]
-    while len(chain) < 10 and (inner := chain[-1].getCause() if hasattr(chain[-1], "getCause") else None):
-        chain.append(inner)
+    chain = _chain(exc)
     said = next((t for t in chain if _class_and_message(t)[0] not in _WRAPPERS), chain[-1])
     name, message = _class_and_message(said)
     text = f"{name}: {message}" if message else name
@@ -280,12 +312,96 @@ def kafka_reason(exc: BaseException) -> str:
     return text
 
 
+# Refused credentials, not a Kafka fault: the broker refused the SASL exchange (SaslAuthenticationException, an
+# AuthenticationException), or the client got no token to offer (OAUTHBEARER: the token endpoint refused the
+# client id and secret, or answered no usable token; Kafka's login says so with a LoginException or a
+# JwtRetrieverException/JwtValidatorException, kafka-clients 4.1+)
+_AUTH_FAILURES = frozenset(
+    {
+        "AuthenticationException",
+        "SaslAuthenticationException",
+        "LoginException",
+        "JwtRetrieverException",
+        "JwtValidatorException",
+    }
+)
+
+_NO_TOKEN = frozenset({"LoginException", "JwtRetrieverException", "JwtValidatorException"})
+
+
+def _chain(exc: BaseException) -> list[Any]:
+    chain: list[Any] = [exc]
+    while len(chain) < 10 and (inner := chain[-1].getCause() if hasattr(chain[-1], "getCause") else None):
+        chain.append(inner)
+    return chain
+
+
+# "org.apache.kafka.common.KafkaException: java.io.IOException: why": a throwable's toString() inside a message
+_QUALIFIED = re.compile(r"^(?:[a-z_$][\w$]*\.)+([A-Z][\w$]*): (.*)$")
+# where a Throwable's message holds its stack trace (Kafka's LoginException does: LoginManager)
+_STACK = re.compile(r"\s+at [\w$.]+\(")
+
+
+def _said(message: str) -> tuple[str | None, str]:
+    """A message's first line, without its stack trace, and the innermost exception it names, if any."""
+    text = _STACK.split(message.strip().splitlines()[0] if message.strip() else "", maxsplit=1)[0]
+    name = None
+    while (found := _QUALIFIED.match(text)) is not None:
+        name, text = found.group(1), found.group(2)
+    return name, text
+
+
+def admin_reason(exc: BaseException) -> str:
+    """kafka_reason on one line, or, where Kafka says the credentials were refused, "authentication failed:"
+    and why (a refused credential is the operator's to fix, not a fault of the cluster): the broker refused the
+    SASL exchange, or the login got no token (the token endpoint refused the client: Kafka's LoginException
+    holds the cause's stack trace in its message, HttpJwtRetriever's words are its first line)."""
+    chain = _chain(exc)
+    refused = [t for t in chain if _class_and_message(t)[0] in _AUTH_FAILURES]
+    if not refused:
+        return " ".join(kafka_reason(exc).split())
+    name, message = _class_and_message(chain[-1])
+    inner, message = _said(message)
+    said = f"{inner or name}: {message}" if message else inner or name
+    if any(_class_and_message(t)[0] in _NO_TOKEN for t in refused):
+        return f"authentication failed: the login got no token ({said})"
+    return f"authentication failed: {said}"
+
+
 # Kafka's login modules per SASL mechanism (clients/.../security/plain, .../security/scram)
 _LOGIN_MODULES = {
     "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
     "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
     "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
 }
+OAUTH_LOGIN_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+# KIP-768's OIDC login handler: in `...oauthbearer.secured` in 3.1-3.3, in `...oauthbearer` since 3.4 (KIP-768's
+# move; kafka-clients 4.3.1 carries org/apache/kafka/common/security/oauthbearer/OAuthBearerLoginCallbackHandler)
+OAUTH_LOGIN_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
+
+
+@dataclass(frozen=True)
+class OAuthLogin:
+    """OIDC client credentials for OAUTHBEARER (KIP-768); the secret is never in its repr."""
+
+    token_endpoint_url: str
+    client_id: str | None
+    client_secret: str | None = field(default=None, repr=False)
+    scope: str | None = None
+
+
+def oauth_properties(login: OAuthLogin) -> dict[str, str]:
+    """OAUTHBEARER with Kafka's OIDC login handler: it asks the token endpoint for a token (client_credentials,
+    the id and secret as HTTP basic auth: ClientCredentialsRequestFormatter) and refreshes it before it expires
+    (ExpiringCredentialRefreshingLogin); a `file:` endpoint is a token file (FileJwtRetriever)."""
+    named = (("clientId", login.client_id), ("clientSecret", login.client_secret), ("scope", login.scope))
+    options = [f"{name}={_jaas_quoted(value)}" for name, value in named if value is not None]
+    return {
+        "sasl.mechanism": "OAUTHBEARER",
+        "sasl.login.callback.handler.class": OAUTH_LOGIN_HANDLER,
+        TOKEN_ENDPOINT_KEY: login.token_endpoint_url,
+        "sasl.jaas.config": f"{OAUTH_LOGIN_MODULE} required {' '.join(options)};".replace(" ;", ";"),
+    }
 
 
 def _jaas_quoted(value: str) -> str:
@@ -294,7 +410,8 @@ def _jaas_quoted(value: str) -> str:
     break cannot be quoted at all)."""
     if "\n" in value or "\r" in value:
         raise ValueError(
-            "a SASL user or password cannot contain a line break (Kafka's JAAS parser ends the value there)"
+            "a SASL user, password or client secret cannot contain a line break "
+            "(Kafka's JAAS parser ends the value there)"
         )
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -307,13 +424,18 @@ def security_properties(
     *,
     ca_file: str | None = None,
     certificate: tuple[str, str] | None = None,
+    oauth: OAuthLogin | None = None,
 ) -> dict[str, str]:
     """The admin client's security settings: `security.protocol`; for SASL the mechanism and an inline
     `sasl.jaas.config`; for TLS the CA to trust (`ca_file`, PEM) and the client's (certificate chain, key)
     as PEM text (KIP-651's `ssl.keystore.certificate.chain` / `ssl.keystore.key`). The password, the JAAS
     config and the key are PASSWORD-type configs, which Kafka never logs in clear."""
     props = {"security.protocol": protocol}
-    if protocol.startswith("SASL_"):
+    if protocol.startswith("SASL_") and mechanism == "OAUTHBEARER":
+        if oauth is None:
+            raise ValueError("OAUTHBEARER needs the OIDC client credentials (oauth)")
+        props |= oauth_properties(oauth)
+    elif protocol.startswith("SASL_"):
         if mechanism not in _LOGIN_MODULES or username is None or password is None:
             raise ValueError(f"{protocol} needs one of {', '.join(_LOGIN_MODULES)}, a username and a password")
         props["sasl.mechanism"] = mechanism
@@ -414,7 +536,7 @@ class QuorumReader:
                     return QuorumView(read_at=time.time(), error=str(exc))
                 except jpype.JException as exc:
                     self._close_admin()
-                    return QuorumView(read_at=time.time(), error=f"{self._where}: {kafka_reason(exc)}")
+                    return QuorumView(read_at=time.time(), error=f"{self._where}: {admin_reason(exc)}")
                 # one deadline for both answers (a second past the client's own): the round waits for this read
                 # no longer than for one call, also when neither answers
                 deadline = time.monotonic() + call_ms / 1000 + 1
@@ -498,7 +620,7 @@ class QuorumReader:
         except jpype.JException as exc:
             if exc.getClass().getName() == "java.util.concurrent.TimeoutException":
                 return None, f"no answer within {call_ms / 1000 + 1:g}s"  # Future.get's deadline
-            return None, kafka_reason(exc)
+            return None, admin_reason(exc)
 
     def _close_admin(self) -> None:
         admin, self._admin = self._admin, None
