@@ -13,7 +13,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import secrets
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -23,12 +26,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
+import httpx
 import pytest
+import yaml
 
 from ctlplane.exporter.config import ClusterConfig
 from ctlplane.exporter.sources.admin.client import ALLOWED_URLS_PROPERTY, QuorumReader
 from ctlplane.wiring import _admin_security
-from harness.localkafka import LOOPBACK, KafkaCluster, start_kraft_cluster
+from harness.localkafka import LOOPBACK, KafkaCluster, clusters_config, free_port, start_kraft_cluster
+from tests.integration.served import metrics_until
 from tests.integration.watch import shared_client
 from tests.kafka_versions import KRAFT_UNDER_TEST
 
@@ -267,3 +273,66 @@ def test_oauthbearer_reads_the_quorum_and_a_refused_token_is_one_line_saying_aut
     finally:
         for reader in (good, wrong, forged):
             reader.close()
+
+
+def _run_config(oauth: OAuthCluster, tmp_path: Path, wrong_secret: str) -> tuple[Path, int]:
+    """A config of two views of the cluster through its OAUTHBEARER listener: the right secret from a variable,
+    a wrong one from a file, each cluster with a token endpoint URL of its own (both the loopback server's)."""
+    (tmp_path / "wrong-secret").write_text(wrong_secret + "\n")
+    base = clusters_config((oauth.cluster,))[0]
+    base.pop("bootstrap_controllers", None)
+    bootstrap = oauth.cluster.listener_bootstrap("SASL_PLAINTEXT")
+
+    def view(name: str, url: str, secret: dict[str, str]) -> dict[str, Any]:
+        login = {"token_endpoint_url": url, "client_id": CLIENT_ID, "scope": SCOPE, **secret}
+        admin = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "OAUTHBEARER", "oauth": login}
+        return {**base, "name": name, "bootstrap_servers": bootstrap, "admin": admin}
+
+    port = free_port()
+    clusters = [
+        view("oauth-good", oauth.tokens.url, {"client_secret_env": "CTLPLANE_TEST_OIDC_SECRET"}),
+        view("oauth-wrong", oauth.tokens.url + "/v2", {"client_secret_file": str(tmp_path / "wrong-secret")}),
+    ]
+    document = {"clusters": clusters, "scrape": {"interval_seconds": 3, "timeout_seconds": 3}, "http": {"port": port}}
+    config = tmp_path / "ctlplane.yaml"
+    config.write_text(yaml.safe_dump(document))
+    return config, port
+
+
+def test_ctlplane_run_allows_every_clusters_token_endpoint_and_shows_no_secret(
+    oauth_cluster: OAuthCluster, tmp_path: Path
+) -> None:
+    """`ctlplane check-config` and `ctlplane run` over the OAUTHBEARER listener, in a JVM of their own: the
+    right secret answers, the wrong one is refused by the token endpoint (so its own URL was allowed too: Kafka
+    would otherwise refuse it before asking), and neither secret is on a page or in the output."""
+    oauth = oauth_cluster
+    wrong_secret = "wrong-" + oauth.secret[::-1]
+    config, port = _run_config(oauth, tmp_path, wrong_secret)
+    env = {**os.environ, "CTLPLANE_TEST_OIDC_SECRET": oauth.secret}
+    checked = subprocess.run(
+        [sys.executable, "-m", "ctlplane.cli", "check-config", str(config)], env=env, capture_output=True, text=True
+    )
+    assert checked.returncode == 0 and "OK (2 cluster(s)" in checked.stdout, checked.stdout + checked.stderr
+    output = tmp_path / "ctlplane.out"
+    with output.open("wb") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ctlplane.cli", "run", "--config", str(config)],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+        try:
+            wanted = ['ctlplane_quorum_up{cluster="oauth-good"} 1.0', 'ctlplane_quorum_up{cluster="oauth-wrong"} 0.0']
+            page = metrics_until(f"http://{LOOPBACK}:{port}", wanted, process, output.read_text, 60, "the views")
+            pages = [page.decode(), checked.stdout + checked.stderr]
+            for path in ("/api/v1/snapshot", "/api/v1/health"):
+                pages.append(httpx.get(f"http://{LOOPBACK}:{port}{path}", timeout=5).text)
+            snapshot = json.loads(pages[2])
+        finally:
+            process.terminate()
+            process.wait(timeout=20)
+    quorum = {c["name"]: c.get("quorum") or {} for c in snapshot["clusters"]}
+    error = str(quorum["oauth-wrong"].get("error") or "")
+    assert "authentication failed: the login got no token" in error and "401" in error, error
+    for secret in (oauth.secret, wrong_secret):
+        assert not [text[:200] for text in [*pages, output.read_text()] if secret in text], "a secret is shown"
