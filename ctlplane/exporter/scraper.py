@@ -10,12 +10,12 @@ is kept and served by the next snapshot (its `scraped_at` says when it was taken
 When reads cost more than a round, each snapshot carries the nodes whose reads completed since the
 previous one, not 0 up.
 
-A node whose page took longer than the scrape timeout twice in a row (a broker with tens of thousands of
-partitions behind jmx_exporter, which collects every MBean before its first byte; once could be a hang the
-node came back from) is *paced*: one read in flight, never abandoned and asked again, the next started only
-a pause after it ended (PACE_PAUSE_SHARE), and meanwhile each snapshot serves its last complete read with the
-time it was taken (NodeSnapshot.held), as long as the read under way has not taken PACED_READ_SLACK times the
-last one; beyond that it is the node's error.
+A node whose large page (PACED_PAGE_BYTES) took longer than the scrape timeout twice in a row (a broker with
+tens of thousands of partitions behind jmx_exporter, which collects every MBean before its first byte; once
+could be a hang the node came back from) is *paced*: one read in flight, never abandoned and asked again, the
+next started only a pause after it ended (PACE_PAUSE_SHARE, and the scraper's page interval), and meanwhile
+each snapshot serves its last complete read with the time it was taken (NodeSnapshot.held), as long as the
+read under way has not taken PACED_READ_SLACK times the last one; beyond that it is the node's error.
 
 Clusters share the workers without starving each other: each cluster has a lane holding at most its
 share of the workers (worker_shares: two each, the rest by node count, together no more than the pool
@@ -73,6 +73,10 @@ SUSPECT_READS_WAITED = 3.0
 # Successive complete pages longer than the scrape timeout that make a node paced: a hung node's one late
 # answer after it resumes is not a large page, and its next read is fast again
 PACED_AFTER_SLOW_PAGES = 2
+# ...and only a page this large: a broker's own size makes it slow (~1 KB a partition in jmx_exporter's default
+# naming: 1.9 MB at 1,000 partitions, 10.5 MB at 10,000, docs/benchmarks.md "Large brokers"), where a small
+# page that is slow comes from a loaded host or a sick node and is read as any other node is
+PACED_PAGE_BYTES = 4 * 1024 * 1024
 # A paced node's next read starts at least this share of its last read's time after that read ended (and no
 # sooner than the scraper's page_interval_seconds after it began): its exporter collects at most two thirds of
 # the time for ctlplane however long its page takes (jmx_exporter collects on one thread, ~a core for the page's
@@ -170,7 +174,7 @@ class _Read:
     # page's first byte (sources.base.CollectedReadings)
     started_at: float
     ended: float  # perf_counter() when the read ended
-    page: bool  # a metrics endpoint's page (sources.base.CollectedReadings), which may be paced
+    page_bytes: int  # a metrics endpoint page's size (sources.base.CollectedReadings); 0 for a JMX read
     slow: bool = True  # the slow tier's MBeans were read too
     active_controller: bool = False  # it read ActiveControllerCount 1 (readings.claims_active_controller)
 
@@ -516,8 +520,8 @@ class Scraper:
         queries = queries_for(tier, memory.mode, memory.role, memory.active_controller)
         readings = self.client.read(target.endpoint, queries)
         # a page's values were collected by its first byte (CollectedReadings), a JMX read's as it begins
-        collected_after = readings.collected_after if isinstance(readings, CollectedReadings) else None
-        started_at += collected_after or 0.0
+        page = readings if isinstance(readings, CollectedReadings) else CollectedReadings([], 0.0)
+        started_at += page.collected_after
         active = claims_active_controller(readings)
         dormant = [query for query in queries if query.dormant] if active else []
         if dormant:
@@ -528,7 +532,7 @@ class Scraper:
             awake = [replace(query, dormant=False) for query in dormant]
             readings = [r for r in readings if r.pattern not in asked] + self.client.read(target.endpoint, awake)
         ended = time.perf_counter()
-        return _Read(readings, ended - started, started_at, ended, collected_after is not None, slow, active)
+        return _Read(readings, ended - started, started_at, ended, page.page_bytes, slow, active)
 
     def _slow_due(self, memory: _NodeMemory, now: float) -> bool:
         if self.slow_interval_seconds is None or memory.slow_read_at is None:
@@ -774,7 +778,7 @@ class Scraper:
         )
 
     def _slow_page(self, read: _Read) -> bool:
-        return read.page and read.duration > self.timeout_seconds
+        return read.page_bytes >= PACED_PAGE_BYTES and read.duration > self.timeout_seconds
 
     def _paced_until(self, memory: _NodeMemory, read: _Read | Future[_Read]) -> float:
         """perf_counter() before which the node's next read does not start, `read` just finished (not yet

@@ -66,11 +66,19 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     assert carried == sorted(
         [MAIN_JAR, f"{MAIN_JAR}.LICENSE", f"{MAIN_JAR}.NOTICE", "README.txt"]
         + [f"slf4j-{a}-1.7.36.jar{s}" for a in ("api", "nop") for s in ("", ".LICENSE")]
+        # OAUTHBEARER's OIDC login (KIP-768): jose4j and Jackson, which kafka-clients' pom does not list
+        + [f"jose4j-0.9.6.jar{s}" for s in ("", ".LICENSE")]
+        + [
+            f"jackson-{a}.jar{s}"
+            for a in ("annotations-2.21", "core-2.21.2", "databind-2.21.2")
+            for s in ("", ".LICENSE", ".NOTICE")
+        ]
     ), carried
     with zipfile.ZipFile(wheel) as built:
         assert "Apache License" in built.read(f"{JARS}/{MAIN_JAR}.LICENSE").decode()
         assert "Apache Kafka" in built.read(f"{JARS}/{MAIN_JAR}.NOTICE").decode()
         assert "Permission is hereby granted" in built.read(f"{JARS}/slf4j-api-1.7.36.jar.LICENSE").decode()
+        assert "Apache License" in built.read(f"{JARS}/jose4j-0.9.6.jar.LICENSE").decode()
     sys.stderr.write(f"wheel: {wheel.name} {wheel.stat().st_size / 1e6:.1f} MB\n")
     venv = work / "venv"
     subprocess.run([str(UV), "venv", "--quiet", "--seed", "--python", sys.executable, str(venv)], check=True,

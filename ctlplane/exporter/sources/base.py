@@ -17,13 +17,15 @@ class ReadError(Exception):
 
 
 class CollectedReadings(list[RawReading]):
-    """Readings whose values were taken `collected_after` seconds into the read rather than at its start: a
-    jmx_exporter page is collected whole before its first byte is written (JmxCollector collects every MBean,
-    then the HTTP server writes), so a page whose first byte took 23 s holds values as of then."""
+    """Readings of a page of `page_bytes`, whose values were taken `collected_after` seconds into the read
+    rather than at its start: a jmx_exporter page is collected whole before its first byte is written
+    (JmxCollector collects every MBean, then the HTTP server writes), so a page whose first byte took 23 s
+    holds values as of then."""
 
-    def __init__(self, readings: list[RawReading], collected_after: float) -> None:
+    def __init__(self, readings: list[RawReading], collected_after: float, page_bytes: int = 0) -> None:
         super().__init__(readings)
         self.collected_after = collected_after
+        self.page_bytes = page_bytes
 
 
 class NodeEndpoint(Protocol):

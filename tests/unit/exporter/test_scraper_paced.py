@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from ctlplane.exporter.model import Failure, MBeanQuery, NodeSnapshot, RawReading
-from ctlplane.exporter.scraper import PACE_PAUSE_SHARE, Scraper, Target
+from ctlplane.exporter.scraper import PACE_PAUSE_SHARE, PACED_PAGE_BYTES, Scraper, Target
 from ctlplane.exporter.sources.base import CollectedReadings
 from ctlplane.exporter.sources.jmx.base import Endpoint
 
@@ -23,9 +23,10 @@ class SlowPages:
     """A node source whose every read takes `seconds` (a page collected before its first byte: its values
     are as of the end), and reads as the read's number; `page=False` answers as a JMX read does."""
 
-    def __init__(self, seconds: float, page: bool = True) -> None:
+    def __init__(self, seconds: float, page: bool = True, large: bool = True) -> None:
         self.seconds = seconds
         self.page = page
+        self.large = large
         self.started: list[float] = []
         self.running = 0
         self.most_running = 0
@@ -42,7 +43,9 @@ class SlowPages:
             self.running -= 1
         keys = {"type": "KafkaServer", "name": "BrokerState"}
         readings = [RawReading(BROKER_STATE, BROKER_STATE, keys, {"Value": float(number)})]
-        return CollectedReadings(readings, self.seconds) if self.page else readings
+        # a large broker's page (PACED_PAGE_BYTES), or a small one with `large=False`
+        size = PACED_PAGE_BYTES if self.large else 1_000_000
+        return CollectedReadings(readings, self.seconds, size) if self.page else readings
 
     def close(self) -> None:
         pass
@@ -95,8 +98,10 @@ def test_a_page_slower_than_a_round_twice_is_read_at_its_pace_and_served_between
         scraper.stop(join_seconds=0)
 
 
-def test_one_late_answer_paces_nothing_and_jmx_is_never_paced() -> None:
-    for source in (SlowPages(PAGE), SlowPages(PAGE, page=False)):
+def test_one_late_answer_paces_nothing_nor_do_slow_small_pages_or_jmx() -> None:
+    """A node back from a hang answers late once; a small page slow every time is a loaded host or a sick node,
+    not a large broker; a JMX read never touches the per-partition MBeans that make a page large."""
+    for source in (SlowPages(PAGE), SlowPages(PAGE, page=False), SlowPages(PAGE, large=False)):
         scraper = _scraper(source)
         try:
             assert not _round(scraper).up  # the first read hangs for three rounds' timeouts...
@@ -108,8 +113,8 @@ def test_one_late_answer_paces_nothing_and_jmx_is_never_paced() -> None:
             assert not node.held and source.most_running == 1
             for _ in range(5):
                 assert _round(scraper).up
-            if not source.page:
-                source.seconds = PAGE  # slow JMX reads, however many: never held
+            if not source.page or not source.large:
+                source.seconds = PAGE  # slow JMX reads or small pages, however many: never held
                 for _ in range(15):
                     assert not _round(scraper).held
                     time.sleep(0.1)

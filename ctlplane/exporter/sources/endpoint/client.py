@@ -114,9 +114,10 @@ class EndpointClient:
             with client.stream("GET", endpoint.url, auth=auth, timeout=timeout) as response:
                 collected_after = time.monotonic() - started  # the page is collected before its headers
                 _check_status(response)
-                chunks = self._chunks(response, deadline, page_seconds)
+                size = [0]
+                chunks = self._chunks(response, deadline, page_seconds, size)
                 readings = node_readings(page_samples(chunks, found.wanted), found, queries, endpoint.url)
-                return CollectedReadings(readings, collected_after)
+                return CollectedReadings(readings, collected_after, size[0])
         except ReadError:
             raise
         except TextError as exc:
@@ -134,11 +135,13 @@ class EndpointClient:
             # a connection reset or a page cut short mid-read: the process went away under the read
             raise ReadError(f"{endpoint.url}: {type(exc).__name__}: {_first_line(exc)}", Failure.GONE) from None
 
-    def _chunks(self, response: httpx.Response, deadline: float, page_seconds: float) -> Iterator[bytes]:
-        size = 0
+    def _chunks(
+        self, response: httpx.Response, deadline: float, page_seconds: float, size: list[int]
+    ) -> Iterator[bytes]:
+        """The page's chunks, counted into size[0]."""
         for chunk in response.iter_bytes(CHUNK_BYTES):
-            size += len(chunk)
-            if size > self.max_bytes:
+            size[0] += len(chunk)
+            if size[0] > self.max_bytes:
                 raise ReadError(f"{response.url}: page larger than {self.max_bytes} bytes")
             if time.monotonic() > deadline:
                 raise ReadError(f"{response.url}: page not complete within {page_seconds:g}s", Failure.TIMEOUT)
