@@ -220,7 +220,7 @@ def collect_families(
     # node by node, each sample to its family: the rows of a family come out in node order, then in the
     # node's sample order, as a scan of every node per catalogue series would give them
     for node, node_labels in nodes:
-        if not node.up and not node.held:
+        if not node.served:
             continue
         for sample in node.samples:
             found = by_series.get(sample.series)
@@ -415,7 +415,7 @@ def _derived_families(
     age = _gauge("ctlplane_last_read_age_seconds")
     listener = _gauge("kafka_control_plane_listener_enabled")
     for node, labels in nodes:
-        up.add(labels, 1.0 if node.up or node.held else 0.0)
+        up.add(labels, 1.0 if node.served else 0.0)
         if node.last_read_at is not None:
             age.add(labels, max(0.0, snapshot.taken_at - node.last_read_at))
         duration.add(labels, node.scrape_duration_seconds)

@@ -134,6 +134,11 @@ class NodeSnapshot:
         lifecycle from the controllers and the quorum's view); /metrics serves its series and `ctlplane_up` 1."""
         return not self.up and self.failure is Failure.PACED
 
+    @property
+    def served(self) -> bool:
+        """Whether its own series are served this round (`ctlplane_up` 1): read this round, or `held`."""
+        return self.up or self.held
+
     def series_samples(self, series: str) -> Iterator[Sample]:
         return iter(self._by_series.get(series, ()))
 

@@ -162,7 +162,7 @@ CP_TWINS = (
 
 
 def control_plane_value(node: NodeSnapshot, series: str, twin: str) -> float | None:
-    if not node.up and not node.held:  # a node read at its own pace: its last page's
+    if not node.served:  # a node read at its own pace: its last page's
         return None
     value = node.value(series)
     if value is None and node.role is Role.CONTROLLER:

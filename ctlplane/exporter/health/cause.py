@@ -195,7 +195,7 @@ def fault_cause(
     if node.up and mode is Mode.ZOOKEEPER and _session_lost(node):
         return Cause.ZOOKEEPER_SESSION_LOST  # whatever the controller's word yet: what follows comes from it
     if broker.state is Lifecycle.ACTIVE:
-        return None if node.up or node.held else Cause.JMX_UNREACHABLE
+        return None if node.served else Cause.JMX_UNREACHABLE
     if not node.up:
         cause = _UNREAD.get(node.failure) if node.failure is not None else None
         if cause is Cause.JMX_AUTH_FAILED and broker.state is Lifecycle.FENCED:

@@ -24,7 +24,7 @@ def _micros(unix_seconds: float) -> int:
 
 def _add_node_rows(out: RowBuffer, ts: int, node: NodeSnapshot, state: str | None) -> None:
     role = node.role.value
-    out.add(ts, node.cluster, node.node, role, UP_SERIES, "", 1.0 if node.up or node.held else 0.0, state)
+    out.add(ts, node.cluster, node.node, role, UP_SERIES, "", 1.0 if node.served else 0.0, state)
     duration = node.scrape_duration_seconds
     out.add(ts, node.cluster, node.node, role, "ctlplane_scrape_duration_seconds", "", duration, state)
     if node.held:
