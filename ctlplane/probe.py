@@ -56,6 +56,8 @@ def format_probe(observation: Observation) -> str:
 
 
 def _quorum_summary(quorum: QuorumView) -> str:
+    if quorum.refused:
+        return f"REFUSED ({quorum.error})"
     if not quorum.up:
         return f"NO ANSWER ({quorum.error})"
     return f"leader {quorum.leader_id}, epoch {quorum.leader_epoch}, high watermark {quorum.high_watermark}"

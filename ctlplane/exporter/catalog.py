@@ -569,6 +569,9 @@ DERIVED_SERIES: Mapping[str, str] = MappingProxyType(
         "read at its own pace and its last one served; 0 if not",
         "ctlplane_last_read_age_seconds": "Seconds between the node's last successful read and the served snapshot "
         "(since ctlplane began watching it, before any): a node read at its own pace serves its last page",
+        "ctlplane_credentials_refused": "1 if the node's JMX or metrics endpoint refused ctlplane's credentials at its "
+        "last read (a JMX login refused, HTTP 401/403): ctlplane is blind to the node by its own configuration, "
+        "not by a fault of the node; 0 if not",
         "ctlplane_scrape_duration_seconds": "Time the last JMX read of the node took",
         "ctlplane_scrape_errors_total": "Failed JMX reads of the node since ctlplane started",
         "ctlplane_round_duration_seconds": "Time the last scrape round of every node took",
@@ -691,6 +694,9 @@ HEALTH_SERIES: Mapping[str, str] = MappingProxyType(
 QUORUM_SERIES: Mapping[str, str] = MappingProxyType(
     {
         "ctlplane_quorum_up": "1 if the cluster's metadata quorum answered describeMetadataQuorum this round",
+        "ctlplane_quorum_refused": "1 if the cluster refused the Admin client's credentials (authentication failed) "
+        "or its principal's rights (not authorised: an ACL missing) this round: no quorum view, discovery, canary "
+        "or restart safety until the operator fixes them; 0 if not",
         "kafka_cluster_node_unwatched": "1 for each node the cluster's answers name this round (describeCluster, "
         "the quorum's voters and observers) that ctlplane does not read: not listed and not discovered (or its "
         "JMX address rule gives none), or listed but never read",

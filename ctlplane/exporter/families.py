@@ -36,6 +36,7 @@ from ctlplane.exporter.health import MIGRATION_PHASES, BrokerHealth, ClusterHeal
 from ctlplane.exporter.model import (
     CANARY_BUCKETS,
     ClusterSnapshot,
+    Failure,
     FleetSnapshot,
     NodeSnapshot,
     Sample,
@@ -413,9 +414,11 @@ def _derived_families(
     duration = _gauge("ctlplane_scrape_duration_seconds")
     errors = Family("ctlplane_scrape_errors", DERIVED_SERIES["ctlplane_scrape_errors_total"], "counter", NODE_LABELS)
     age = _gauge("ctlplane_last_read_age_seconds")
+    refused = _gauge("ctlplane_credentials_refused")
     listener = _gauge("kafka_control_plane_listener_enabled")
     for node, labels in nodes:
         up.add(labels, 1.0 if node.served else 0.0)
+        refused.add(labels, 1.0 if node.failure is Failure.AUTH else 0.0)
         if node.last_read_at is not None:
             age.add(labels, max(0.0, snapshot.taken_at - node.last_read_at))
         duration.add(labels, node.scrape_duration_seconds)
@@ -431,7 +434,7 @@ def _derived_families(
     woken.add((), float(snapshot.woken_rounds_total))
     build = _gauge("ctlplane_build_info", ["version", "kafka_client"])
     build.add((version, CLIENT_VERSION), 1.0)
-    families = [up, duration, errors, *([age] if age.rows else []), round_duration, timestamp, woken, build]
+    families = [up, refused, duration, errors, *([age] if age.rows else []), round_duration, timestamp, woken, build]
     if listener.rows:
         families.append(listener)
     return families
@@ -444,6 +447,7 @@ def _quorum_gauge(name: str, labels: Sequence[str]) -> Family:
 def quorum_families(snapshot: FleetSnapshot) -> list[Family]:
     """The quorum's own view of each cluster that has one (ClusterSnapshot.quorum)."""
     up = _quorum_gauge("ctlplane_quorum_up", ["cluster"])
+    refused = _quorum_gauge("ctlplane_quorum_refused", ["cluster"])
     leader = _quorum_gauge("kafka_quorum_leader_id", ["cluster"])
     epoch = _quorum_gauge("kafka_quorum_leader_epoch", ["cluster"])
     high_watermark = _quorum_gauge("kafka_quorum_high_watermark", ["cluster"])
@@ -463,6 +467,7 @@ def quorum_families(snapshot: FleetSnapshot) -> list[Family]:
         for node in cluster.unknown():
             unknown.add(_node_labels(node), 1.0)
         up.add((cluster.name,), 1.0 if view.up else 0.0)
+        refused.add((cluster.name,), 1.0 if view.refused else 0.0)
         if not view.up:
             continue
         for family, value in (
@@ -488,7 +493,9 @@ def quorum_families(snapshot: FleetSnapshot) -> list[Family]:
                     family.add(labels, age)
         for broker_id, is_fenced in sorted((view.fenced or {}).items()):
             fenced.add((cluster.name, names.get(broker_id, str(broker_id)), "broker"), 1.0 if is_fenced else 0.0)
-    families = [up, leader, epoch, high_watermark, log_end, lag, fetch_age, caught_up_age, fenced, unwatched, unknown]
+    families = [
+        up, refused, leader, epoch, high_watermark, log_end, lag, fetch_age, caught_up_age, fenced, unwatched, unknown
+    ]  # fmt: skip
     return [family for family in families if family.rows]
 
 

@@ -17,7 +17,9 @@ class Failure(StrEnum):
 
     GONE = "gone"  # connection refused or reset: no process listens (stopped, crashed, restarting)
     TIMEOUT = "timeout"  # no answer in time: the process hangs, or the network drops packets
-    AUTH = "auth"  # JMX authentication failed
+    # its JMX or metrics endpoint refused ctlplane's credentials (JMX login, HTTP 401/403): the operator's to
+    # fix, never a fault of the node (it answered)
+    AUTH = "auth"
     # Not a failure of the node: its page takes longer than a round (a large broker behind jmx_exporter), so
     # it is read at its own pace and this round serves its last complete read (NodeSnapshot.held)
     PACED = "paced"
@@ -220,6 +222,9 @@ class QuorumView:
 
     read_at: float  # unix seconds the answer arrived (or the read failed)
     error: str | None = None  # why there is no answer (then the fields below are empty)
+    # the cluster refused ctlplane's credentials or its principal's rights (the error says which): the
+    # operator's to fix, not a fault of the cluster (sources/admin/client.py is_refusal)
+    refused: bool = False
     leader_id: int | None = None
     leader_epoch: int | None = None
     high_watermark: int | None = None

@@ -22,7 +22,7 @@ from ctlplane.exporter.config.file import parse_settings
 from ctlplane.exporter.health import BrokerHealth, Lifecycle
 from ctlplane.exporter.model import CANARY_BUCKETS, CanaryView
 from ctlplane.exporter.sources.admin.canary import RETRY_CREATE_AFTER_SECONDS, MetadataCanary
-from ctlplane.exporter.sources.admin.client import create_admin, security_properties
+from ctlplane.exporter.sources.admin.client import QuorumReader, create_admin, security_properties
 from ctlplane.exporter.state import Observation
 from ctlplane.exporter.thresholds import Thresholds
 from ctlplane.wiring import build_canaries
@@ -333,9 +333,34 @@ def test_with_the_documented_acls_alone_it_works_and_without_delete_it_says_so_a
         node_overrides={"controller-1": authorizer},
     )
     try:
+        _the_quorum_view_without_describe_on_the_cluster_is_refused_not_down(cluster)
         _documented_acls_alone_work(cluster)
     finally:
         cluster.stop()
+
+
+def _the_quorum_view_without_describe_on_the_cluster_is_refused_not_down(cluster: KafkaCluster) -> None:
+    """DescribeQuorum needs Describe on the cluster (docs/ports-and-acls.md): without it Kafka's
+    ClusterAuthorizationException is a refusal the view names ("not authorised:"), with the ACL it answers."""
+    shared_client()  # the JVM the Admin client runs in
+    security = security_properties("SASL_PLAINTEXT", "SCRAM-SHA-256", ACL_USER, ACL_PASSWORD)
+    reader = QuorumReader(
+        cluster.name, cluster.listener_bootstrap("SASL_PLAINTEXT"), controllers=False, timeout_seconds=10.0,
+        security=security,
+    )  # fmt: skip
+    try:
+        denied = reader.read()
+        assert not denied.up and denied.refused, denied
+        assert denied.error is not None and ": not authorised: ClusterAuthorizationException" in denied.error, denied
+        assert ACL_PASSWORD not in denied.error
+        acls(cluster, "--add", "--allow-principal", f"User:{ACL_USER}", "--operation", "Describe", "--cluster")
+        deadline = time.monotonic() + 30  # the authorizer's ACL cache follows the metadata log
+        while not (view := reader.read()).up:
+            assert time.monotonic() < deadline, view
+            time.sleep(0.5)
+        assert not view.refused and view.leader_id is not None, view
+    finally:
+        reader.close()
 
 
 @pytest.mark.zookeeper

@@ -154,7 +154,9 @@ def test_a_black_holed_quorum_is_an_error_value_and_the_jmx_view_goes_on(
         assert "TimeoutException" in view.error, view.error
         assert all(n.up for n in snapshot.cluster(KRAFT_NAME).nodes)  # type: ignore[union-attr]
         rows = {f.name: f.rows for f in quorum_families(snapshot)}
-        assert set(rows) == {"ctlplane_quorum_up"} and rows["ctlplane_quorum_up"][0][3] == 0.0
+        assert set(rows) == {"ctlplane_quorum_up", "ctlplane_quorum_refused"}
+        assert rows["ctlplane_quorum_up"][0][3] == 0.0
+        assert rows["ctlplane_quorum_refused"][0][3] == 0.0 and not view.refused  # no answer is not a refusal
     finally:
         watch.close()
         quorum.close()
@@ -395,6 +397,13 @@ def test_sasl_plain_and_scram_read_the_quorum_and_a_wrong_password_is_one_clear_
     error = str(quorum["sasl-wrong"].get("error") or "")
     # Kafka's own words (SaslAuthenticationException), prefixed with what was asked
     assert error.startswith("bootstrap.servers ") and "Authentication failed" in error, error
+    # refused, not down: the operator's to fix (CtlplaneAdminAccessRefused), and said so on /metrics
+    assert ": authentication failed: " in error, error
+    assert {name: view.get("refused") for name, view in quorum.items()} == {
+        "sasl-plain": False, "sasl-scram": False, "sasl-scram-512": False, "sasl-wrong": True
+    }  # fmt: skip
+    assert any('ctlplane_quorum_refused{cluster="sasl-wrong"} 1.0' in page for page in pages)
+    assert any('ctlplane_quorum_refused{cluster="sasl-plain"} 0.0' in page for page in pages)
     for secret in (password, wrong):
         assert not [page[:200] for page in pages if secret in page], "a password is shown"
 

@@ -416,10 +416,12 @@ class TestDefaultNaming:
                             "metrics": {"naming": "jmx_exporter"},
                         }
                     ],
-                    "scrape": {"interval_seconds": 2, "timeout_seconds": 2},
+                    # the product's timeout: a jmx_exporter agent's page took over 2 s on a loaded fresh-clone
+                    # run (each round here waits for its reads, so a quiet run is no slower)
+                    "scrape": {"interval_seconds": DEFAULT_SCRAPE_TIMEOUT, "timeout_seconds": DEFAULT_SCRAPE_TIMEOUT},
                 }
             )
-            scraper = build_scraper(settings, Sources(shared_client, EndpointClient(2.0)))
+            scraper = build_scraper(settings, Sources(shared_client, EndpointClient(DEFAULT_SCRAPE_TIMEOUT)))
             state = build_state(settings, scraper)
             names = build_dns_watch(settings, build_discovery(settings, scraper, state))
             everyone = {n.name: (n.node_id, f"http://127.0.0.1:{n.metrics_port}/metrics", True) for n in cluster.nodes}

@@ -32,7 +32,7 @@ from ctlplane.dashboard.views.common import (
 from ctlplane.exporter.catalog import Role
 from ctlplane.exporter.health import BrokerHealth, ClusterHealth
 from ctlplane.exporter.health.model import QuorumMember, Redundancy, RestartSafety, VoterSet
-from ctlplane.exporter.model import ClusterSnapshot, NodeSnapshot
+from ctlplane.exporter.model import ClusterSnapshot, Failure, NodeSnapshot
 from ctlplane.exporter.state import Observation
 
 
@@ -184,11 +184,12 @@ def _restart_cell(answer: RestartSafety | None) -> Component:
 
 
 def _read_cell(node: NodeSnapshot | None, taken_at: float | None) -> Component:
-    """Whether this round read the node ("paced": its page takes longer than a round, its last one shown) and,
-    where not, the age of its last successful read."""
+    """Whether this round read the node ("paced": its page takes longer than a round, its last one shown;
+    "REFUSED": it answered and refused ctlplane's credentials) and, where not, the age of its last successful
+    read."""
     if node is None:
         return html.Td(DASH, className="read")
-    text = "yes" if node.up else "paced" if node.held else "NO"
+    text = "yes" if node.up else "paced" if node.held else "REFUSED" if node.failure is Failure.AUTH else "NO"
     if not node.up and taken_at is not None and node.last_read_at is not None:
         text += f", read {format_duration(taken_at - node.last_read_at)} ago"
     return html.Td(text, className="read", title=node.error or "")

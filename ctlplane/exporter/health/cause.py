@@ -113,9 +113,10 @@ CAUSE_TEXT: dict[Cause, CauseText] = {
     ),
     Cause.JMX_AUTH_FAILED: CauseText(
         "JMX credentials refused",
-        "its JMX port refuses ctlplane's credentials",
+        "its JMX port (or metrics endpoint: HTTP 401/403) refuses ctlplane's credentials: it answers, and ctlplane "
+        "cannot read it until they are fixed",
         "Compare ctlplane's `jmx:` credentials with the broker's `jmxremote.password` and `jmxremote.access` "
-        "files; `ctlplane probe --config <file>` names the node whose JMX refuses them.",
+        "files (or the endpoint's auth); `ctlplane probe --config <file>` names the node that refuses them.",
     ),
     Cause.NO_NODE_METRICS: CauseText(
         "cause not visible without the node's metrics",
@@ -156,7 +157,7 @@ CAUSES_OF_STATE: dict[Lifecycle, tuple[Cause, ...]] = {
     ),
     Lifecycle.SHUTDOWN: (Cause.CONTROLLED_SHUTDOWN,),
     Lifecycle.INITIAL: (Cause.STARTING,),
-    Lifecycle.ACTIVE: (Cause.JMX_UNREACHABLE, Cause.ZOOKEEPER_SESSION_LOST),
+    Lifecycle.ACTIVE: (Cause.JMX_UNREACHABLE, Cause.JMX_AUTH_FAILED, Cause.ZOOKEEPER_SESSION_LOST),
 }
 
 
@@ -195,7 +196,9 @@ def fault_cause(
     if node.up and mode is Mode.ZOOKEEPER and _session_lost(node):
         return Cause.ZOOKEEPER_SESSION_LOST  # whatever the controller's word yet: what follows comes from it
     if broker.state is Lifecycle.ACTIVE:
-        return None if node.served else Cause.JMX_UNREACHABLE
+        if node.served:
+            return None
+        return Cause.JMX_AUTH_FAILED if node.failure is Failure.AUTH else Cause.JMX_UNREACHABLE
     if not node.up:
         cause = _UNREAD.get(node.failure) if node.failure is not None else None
         if cause is Cause.JMX_AUTH_FAILED and broker.state is Lifecycle.FENCED:

@@ -90,6 +90,11 @@ class QuorumDocument(_Document):
 
     read_at: float = Field(description="unix seconds the answer arrived (or the read failed)")
     error: str | None = Field(description="why there is no answer, one line; the fields below are then empty")
+    refused: bool = Field(
+        default=False,
+        description="the cluster refused ctlplane's credentials (the error starts `authentication failed:`) or its "
+        "principal's rights (`not authorised:`): the operator's to fix, not a fault of the cluster",
+    )
     leader_id: int | None = Field(description="the quorum's leader: the active controller")
     leader_epoch: int | None = Field(description="the leader's epoch")
     high_watermark: int | None = Field(description="the metadata log's high watermark")

@@ -239,6 +239,13 @@ class TestNodeTable:
         assert cells["b1"][7] == ["4"] and cells["b1"][-1] == ["paced, read 40 s ago"]
         assert cells["b2"][-1] == ["NO, read 5 min ago"]
 
+    def test_a_node_that_refuses_ctlplanes_credentials_says_refused_not_down(self) -> None:
+        refused = replace(node("b1"), up=False, failure=Failure.AUTH, error="JMX authentication failed", samples=())
+        health = cluster_health(brokers=(broker("b1"),))
+        table = as_dict(views.node_table(ClusterSnapshot("c1", (refused,)), health, taken_at=1000.0))
+        cells = [list(texts(td)) for td in find(table, **{"data-node": "b1"})[0]["props"]["children"]]
+        assert cells[-1] == ["REFUSED"]
+
 
 class TestFigures:
     def test_queue_figure_compares_control_plane_with_its_twin(self) -> None:

@@ -76,6 +76,17 @@ def test_listener_off_broker_has_no_control_plane_series_and_says_so() -> None:
     ]
 
 
+def test_a_node_that_refuses_ctlplanes_credentials_says_so_beside_its_up() -> None:
+    fleet = sample_fleet()
+    zk = fleet.clusters[0]
+    refused = replace(zk.nodes[2], failure=Failure.AUTH, error="127.0.0.1:9999: JMX authentication failed")
+    fleet = replace(fleet, clusters=(replace(zk, nodes=(*zk.nodes[:2], refused)), *fleet.clusters[1:]))
+    lines = render_text(fleet).decode().splitlines()
+    assert 'ctlplane_up{cluster="zk",node="b3",role="broker"} 0.0' in lines
+    assert 'ctlplane_credentials_refused{cluster="zk",node="b3",role="broker"} 1.0' in lines
+    assert 'ctlplane_credentials_refused{cluster="zk",node="b2",role="broker"} 0.0' in lines
+
+
 def test_down_node_is_reported_by_up_only() -> None:
     lines = [line for line in render_text(sample_fleet()).decode().splitlines() if 'node="b3"' in line]
     assert 'ctlplane_up{cluster="zk",node="b3",role="broker"} 0.0' in lines

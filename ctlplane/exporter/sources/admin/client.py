@@ -351,21 +351,37 @@ def _said(message: str) -> tuple[str | None, str]:
     return name, text
 
 
+# What admin_reason starts a refusal with: the cluster refused ctlplane's credentials (authentication) or its
+# principal's rights (authorisation: Kafka's AuthorizationException and its subclasses, e.g. the
+# ClusterAuthorizationException of DescribeQuorum without Describe on the cluster, ControllerApis.scala). Either
+# is the operator's to fix (docs/ports-and-acls.md), not a fault of the cluster: QuorumView.refused.
+AUTHENTICATION_FAILED = "authentication failed: "
+NOT_AUTHORISED = "not authorised: "
+
+
+def is_refusal(reason: str | None) -> bool:
+    """Whether `reason` (admin_reason's) says the cluster refused ctlplane's credentials or rights."""
+    return reason is not None and reason.startswith((AUTHENTICATION_FAILED, NOT_AUTHORISED))
+
+
 def admin_reason(exc: BaseException) -> str:
     """kafka_reason on one line, or, where Kafka says the credentials were refused, "authentication failed:"
     and why (a refused credential is the operator's to fix, not a fault of the cluster): the broker refused the
     SASL exchange, or the login got no token (the token endpoint refused the client: Kafka's LoginException
-    holds the cause's stack trace in its message, HttpJwtRetriever's words are its first line)."""
+    holds the cause's stack trace in its message, HttpJwtRetriever's words are its first line); where the
+    principal lacks an ACL, "not authorised:" and Kafka's words."""
     chain = _chain(exc)
     refused = [t for t in chain if _class_and_message(t)[0] in _AUTH_FAILURES]
     if not refused:
-        return " ".join(kafka_reason(exc).split())
+        said = " ".join(kafka_reason(exc).split())
+        denied = any(_class_and_message(t)[0].endswith("AuthorizationException") for t in chain)
+        return f"{NOT_AUTHORISED}{said}" if denied else said
     name, message = _class_and_message(chain[-1])
     inner, message = _said(message)
     said = f"{inner or name}: {message}" if message else inner or name
     if any(_class_and_message(t)[0] in _NO_TOKEN for t in refused):
-        return f"authentication failed: the login got no token ({said})"
-    return f"authentication failed: {said}"
+        return f"{AUTHENTICATION_FAILED}the login got no token ({said})"
+    return f"{AUTHENTICATION_FAILED}{said}"
 
 
 # Kafka's login modules per SASL mechanism (clients/.../security/plain, .../security/scram)
@@ -536,7 +552,8 @@ class QuorumReader:
                     return QuorumView(read_at=time.time(), error=str(exc))
                 except jpype.JException as exc:
                     self._close_admin()
-                    return QuorumView(read_at=time.time(), error=f"{self._where}: {admin_reason(exc)}")
+                    reason = admin_reason(exc)
+                    return QuorumView(read_at=time.time(), error=f"{self._where}: {reason}", refused=is_refusal(reason))
                 # one deadline for both answers (a second past the client's own): the round waits for this read
                 # no longer than for one call, also when neither answers
                 deadline = time.monotonic() + call_ms / 1000 + 1
@@ -568,7 +585,8 @@ class QuorumReader:
             # ZooKeeper-mode brokers have no quorum: "UnsupportedVersionException: The node does not
             # support DESCRIBE_QUORUM" (seen on 3.9.2), while describeCluster answers
             no_quorum = nodes is not None and not self.controllers and "UnsupportedVersion" in (error or "")
-            view = QuorumView(read_at=now, error=f"{self._where}: {error}", no_quorum=no_quorum)
+            refused = is_refusal(error) or (nodes is None and is_refusal(nodes_error))
+            view = QuorumView(read_at=now, error=f"{self._where}: {error}", no_quorum=no_quorum, refused=refused)
             if nodes is None:
                 self._close_admin()  # nothing answered: the next round starts a new client
         else:

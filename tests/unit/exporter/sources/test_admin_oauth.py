@@ -168,3 +168,19 @@ def test_a_refused_login_is_one_line_saying_authentication_failed_and_why() -> N
     )
     timeout = _named("TimeoutException", "Timed out waiting for a node\nassignment")
     assert kafka_admin.admin_reason(timeout) == "TimeoutException: Timed out waiting for a node assignment"
+
+
+def test_a_missing_acl_is_one_line_saying_not_authorised_and_both_refusals_are_told_from_faults() -> None:
+    denied = _named(
+        "ExecutionException",
+        "x",
+        _named("ClusterAuthorizationException", "Request Request(processor=0) is not authorized."),
+    )
+    reason = kafka_admin.admin_reason(denied)
+    assert reason == "not authorised: ClusterAuthorizationException: Request Request(processor=0) is not authorized."
+    assert kafka_admin.is_refusal(reason)
+    refused = _named("ExecutionException", "x", _named("SaslAuthenticationException", "Authentication failed"))
+    assert kafka_admin.is_refusal(kafka_admin.admin_reason(refused))
+    timeout = _named("TimeoutException", "Timed out waiting for a node assignment")
+    assert not kafka_admin.is_refusal(kafka_admin.admin_reason(timeout))
+    assert not kafka_admin.is_refusal(None)

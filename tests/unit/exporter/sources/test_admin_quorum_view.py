@@ -144,10 +144,14 @@ def test_quorum_series_say_what_kafka_metadata_quorum_describe_says() -> None:
     assert "kafka_broker_fenced" not in unasked  # brokers before 4.0 cannot say: no guess
 
 
-def test_a_quorum_without_an_answer_is_only_its_up_series() -> None:
+def test_a_quorum_without_an_answer_is_only_its_up_series_and_whether_it_refused_ctlplane() -> None:
     assert _rows(QuorumView(read_at=READ_AT, error="TimeoutException: no answer")) == {
-        "ctlplane_quorum_up": {("c1",): 0.0}
+        "ctlplane_quorum_up": {("c1",): 0.0},
+        "ctlplane_quorum_refused": {("c1",): 0.0},
     }
+    denied = QuorumView(read_at=READ_AT, error="not authorised: ClusterAuthorizationException: …", refused=True)
+    assert _rows(denied)["ctlplane_quorum_refused"] == {("c1",): 1.0}
+    assert _rows(VIEW)["ctlplane_quorum_refused"] == {("c1",): 0.0}
     assert _rows(None) == {}
 
 
