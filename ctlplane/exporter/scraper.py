@@ -15,7 +15,8 @@ tens of thousands of partitions behind jmx_exporter, which collects every MBean 
 could be a hang the node came back from) is *paced*: one read in flight, never abandoned and asked again, the
 next started only a pause after it ended (PACE_PAUSE_SHARE, and the scraper's page interval), and meanwhile
 each snapshot serves its last complete read with the time it was taken (NodeSnapshot.held), as long as the
-read under way has not taken PACED_READ_SLACK times the last one; beyond that it is the node's error.
+read under way has not taken PACED_READ_SLACK times the last one; beyond that it is the node's error. A
+paced node the controller was read fencing (`wake`) is read at once, its pause cut short.
 
 Clusters share the workers without starving each other: each cluster has a lane holding at most its
 share of the workers (worker_shares: two each, the rest by node count, together no more than the pool
@@ -650,8 +651,10 @@ class Scraper:
                 memory.timed_out = _timed_out(memory.read)
                 memory.next_read_at = self._paced_until(memory, memory.read)
                 memory.read = None
-            if memory.read is None and time.perf_counter() >= memory.next_read_at:
-                due.append(target)  # a paced node in its pause is not
+            # a paced node in its pause is not due, unless the controller was read fencing it: its next read
+            # then says how it failed (refused at once after a crash) rather than its last page serving on
+            if memory.read is None and (memory.fenced or time.perf_counter() >= memory.next_read_at):
+                due.append(target)
             # else a read from an earlier round is still queued or running: not doubled, and not waited for
             # (a stalled node's would hold every round to the timeout), but used if it is done by the end
         # nodes that answered last time first: their reads start before the ones that may hang again

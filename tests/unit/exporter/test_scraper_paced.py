@@ -11,10 +11,11 @@ from collections.abc import Callable, Sequence
 
 from ctlplane.exporter.model import Failure, MBeanQuery, NodeSnapshot, RawReading
 from ctlplane.exporter.scraper import PACE_PAUSE_SHARE, PACED_PAGE_BYTES, Scraper, Target
-from ctlplane.exporter.sources.base import CollectedReadings
+from ctlplane.exporter.sources.base import CollectedReadings, ReadError
 from ctlplane.exporter.sources.jmx.base import Endpoint
 
 BROKER_STATE = "kafka.server:type=KafkaServer,name=BrokerState"
+APP_QUERY, APP_INFO = "kafka.server:type=app-info,id=*", "kafka.server:type=app-info,id=1"  # its node id
 TIMEOUT = 0.3
 PAGE = 0.9  # three round timeouts
 
@@ -27,6 +28,7 @@ class SlowPages:
         self.seconds = seconds
         self.page = page
         self.large = large
+        self.gone = False  # the process has exited: a connection refused at once
         self.started: list[float] = []
         self.running = 0
         self.most_running = 0
@@ -38,11 +40,18 @@ class SlowPages:
             self.running += 1
             self.most_running = max(self.most_running, self.running)
             number = len(self.started)
+        if self.gone:
+            with self._lock:
+                self.running -= 1
+            raise ReadError("connection refused", Failure.GONE)
         time.sleep(self.seconds)
         with self._lock:
             self.running -= 1
         keys = {"type": "KafkaServer", "name": "BrokerState"}
-        readings = [RawReading(BROKER_STATE, BROKER_STATE, keys, {"Value": float(number)})]
+        readings = [
+            RawReading(BROKER_STATE, BROKER_STATE, keys, {"Value": float(number)}),
+            RawReading(APP_QUERY, APP_INFO, {"type": "app-info", "id": "1"}, {"Version": "4.3.1"}),
+        ]
         # a large broker's page (PACED_PAGE_BYTES), or a small one with `large=False`
         size = PACED_PAGE_BYTES if self.large else 1_000_000
         return CollectedReadings(readings, self.seconds, size) if self.page else readings
@@ -151,5 +160,27 @@ def test_a_paced_nodes_pages_start_at_most_once_a_page_interval() -> None:
         starts = source.started[1:]  # from the second page on, the node is paced
         gaps = [b - a for a, b in itertools.pairwise(starts)]
         assert gaps and all(gap >= 2.0 - 0.05 for gap in gaps), gaps
+    finally:
+        scraper.stop(join_seconds=0)
+
+
+def test_a_paced_node_the_controller_fences_is_read_at_once_rather_than_after_its_pause() -> None:
+    """A large broker crashes while its page is held: the fencing watch's hint starts its next read at once,
+    not a page interval later, so the woken round says how it failed (a connection refused: process gone)
+    instead of serving its last page with no cause for the fencing."""
+    source = SlowPages(PAGE)
+    scraper = _scraper(source, page_interval=30.0)
+    try:
+        _until(scraper, lambda node: node.held and node.node_id == 1, "paced, its node id known")
+        deadline = time.monotonic() + 5
+        while source.running:  # its last page ends: the node is in its 30 s pause
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        reads = len(source.started)
+        assert _round(scraper).held and len(source.started) == reads  # the pause holds
+        source.gone = True
+        scraper.wake(fenced={("c1", 1)})
+        node = _until(scraper, lambda node: not node.held, "read at once once fenced", within=3.0)
+        assert node.failure is Failure.GONE and len(source.started) == reads + 1, node
     finally:
         scraper.stop(join_seconds=0)
