@@ -247,8 +247,12 @@ def cmd_probe(args: argparse.Namespace) -> int:
     try:
         build_dns_watch(settings, discovery).refresh()  # the DNS names once, before the first round
         # no next round serves a late answer here, so each round waits as long as a read may run (the read
-        # deadline): a cold Admin client's first quorum read can take longer than a round
+        # deadline): a cold Admin client's first quorum read can take longer than a round; and a metrics page
+        # as long as a page may take (a large broker's jmx_exporter collects every MBean before its first byte)
         deadline = settings.scrape.read_deadline_seconds
+        if any(cluster.metrics is not None for cluster in settings.clusters):
+            deadline = max(deadline, settings.scrape.page_timeout_seconds)
+            sys.stderr.write(f"waiting up to {deadline:g}s for each metrics page (scrape.page_timeout_seconds)\n")
         scraper.scrape_once(wait_seconds=deadline)
         if args.discover:
             sys.stdout.write(format_watch_list(scraper.targets, state.current(), discovery))

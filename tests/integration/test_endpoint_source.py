@@ -10,11 +10,14 @@ test_source_fault_table.py's.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.config.file import parse_settings
@@ -568,3 +571,35 @@ def test_a_large_brokers_slow_page_is_read_at_its_pace_and_one_that_never_comple
         stop_scraper(scraper)
         large.stop()
         stuck.stop()
+
+
+def test_probe_waits_for_a_large_brokers_page_as_long_as_a_page_may_take(
+    msk_like: KafkaCluster, tmp_path: Path
+) -> None:
+    """`ctlplane probe` has no next round to serve a late page: it waits as long as a page may take
+    (scrape.page_timeout_seconds), not the read deadline (twice the scrape timeout), so a large broker's page
+    of 6 s is read with a 2 s timeout."""
+    large_broker = msk_like.brokers()[0]
+    large = LargePage(f"http://127.0.0.1:{large_broker.metrics_port}/metrics", collect_seconds=6.0)
+    overrides = {n.node_id: f"127.0.0.1:{n.metrics_port}" for n in msk_like.nodes}
+    overrides[large_broker.node_id] = large.url.removeprefix("http://").removesuffix("/metrics")
+    config = tmp_path / "ctlplane.yaml"
+    cluster = {
+        "name": msk_like.name,
+        "bootstrap_controllers": localkafka.quorum_bootstrap(msk_like),
+        "discovery": {"overrides": overrides},
+        "metrics": {"naming": "jmx_exporter"},
+    }
+    scrape = {"interval_seconds": 2, "timeout_seconds": 2, "page_timeout_seconds": 30}
+    config.write_text(yaml.safe_dump({"clusters": [cluster], "scrape": scrape}))
+    try:
+        probe = subprocess.run(
+            [sys.executable, "-m", "ctlplane.cli", "probe", "--config", str(config)],
+            capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+    finally:
+        large.stop()
+    assert probe.returncode == 0, probe.stdout + probe.stderr
+    line = next((row for row in probe.stdout.splitlines() if f" broker-{large_broker.node_id} " in row), "")
+    assert " yes " in line and " series" in line, probe.stdout
+    assert "waiting up to 30s for each metrics page" in probe.stderr, probe.stderr
