@@ -193,6 +193,7 @@ def build_quorum_sources(
     a cluster whose addresses, security and timeout are unchanged keeps its reader and its Admin client."""
     from ctlplane.exporter.sources.admin.client import QuorumReader
 
+    install_krb5_conf(settings)
     # the Admin call's own deadline inside the round's, so its answer (or its error) lands this round
     timeout = max(0.5, settings.scrape.timeout_seconds * 0.8)
     sources: dict[str, QuorumSource] = {}
@@ -220,9 +221,30 @@ def build_quorum_sources(
     return sources
 
 
+def install_krb5_conf(settings: Settings) -> None:
+    """The JVM's one krb5.conf, merged from every GSSAPI cluster's `kerberos.krb5_conf` (kerberos.merge_krb5_confs),
+    in place before any of them logs in (the JVM must be up); nothing where no cluster uses GSSAPI. Files that
+    disagree on a realm are refused by check-config; here (a file changed since) the first file's wins, said."""
+    from ctlplane.exporter.sources.admin.kerberos import Krb5ConfError, load_krb5_conf, merge_krb5_confs
+
+    confs = []
+    for cluster in settings.clusters:
+        if cluster.admin is not None and (kerberos := cluster.admin.kerberos) is not None:
+            try:
+                confs.append((f"cluster {cluster.name}", load_krb5_conf(kerberos.krb5_conf)))
+            except Krb5ConfError as exc:
+                log.error("cluster %s: its krb5.conf is left out of the JVM's: %s", cluster.name, exc)
+    if not confs:
+        return
+    merged = merge_krb5_confs(confs)
+    for conflict in merged.conflicts:
+        log.warning("krb5.conf: %s; the first is kept", conflict)
+    kafka_admin.use_krb5_conf(merged.text)
+
+
 def _admin_security(cluster: ClusterConfig) -> dict[str, str] | None:
     """The Admin client's security settings for `cluster` (its `admin` section), or None for plaintext."""
-    from ctlplane.exporter.sources.admin.client import OAuthLogin, security_properties
+    from ctlplane.exporter.sources.admin.client import KerberosLogin, OAuthLogin, security_properties
 
     if cluster.admin is None:
         return None
@@ -237,6 +259,9 @@ def _admin_security(cluster: ClusterConfig) -> dict[str, str] | None:
             secret.get_secret_value() if secret is not None else None,
             credentials.scope,
         )
+    kerberos = None
+    if (keytab := cluster.admin.kerberos) is not None:
+        kerberos = KerberosLogin(keytab.principal, str(keytab.keytab_file), keytab.service_name)
     return security_properties(
         cluster.admin.security_protocol,
         cluster.admin.sasl_mechanism,
@@ -245,6 +270,7 @@ def _admin_security(cluster: ClusterConfig) -> dict[str, str] | None:
         ca_file=str(cluster.admin.ca_file) if cluster.admin.ca_file is not None else None,
         certificate=(certificate[0], certificate[1].get_secret_value()) if certificate is not None else None,
         oauth=oauth,
+        kerberos=kerberos,
     )
 
 
@@ -255,6 +281,7 @@ def build_canaries(
     whose canary, addresses and security are unchanged keeps its canary (and what it measured)."""
     from ctlplane.exporter.sources.admin.canary import MetadataCanary
 
+    install_krb5_conf(settings)
     old = {c.name: c for c in before.clusters} if before is not None else {}
     canaries: dict[str, CanarySource] = {}
     for cluster in settings.clusters:

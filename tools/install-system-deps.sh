@@ -6,7 +6,9 @@
 #         Kubernetes objects' test and helm (built with Go into .cache/bin when not on PATH) for the chart's;
 #         buildah, podman, runc and mmdebstrap for the image's (tools/image.py: no Docker engine, the
 #         Dockerfile is built daemonless, on bases made from Debian's packages where Docker Hub is out of reach);
-#         systemd-analyze (Debian's systemd) for the systemd unit's check
+#         systemd-analyze (Debian's systemd) for the systemd unit's check; MIT Kerberos's KDC and kadmin.local
+#         for the GSSAPI test (tests/integration/test_kerberos.py makes its own realm in a temporary directory;
+#         the packages make no realm database, so their services cannot start: their postinst says so and goes on)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 if [ "${1:-run}" = test ] && ! command -v kubectl >/dev/null 2>&1 && [ ! -x "$root/.cache/bin/kustomize" ]; then
@@ -41,7 +43,7 @@ want=(java:openjdk-17-jdk-headless mvn:maven)
 if [ "${1:-run}" = test ]; then
   want+=(promtool:prometheus amtool:prometheus-alertmanager prometheus-alertmanager:prometheus-alertmanager
          chromium:chromium openssl:openssl buildah:buildah podman:podman mmdebstrap:mmdebstrap
-         runc:runc systemd-analyze:systemd)
+         runc:runc systemd-analyze:systemd krb5kdc:krb5-kdc kadmin.local:krb5-admin-server)
 fi
 missing=()
 for pair in "${want[@]}"; do

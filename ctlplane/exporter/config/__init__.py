@@ -142,7 +142,7 @@ class JmxAuth(_Credentials):
     truststore_password_file: Path | None = Field(default=None, description="the trust store's password, in a file")
 
 
-SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI"]
 # what Kafka's OAuth configs take (ConfigurationUtils.validateUrl, kafka-clients 4.3: http, https or file)
 _TOKEN_URL_SCHEMES = ("http", "https", "file")
 
@@ -216,6 +216,38 @@ def token_endpoint_problem(value: str) -> str:
     return value
 
 
+class KerberosKeytab(_Strict):
+    """SASL GSSAPI (Kerberos) with a keytab: the JDK's Krb5LoginModule logs `principal` in with its key from
+    `keytab_file` (Kafka's KerberosLogin logs in again before the ticket expires), and asks for a ticket to the
+    brokers' `service_name`/(the broker's host name). `krb5_conf` names the realm's KDCs; the JVM reads one
+    krb5.conf for the whole process, so ctlplane merges every cluster's into one (docs/secured-clusters.md)."""
+
+    principal: str = Field(description="the client's principal, with its realm: ctlplane@EXAMPLE.COM")
+    keytab_file: Path = Field(description="a keytab holding the principal's key (never shown, never copied)")
+    service_name: str = Field(
+        default="kafka", description="the brokers' principal name, as their sasl.kerberos.service.name"
+    )
+    krb5_conf: Path = Field(default=Path("/etc/krb5.conf"), description="the krb5.conf naming the realm's KDCs")
+
+    @field_validator("principal")
+    @classmethod
+    def _with_realm(cls, value: str) -> str:
+        # one krb5.conf serves every cluster, so a principal's realm must not come from its default_realm
+        name, at, realm = value.strip().rpartition("@")
+        if not at or not name or not realm:
+            raise ValueError(f"a principal names its realm (name@REALM): got {value.strip()!r}")
+        if any(c in value for c in '\r\n"') or " " in value.strip():
+            raise ValueError("a principal is one word, without quotes or line breaks")
+        return value.strip()
+
+    @field_validator("service_name")
+    @classmethod
+    def _service(cls, value: str) -> str:
+        if not re.fullmatch(r"[^\s/@\"]+", value):
+            raise ValueError(f"a service name is one word without / or @ (the brokers' is often kafka): got {value!r}")
+        return value
+
+
 class AdminSecurity(_Credentials):
     """How the quorum's view (Kafka's admin client) reaches the cluster's listener.
 
@@ -223,12 +255,15 @@ class AdminSecurity(_Credentials):
     `username` and a password source. TLS trusts `ca_file` (PEM; the JVM's trust store without it) and
     checks the listener's host name; `cert_file` + `key_file` (PEM, the key unencrypted PKCS#8) are the
     client certificate a listener with `ssl.client.auth=required` asks for. `sasl_mechanism: OAUTHBEARER`
-    logs in with `oauth` (OIDC client credentials, KIP-768) instead of a username and password."""
+    logs in with `oauth` (OIDC client credentials, KIP-768) instead of a username and password, `GSSAPI`
+    with `kerberos` (a principal and its keytab)."""
 
     security_protocol: Literal["PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL"] = Field(
         default="PLAINTEXT", description="the listener's, as Kafka's `security.protocol`"
     )
-    sasl_mechanism: SaslMechanism | None = Field(default=None, description="for SASL: with `username` and a password")
+    sasl_mechanism: SaslMechanism | None = Field(
+        default=None, description="for SASL: with `username` and a password, `oauth` or `kerberos`"
+    )
     ca_file: Path | None = Field(
         default=None, description="PEM CA the listener's certificate is checked against (the JVM's trust store without)"
     )
@@ -236,6 +271,9 @@ class AdminSecurity(_Credentials):
     key_file: Path | None = Field(default=None, description="its key, PEM, unencrypted PKCS#8")
     oauth: OAuthClientCredentials | None = Field(
         default=None, description="for sasl_mechanism OAUTHBEARER: the OIDC client credentials (instead of a username)"
+    )
+    kerberos: KerberosKeytab | None = Field(
+        default=None, description="for sasl_mechanism GSSAPI: the principal and its keytab (instead of a username)"
     )
 
     @model_validator(mode="after")
@@ -246,9 +284,18 @@ class AdminSecurity(_Credentials):
             raise ValueError("sasl_mechanism OAUTHBEARER and oauth go together")
         if self.oauth is not None and self.username is not None:
             raise ValueError("OAUTHBEARER logs in with oauth's client credentials, not a username and password")
-        if sasl and (self.sasl_mechanism is None or (self.username is None and self.oauth is None)):
-            raise ValueError(f"security_protocol {self.security_protocol} needs sasl_mechanism and username (or oauth)")
-        if not sasl and (self.sasl_mechanism is not None or self.username is not None):
+        if self.sasl_mechanism == "GSSAPI" and self.kerberos is None:
+            raise ValueError("sasl_mechanism GSSAPI needs kerberos: {principal, keytab_file}")
+        if self.kerberos is not None and self.sasl_mechanism != "GSSAPI":
+            raise ValueError(f"kerberos is for sasl_mechanism GSSAPI, not {self.sasl_mechanism}")
+        if self.kerberos is not None and self.username is not None:
+            raise ValueError("GSSAPI logs in with kerberos's principal and keytab, not a username and password")
+        login = self.username is not None or self.oauth is not None or self.kerberos is not None
+        if sasl and (self.sasl_mechanism is None or not login):
+            raise ValueError(
+                f"security_protocol {self.security_protocol} needs sasl_mechanism and username (or oauth, or kerberos)"
+            )
+        if not sasl and (self.sasl_mechanism is not None or self.username is not None or self.kerberos is not None):
             raise ValueError(
                 f"sasl_mechanism and username are for SASL listeners; security_protocol is {self.security_protocol}"
             )
@@ -262,7 +309,11 @@ class AdminSecurity(_Credentials):
 
     def files(self) -> list[tuple[str, Path]]:
         # oauth's client_secret_file is read (and its problems said) by OAuthClientCredentials.client_secret()
-        return [(name, path) for name in ("ca_file", "cert_file", "key_file") if (path := getattr(self, name))]
+        files = [(name, path) for name in ("ca_file", "cert_file", "key_file") if (path := getattr(self, name))]
+        if self.kerberos is not None:
+            files += [("kerberos.keytab_file", self.kerberos.keytab_file)]
+            files += [("kerberos.krb5_conf", self.kerberos.krb5_conf)]
+        return files
 
     def client_certificate(self) -> tuple[str, SecretStr] | None:
         """The client certificate chain and key, read now; ValueError naming the file if one cannot be."""

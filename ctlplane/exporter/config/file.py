@@ -17,6 +17,13 @@ from pydantic import (
 )
 
 from ctlplane.exporter.config import HttpConfig, MetricsEndpointConfig, Settings, TlsConfig
+from ctlplane.exporter.sources.admin.kerberos import (
+    Krb5Conf,
+    Krb5ConfError,
+    keytab_principals,
+    load_krb5_conf,
+    merge_krb5_confs,
+)
 from ctlplane.exporter.sources.endpoint.evidence import missing_lifecycle_evidence
 from ctlplane.exporter.sources.endpoint.naming import NamingError
 from ctlplane.exporter.sources.endpoint.profiles import naming_from_file
@@ -201,6 +208,38 @@ def _check_files(settings: Settings) -> list[Problem]:
             if secret is not None and any(c in secret.get_secret_value() for c in "\r\n"):
                 # Kafka's JAAS parser ends a quoted value at a line break (JaasConfig: a StreamTokenizer)
                 problems.append(f"clusters.{index}.admin (cluster {cluster.name}): the password holds a line break")
+    return problems + kerberos_problems(settings)
+
+
+def kerberos_problems(settings: Settings) -> list[Problem]:
+    """Each GSSAPI cluster's keytab holds its principal's key, its krb5.conf parses, and the krb5.conf files
+    agree on every realm they share: the JVM reads one, merged from all (client.use_krb5_conf). The keytab's
+    keys are never read into the message, only its principals' names."""
+    problems: list[Problem] = []
+    confs: list[tuple[str, Krb5Conf]] = []
+    for index, cluster in enumerate(settings.clusters):
+        kerberos = cluster.admin.kerberos if cluster.admin is not None else None
+        if kerberos is None:
+            continue
+        where = f"clusters.{index}.admin.kerberos"
+        if _readable_file(kerberos.keytab_file) is None:  # else said with the other files
+            try:
+                held = keytab_principals(kerberos.keytab_file)
+            except Krb5ConfError as exc:
+                problems.append(f"{where}.keytab_file: {exc}")
+            else:
+                if kerberos.principal not in held:
+                    others = ", ".join(sorted(held)[:5]) or "none"
+                    problems.append(
+                        f"{where}.keytab_file: {kerberos.keytab_file} holds no key for {kerberos.principal} "
+                        f"(it holds: {others})"
+                    )
+        if _readable_file(kerberos.krb5_conf) is None:
+            try:
+                confs.append((f"cluster {cluster.name}", load_krb5_conf(kerberos.krb5_conf)))
+            except Krb5ConfError as exc:
+                problems.append(f"{where}.krb5_conf: {exc}")
+    problems += [f"clusters (kerberos.krb5_conf): {conflict}" for conflict in merge_krb5_confs(confs).conflicts]
     return problems
 
 

@@ -12,6 +12,7 @@ asked for the quorum's view, so the client's jars are loaded through a class loa
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import logging
 import os
@@ -192,6 +193,34 @@ def allow_token_endpoint(properties: Any) -> None:
         allow_oauth_urls([str(url)])
 
 
+# The JDK's Kerberos reads one krb5.conf per JVM, named by this system property (sun.security.krb5.Config
+# .getJavaFileName: read again only by Config.refresh(), which Krb5LoginModule calls before each login with
+# refreshKrb5Config=true, as every GSSAPI client here asks: kerberos_properties)
+KRB5_CONF_PROPERTY = "java.security.krb5.conf"
+_krb5_lock = threading.Lock()
+_krb5_file: Path | None = None
+
+
+def use_krb5_conf(text: str) -> Path:
+    """Make `text` (kerberos.merge_krb5_confs: every GSSAPI cluster's realms) the JVM's krb5.conf: written to a
+    file of this process's own (replaced whole, so a login never reads half of it) and named by the system
+    property, replacing any value given to the JVM. Takes effect at each client's next login."""
+    from java.lang import System
+
+    global _krb5_file
+    with _krb5_lock:
+        if _krb5_file is None:
+            directory = Path(tempfile.mkdtemp(prefix="ctlplane-krb5-"))
+            atexit.register(shutil.rmtree, directory, True)
+            _krb5_file = directory / "krb5.conf"
+        if not _krb5_file.is_file() or _krb5_file.read_text() != text:
+            written = _krb5_file.with_name("krb5.conf.new")
+            written.write_text(text)
+            written.replace(_krb5_file)
+        System.setProperty(KRB5_CONF_PROPERTY, str(_krb5_file))
+        return _krb5_file
+
+
 def create_admin(properties: Any) -> Any:
     """Kafka's Admin client over `properties` (a java.util.Properties), on any thread. An OAUTHBEARER
     client's token endpoint is allowed first (allow_oauth_urls): the client logs in while it is made."""
@@ -364,11 +393,24 @@ def is_refusal(reason: str | None) -> bool:
     return reason is not None and reason.startswith((AUTHENTICATION_FAILED, NOT_AUTHORISED))
 
 
-def admin_reason(exc: BaseException) -> str:
+# Where a Kerberos login could not reach a KDC: Krb5LoginModule.attemptAuthentication wraps the KDC exchange's
+# IOException (KdcComm: UDP or TCP to each `kdc` of the realm) in its LoginException, as it wraps a KrbException
+# (the KDC's refusal: "Pre-authentication information was invalid (24)", "Client not found in Kerberos
+# database (6)")
+_UNREACHED = frozenset(
+    {"SocketTimeoutException", "PortUnreachableException", "ConnectException", "UnknownHostException"}
+)
+# what Kafka's login callback answers when Krb5LoginModule asks for a password, which it does when the keytab
+# holds no key for the principal (AbstractLogin.DefaultLoginCallbackHandler)
+_ASKED_FOR_A_PASSWORD = "is being asked for a password"
+
+
+def admin_reason(exc: BaseException, mechanism: str | None = None) -> str:
     """kafka_reason on one line, or, where Kafka says the credentials were refused, "authentication failed:"
     and why (a refused credential is the operator's to fix, not a fault of the cluster): the broker refused the
     SASL exchange, or the login got no token (the token endpoint refused the client: Kafka's LoginException
-    holds the cause's stack trace in its message, HttpJwtRetriever's words are its first line); where the
+    holds the cause's stack trace in its message, HttpJwtRetriever's words are its first line), or, for
+    `mechanism` GSSAPI, the Kerberos login failed or got no ticket for the broker (kerberos_reason); where the
     principal lacks an ACL, "not authorised:" and Kafka's words."""
     chain = _chain(exc)
     refused = [t for t in chain if _class_and_message(t)[0] in _AUTH_FAILURES]
@@ -376,11 +418,41 @@ def admin_reason(exc: BaseException) -> str:
         said = " ".join(kafka_reason(exc).split())
         denied = any(_class_and_message(t)[0].endswith("AuthorizationException") for t in chain)
         return f"{NOT_AUTHORISED}{said}" if denied else said
+    login_failed = any(_class_and_message(t)[0] in _NO_TOKEN for t in refused)
+    if mechanism == "GSSAPI":
+        return kerberos_reason(chain, login_failed)
     name, message = _class_and_message(chain[-1])
     inner, message = _said(message)
     said = f"{inner or name}: {message}" if message else inner or name
-    if any(_class_and_message(t)[0] in _NO_TOKEN for t in refused):
+    if login_failed:
         return f"{AUTHENTICATION_FAILED}the login got no token ({said})"
+    return f"{AUTHENTICATION_FAILED}{said}"
+
+
+def kerberos_reason(chain: Sequence[Any], login_failed: bool) -> str:
+    """Why a GSSAPI client was refused, from its exception's chain (outermost first). The JDK's KrbException
+    says it (the KDC's error text and code, sun.security.krb5.KrbException(int)); the root cause under it
+    misleads: a KRB-ERROR the JDK first tried to read as the answer it wanted is an Asn1Exception "Identifier
+    doesn't match expected value (906)" (KrbAsRep, KrbTgsRep), under "Pre-authentication information
+    was invalid (24)" or "Server not found in Kerberos database (7)". A KDC that never answers leaves an
+    IOException instead (Krb5LoginModule.attemptAuthentication wraps both in its LoginException)."""
+    said_by = [
+        t
+        for t in chain
+        if _class_and_message(t)[0].startswith("Krb") and _class_and_message(t)[0].endswith("Exception")
+    ]
+    name, message = _class_and_message(said_by[0] if said_by else chain[-1])
+    inner, message = _said(message)
+    said = f"{inner or name}: {message}" if message else inner or name
+    if _ASKED_FOR_A_PASSWORD in said:
+        return f"{AUTHENTICATION_FAILED}the keytab holds no key for the principal (the login asked for a password)"
+    if not said_by and (inner or name) in _UNREACHED:
+        return f"{AUTHENTICATION_FAILED}no KDC answered the Kerberos login ({said})"
+    if login_failed:
+        return f"{AUTHENTICATION_FAILED}the Kerberos login failed ({said})"
+    if said_by:
+        # Kafka's SaslClientAuthenticator: the ticket for <service name>/<broker host> was not given
+        return f"{AUTHENTICATION_FAILED}no service ticket for the broker ({said})"
     return f"{AUTHENTICATION_FAILED}{said}"
 
 
@@ -420,6 +492,40 @@ def oauth_properties(login: OAuthLogin) -> dict[str, str]:
     }
 
 
+KRB5_LOGIN_MODULE = "com.sun.security.auth.module.Krb5LoginModule"
+
+
+@dataclass(frozen=True)
+class KerberosLogin:
+    """A principal and its keytab for SASL GSSAPI; `service_name` is the brokers' (their principals are
+    <service_name>/<host>@REALM)."""
+
+    principal: str
+    keytab_file: str
+    service_name: str = "kafka"
+
+
+def kerberos_properties(login: KerberosLogin) -> dict[str, str]:
+    """GSSAPI with a keytab, as Kafka's documentation writes it (docs/security.html, "Configuring Kafka Clients":
+    Krb5LoginModule required useKeyTab=true storeKey=true keyTab="..." principal="..."), logged in by Kafka's
+    KerberosLogin (SaslChannelBuilder's default login class for GSSAPI), which logs in again before the ticket
+    expires. The service name goes in `sasl.kerberos.service.name` (KerberosLogin.getServiceName refuses it
+    given differently in the JAAS options too). refreshKrb5Config=true: Krb5LoginModule.login re-reads the
+    JVM's krb5.conf first, so one that use_krb5_conf wrote after the JVM's first Kerberos use is the one read."""
+    options = (
+        ("useKeyTab", "true"),
+        ("storeKey", "true"),
+        ("keyTab", _jaas_quoted(login.keytab_file)),
+        ("principal", _jaas_quoted(login.principal)),
+        ("refreshKrb5Config", "true"),
+    )
+    return {
+        "sasl.mechanism": "GSSAPI",
+        "sasl.kerberos.service.name": login.service_name,
+        "sasl.jaas.config": f"{KRB5_LOGIN_MODULE} required {' '.join(f'{k}={v}' for k, v in options)};",
+    }
+
+
 def _jaas_quoted(value: str) -> str:
     """A JAAS option value as Kafka's parser reads it (clients/.../common/security/JaasConfig.java: a
     java.io.StreamTokenizer, whose quoted strings take backslash escapes and end at a line break, so a line
@@ -441,6 +547,7 @@ def security_properties(
     ca_file: str | None = None,
     certificate: tuple[str, str] | None = None,
     oauth: OAuthLogin | None = None,
+    kerberos: KerberosLogin | None = None,
 ) -> dict[str, str]:
     """The admin client's security settings: `security.protocol`; for SASL the mechanism and an inline
     `sasl.jaas.config`; for TLS the CA to trust (`ca_file`, PEM) and the client's (certificate chain, key)
@@ -451,6 +558,10 @@ def security_properties(
         if oauth is None:
             raise ValueError("OAUTHBEARER needs the OIDC client credentials (oauth)")
         props |= oauth_properties(oauth)
+    elif protocol.startswith("SASL_") and mechanism == "GSSAPI":
+        if kerberos is None:
+            raise ValueError("GSSAPI needs a principal and its keytab (kerberos)")
+        props |= kerberos_properties(kerberos)
     elif protocol.startswith("SASL_"):
         if mechanism not in _LOGIN_MODULES or username is None or password is None:
             raise ValueError(f"{protocol} needs one of {', '.join(_LOGIN_MODULES)}, a username and a password")
@@ -552,7 +663,7 @@ class QuorumReader:
                     return QuorumView(read_at=time.time(), error=str(exc))
                 except jpype.JException as exc:
                     self._close_admin()
-                    reason = admin_reason(exc)
+                    reason = admin_reason(exc, self._security.get("sasl.mechanism"))
                     return QuorumView(read_at=time.time(), error=f"{self._where}: {reason}", refused=is_refusal(reason))
                 # one deadline for both answers (a second past the client's own): the round waits for this read
                 # no longer than for one call, also when neither answers
@@ -638,7 +749,7 @@ class QuorumReader:
         except jpype.JException as exc:
             if exc.getClass().getName() == "java.util.concurrent.TimeoutException":
                 return None, f"no answer within {call_ms / 1000 + 1:g}s"  # Future.get's deadline
-            return None, admin_reason(exc)
+            return None, admin_reason(exc, self._security.get("sasl.mechanism"))
 
     def _close_admin(self) -> None:
         admin, self._admin = self._admin, None
