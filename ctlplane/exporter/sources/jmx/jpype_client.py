@@ -146,6 +146,12 @@ def start_jvm(
             f"-Dsun.rmi.transport.tcp.handshakeTimeout={timeout_ms}",
             f"-D{connect_timeouts.PROPERTY}={timeout_ms}",
             f"-Djdk.serialFilter={SERIAL_FILTER}",
+            # Kafka's client tells a lasting Kerberos refusal from a passing one by the KrbException's return
+            # code, read by reflection (KerberosError.fromException, kafka-clients 4.3.1), which a JDK 17 refuses
+            # outside this package's module: every error then counted retriable (a GSSException NO_CRED), so a
+            # ticket the KDC refused ("Server not found in Kerberos database (7)": a wrong service name or host)
+            # was retried until the call timed out as "Timed out waiting for a node assignment"
+            "--add-exports=java.security.jgss/sun.security.krb5=ALL-UNNAMED",
         ]
         if truststore:
             args.append(f"-Djavax.net.ssl.trustStore={truststore}")

@@ -277,9 +277,19 @@ def test_a_refused_kerberos_login_is_one_line_saying_authentication_failed_and_w
     def login(message: str, root: BaseException) -> BaseException:
         return created(_named("LoginException", message, root))
 
-    preauth = "Pre-authentication information was invalid (24)"
-    assert kafka_admin.admin_reason(login(preauth, _named("KrbException", preauth)), "GSSAPI") == (
+    # the KDC's words are the KrbException's; the Asn1Exception under it (the KRB-ERROR read as an AS-REP) misleads
+    preauth = "Pre-authentication information was invalid (24) - PREAUTH_FAILED"  # the JDK 17's words
+    asn1 = _named("Asn1Exception", "Identifier doesn't match expected value (906)")
+    assert kafka_admin.admin_reason(login(preauth, _named("KrbException", preauth, asn1)), "GSSAPI") == (
         f"authentication failed: the Kerberos login failed (KrbException: {preauth})"
+    )
+    # no ticket for <service>/<host>: Kafka's SaslAuthenticationException over the GSS-API's chain
+    unknown = "Server not found in Kerberos database (7) - LOOKING_UP_SERVER"
+    gss = _named("GSSException", f"No valid credentials provided (Mechanism level: {unknown})")
+    gss.cause = _named("KrbException", unknown, asn1)  # type: ignore[attr-defined]
+    sasl = _named("SaslAuthenticationException", "An error: (...) occurred when evaluating SASL token", gss)
+    assert kafka_admin.admin_reason(_named("ExecutionException", "x", sasl), "GSSAPI") == (
+        f"authentication failed: no service ticket for the broker (KrbException: {unknown})"
     )
     timeout = login("Receive timed out", _named("SocketTimeoutException", "Receive timed out"))
     assert kafka_admin.admin_reason(timeout, "GSSAPI") == (
