@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import ssl
 import subprocess
+import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -68,3 +73,47 @@ def metrics_until(
         except httpx.HTTPError:
             continue
     return body
+
+
+@dataclass(frozen=True)
+class Served:
+    """What `ctlplane check-config` and `ctlplane run` showed of one config (check_and_run)."""
+
+    checked: str  # check-config's output
+    page: str  # /metrics, once it held every line asked for
+    api: dict[str, str]  # /api/v1/snapshot and /api/v1/health, read right after
+    output: str  # ctlplane run's stdout and stderr
+
+    def snapshot(self) -> dict[str, Any]:
+        return dict(json.loads(self.api["/api/v1/snapshot"]))
+
+    def texts(self) -> list[str]:
+        """Everything shown: where no secret may be."""
+        return [self.checked, self.page, *self.api.values(), self.output]
+
+
+def check_and_run(
+    config: Path, port: int, wanted: Sequence[str], *, env: Mapping[str, str], timeout: float, what: str
+) -> Served:
+    """`ctlplane check-config CONFIG` (which must pass), then `ctlplane run --config CONFIG` (its HTTP server on
+    `port`) until its /metrics holds every line of `wanted`, and its API's pages then; the process stopped."""
+    checked = subprocess.run(
+        [sys.executable, "-m", "ctlplane.cli", "check-config", str(config)], env=env, capture_output=True, text=True
+    )
+    said = checked.stdout + checked.stderr
+    assert checked.returncode == 0 and "OK (" in checked.stdout, said
+    output = config.with_name(f"{config.stem}.out")
+    with output.open("wb") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ctlplane.cli", "run", "--config", str(config)],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env=dict(env),
+        )
+        try:
+            base = f"http://127.0.0.1:{port}"
+            page = metrics_until(base, wanted, process, output.read_text, timeout, what).decode()
+            api = {path: httpx.get(f"{base}{path}", timeout=5).text for path in ("/api/v1/snapshot", "/api/v1/health")}
+        finally:
+            stop(process)
+    return Served(said, page, api, output.read_text(errors="replace"))

@@ -15,8 +15,6 @@ import hashlib
 import json
 import os
 import secrets
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -26,7 +24,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
-import httpx
 import pytest
 import yaml
 
@@ -34,7 +31,7 @@ from ctlplane.exporter.config import ClusterConfig
 from ctlplane.exporter.sources.admin.client import ALLOWED_URLS_PROPERTY, QuorumReader
 from ctlplane.wiring import _admin_security
 from harness.localkafka import LOOPBACK, KafkaCluster, clusters_config, free_port, start_kraft_cluster
-from tests.integration.served import metrics_until
+from tests.integration.served import check_and_run
 from tests.integration.watch import shared_client
 from tests.kafka_versions import KRAFT_UNDER_TEST
 
@@ -309,30 +306,11 @@ def test_ctlplane_run_allows_every_clusters_token_endpoint_and_shows_no_secret(
     wrong_secret = "wrong-" + oauth.secret[::-1]
     config, port = _run_config(oauth, tmp_path, wrong_secret)
     env = {**os.environ, "CTLPLANE_TEST_OIDC_SECRET": oauth.secret}
-    checked = subprocess.run(
-        [sys.executable, "-m", "ctlplane.cli", "check-config", str(config)], env=env, capture_output=True, text=True
-    )
-    assert checked.returncode == 0 and "OK (2 cluster(s)" in checked.stdout, checked.stdout + checked.stderr
-    output = tmp_path / "ctlplane.out"
-    with output.open("wb") as sink:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "ctlplane.cli", "run", "--config", str(config)],
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-        try:
-            wanted = ['ctlplane_quorum_up{cluster="oauth-good"} 1.0', 'ctlplane_quorum_up{cluster="oauth-wrong"} 0.0']
-            page = metrics_until(f"http://{LOOPBACK}:{port}", wanted, process, output.read_text, 60, "the views")
-            pages = [page.decode(), checked.stdout + checked.stderr]
-            for path in ("/api/v1/snapshot", "/api/v1/health"):
-                pages.append(httpx.get(f"http://{LOOPBACK}:{port}{path}", timeout=5).text)
-            snapshot = json.loads(pages[2])
-        finally:
-            process.terminate()
-            process.wait(timeout=20)
-    quorum = {c["name"]: c.get("quorum") or {} for c in snapshot["clusters"]}
+    wanted = ['ctlplane_quorum_up{cluster="oauth-good"} 1.0', 'ctlplane_quorum_up{cluster="oauth-wrong"} 0.0']
+    served = check_and_run(config, port, wanted, env=env, timeout=60, what="the views")
+    assert "OK (2 cluster(s)" in served.checked, served.checked
+    quorum = {c["name"]: c.get("quorum") or {} for c in served.snapshot()["clusters"]}
     error = str(quorum["oauth-wrong"].get("error") or "")
     assert "authentication failed: the login got no token" in error and "401" in error, error
     for secret in (oauth.secret, wrong_secret):
-        assert not [text[:200] for text in [*pages, output.read_text()] if secret in text], "a secret is shown"
+        assert not [text[:200] for text in served.texts() if secret in text], "a secret is shown"
