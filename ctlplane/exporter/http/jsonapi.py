@@ -161,7 +161,9 @@ def _writer(kind: str, inner: Any) -> Callable[[Any], Any]:
         return lambda v: None if v is None else v.value
     if kind == "list":
         return list
-    return lambda v: v
+    # a mapping as a JSON object: the canary's errors_total is a read-only MappingProxyType (MetadataCanary.view),
+    # which json.dumps refuses, so /api/v1/snapshot answered 500 for every cluster with a canary
+    return lambda v: dict(v) if isinstance(v, Mapping) else v
 
 
 def _reader(kind: str, inner: Any) -> Callable[[Any], Any]:

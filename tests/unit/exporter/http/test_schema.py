@@ -3,7 +3,9 @@ to, that carries every field of the values, and that /openapi.json publishes."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import fields, replace
+from types import MappingProxyType
 
 import pytest
 from fastapi.testclient import TestClient
@@ -112,7 +114,7 @@ def _rich() -> tuple[FleetSnapshot, object]:
         changed_at=998.0,
         brokers=(CanaryBroker(1, True, None, None, (0, 1, 1), 0.04), CanaryBroker(2, False, 990.0, "no answer")),
         changes_total=4,
-        errors_total={"timeout": 1},
+        errors_total=MappingProxyType({"timeout": 1}),  # as MetadataCanary.view makes it
         error="timeout: creating ctlplane-canary-997000: TimeoutException",
     )
     first, second, *others = snapshot.clusters
@@ -125,6 +127,7 @@ def _rich() -> tuple[FleetSnapshot, object]:
 def test_the_documents_written_keep_to_the_schema_and_read_back_whole() -> None:
     snapshot, health = _rich()
     document = snapshot_to_dict(snapshot)
+    json.dumps(document)  # what /api/v1/snapshot answers (a MappingProxyType was a 500)
     SnapshotDocument.model_validate(document)  # extra="forbid": no field the schema does not name
     assert snapshot_from_dict(document) == snapshot
     written = health_to_dict(health, snapshot)  # type: ignore[arg-type]
