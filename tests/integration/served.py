@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import ssl
 import subprocess
@@ -93,10 +94,17 @@ class Served:
 
 
 def check_and_run(
-    config: Path, port: int, wanted: Sequence[str], *, env: Mapping[str, str], timeout: float, what: str
+    config: Path,
+    port: int,
+    wanted: Sequence[str | re.Pattern[str]],
+    *,
+    env: Mapping[str, str],
+    timeout: float,
+    what: str,
 ) -> Served:
     """`ctlplane check-config CONFIG` (which must pass), then `ctlplane run --config CONFIG` (its HTTP server on
-    `port`) until its /metrics holds every line of `wanted`, and its API's pages then; the process stopped."""
+    `port`) until its /metrics holds every line of `wanted` (and matches each pattern in it), and its API's pages
+    then; the process stopped."""
     checked = subprocess.run(
         [sys.executable, "-m", "ctlplane.cli", "check-config", str(config)], env=env, capture_output=True, text=True
     )
@@ -112,7 +120,14 @@ def check_and_run(
         )
         try:
             base = f"http://127.0.0.1:{port}"
-            page = metrics_until(base, wanted, process, output.read_text, timeout, what).decode()
+            deadline = time.monotonic() + timeout
+            lines = [line for line in wanted if isinstance(line, str)]
+            page = metrics_until(base, lines, process, output.read_text, timeout, what).decode()
+            while missing := [p.pattern for p in wanted if isinstance(p, re.Pattern) and not p.search(page)]:
+                assert process.poll() is None, output.read_text()
+                assert time.monotonic() < deadline, f"{what}; nothing matches {missing}:\n{page}"
+                time.sleep(1)
+                page = metrics_until(base, lines, process, output.read_text, timeout, what).decode()
             api = {path: httpx.get(f"{base}{path}", timeout=5).text for path in ("/api/v1/snapshot", "/api/v1/health")}
         finally:
             stop(process)
