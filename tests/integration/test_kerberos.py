@@ -170,6 +170,9 @@ def test_ctlplane_run_reads_the_quorum_through_gssapi_and_names_each_refused_log
     wanted: list[str | re.Pattern[str]] = [
         'ctlplane_quorum_up{cluster="krb-good"} 1.0',
         *(f'ctlplane_quorum_up{{cluster="{name}"}} 0.0' for name in refused),
+        # refused, not down (the reason starts "authentication failed:")
+        *(f'ctlplane_quorum_refused{{cluster="{name}"}} 1.0' for name in refused),
+        'ctlplane_quorum_refused{cluster="krb-good"} 0.0',
         # the canary's first change, made and served through the GSSAPI listener
         re.compile(
             r'^kafka_broker_metadata_canary_propagation_seconds_count\{[^}]*cluster="krb-good"[^}]*\} [1-9]', re.M
@@ -193,6 +196,7 @@ def test_ctlplane_run_reads_the_quorum_through_gssapi_and_names_each_refused_log
     errors = {name: str(quorum[name].get("error") or "") for name in refused}
     for name, error in errors.items():
         assert error.startswith("bootstrap.servers ") and ": authentication failed: " in error, (name, error)
+        assert quorum[name]["refused"] is True, quorum[name]
         assert "\n" not in error, (name, error)
     log.info("answered %.1f s after check-config started; reasons: %s", answered, json.dumps(errors, indent=1))
     # the KDC's words: the stale key fails pre-authentication (KDC_ERR_PREAUTH_FAILED)
