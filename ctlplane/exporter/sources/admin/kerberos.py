@@ -9,7 +9,9 @@ files disagree about a realm. Pure text in and out; the JVM side is client.use_k
 The syntax is MIT's profile format as the JDK reads it (Config.loadConfigFile, parseStanzaTable): `[section]`
 headers, `name = value`, `name = {` ... `}` sub-sections (the `{` may be on the next line), `#` and `;` comment
 lines, `include FILE` and `includedir DIR` lines (in a directory, the files named `[A-Za-z0-9_-]+` or `*.conf`,
-in name order: Config.readConfigFileLines). No secret is in a krb5.conf; keytabs (read by `keytab_principals`
+in name order: Config.readConfigFileLines). The JDK honours those two only before the first section (MIT's
+library wherever a line starts with them); they are read wherever they stand here, and the merged file holds
+what they named, so the JDK reads it all. No secret is in a krb5.conf; keytabs (read by `keytab_principals`
 for their principals' names only) hold keys, which nothing here keeps or shows.
 """
 

@@ -150,7 +150,8 @@ def start_jvm(
             # code, read by reflection (KerberosError.fromException, kafka-clients 4.3.1), which a JDK 17 refuses
             # outside this package's module: every error then counted retriable (a GSSException NO_CRED), so a
             # ticket the KDC refused ("Server not found in Kerberos database (7)": a wrong service name or host)
-            # was retried until the call timed out as "Timed out waiting for a node assignment"
+            # was retried until the call timed out as "Timed out waiting for a node assignment". Kafka's own tests
+            # run with this package opened (build.gradle's defaultJvmArgs), so they never see it
             "--add-exports=java.security.jgss/sun.security.krb5=ALL-UNNAMED",
         ]
         if truststore:
