@@ -134,6 +134,8 @@ RULES: tuple[Rule, ...] = (
     # discovery's own clusters (a KRaft and a ZooKeeper-mode one, module fixtures; the Admin API alone reads
     # them too): one copy of each, ~4.5 min
     Rule(("tests/integration/test_discovery.py",), "integration", "discovery"),
+    # the GSSAPI cluster and its KDC (a controller and a broker), its two tests on one worker, ~25 s
+    Rule(("tests/integration/test_kerberos.py",), "integration", "kerberos"),
     # the dynamic quorum's own cluster (4 controllers, a broker): its voter changes at the 15 s round, ~2.5 min
     Rule(("tests/integration/test_dynamic_quorum.py",), "fault_table", "dynamic-quorum"),
     # a broker stopped inside a real GC pause, on a KRaft cluster of its own (3 JVMs), ~1.5 min

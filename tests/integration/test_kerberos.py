@@ -24,9 +24,14 @@ from typing import Any
 import pytest
 import yaml
 
+from ctlplane.exporter.config import ClusterConfig
+from ctlplane.exporter.sources.admin.client import QuorumReader, use_krb5_conf
+from ctlplane.exporter.sources.admin.kerberos import load_krb5_conf, merge_krb5_confs
+from ctlplane.wiring import _admin_security
 from harness.localkafka import KafkaCluster, clusters_config, free_port, start_kraft_cluster
 from harness.localkafka.kdc import LocalKdc, kdc_tools_missing
 from tests.integration.served import check_and_run
+from tests.integration.watch import shared_client
 from tests.kafka_versions import KRAFT_UNDER_TEST
 
 log = logging.getLogger(__name__)
@@ -217,3 +222,39 @@ def test_ctlplane_run_reads_the_quorum_through_gssapi_and_names_each_refused_log
         for key in _keys(keytab):
             shown = (key.hex(), base64.b64encode(key).decode(), key.decode("latin-1"))
             assert not [t[:200] for t in texts for s in shown if s in t], f"a key of {view}'s keytab is shown"
+
+
+def test_a_realm_merged_in_after_the_jvms_first_login_is_read_at_the_next_one(
+    kerberos_cluster: KerberosCluster,
+) -> None:
+    """In one JVM (the test's): a login whose realm the JVM's krb5.conf does not know fails; once the file is
+    written again with that realm merged in (as a reload that adds a cluster writes it), the next login reads it,
+    with no restart (refreshKrb5Config). The merged file's default realm is then the other one, so the broker's
+    service principal is found through [domain_realm] (localhost = CTLPLANE.TEST)."""
+    shared_client()  # the JVM the Admin client runs in
+    kerberos = kerberos_cluster
+    kdc, other = kerberos.kdc, kerberos.other
+    login = {"principal": kdc.principal("ctlplane"), "keytab_file": str(kerberos.keytabs["krb-good"])}
+    bootstrap = kerberos.cluster.listener_bootstrap("SASL_PLAINTEXT")
+    config = ClusterConfig.model_validate(
+        {
+            "name": "krb-in-process",
+            "nodes": [{"address": "127.0.0.1:1"}],
+            "bootstrap_servers": bootstrap,
+            "admin": {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "GSSAPI", "kerberos": login},
+        }
+    )
+    reader = QuorumReader("krb-in-process", bootstrap, controllers=False, timeout_seconds=10.0,
+                          security=_admin_security(config))  # fmt: skip
+    try:
+        use_krb5_conf(merge_krb5_confs([("cluster other", load_krb5_conf(other.krb5_conf))]).text)
+        unknown = reader.read()
+        log.info("a realm the JVM's krb5.conf does not know: %s", unknown.error)
+        assert unknown.refused and "authentication failed: the Kerberos login failed" in str(unknown.error), unknown
+        both = [("cluster other", load_krb5_conf(other.krb5_conf)), ("cluster krb", load_krb5_conf(kdc.krb5_conf))]
+        written = use_krb5_conf(merge_krb5_confs(both).text)
+        assert f"default_realm = {OTHER_REALM}" in written.read_text()
+        view = reader.read()
+        assert view.error is None and view.leader_id == kerberos.cluster.controllers()[0].node_id, view
+    finally:
+        reader.close()
