@@ -177,6 +177,10 @@ class LocalKdc:
         """A new random key (`cpw -randkey`): every keytab made before holds a key the KDC no longer takes."""
         self.kadmin(f"cpw -randkey {self.principal(name)}")
 
+    def delete_principal(self, name: str) -> None:
+        """`delprinc -force`: the KDC no longer knows the principal; its keytabs stay."""
+        self.kadmin(f"delprinc -force {self.principal(name)}")
+
     def start(self, timeout: float = 30) -> None:
         """krb5kdc in the foreground (-n), in its own process group, until its TCP port answers."""
         if self._process is not None and self._process.poll() is None:

@@ -90,6 +90,9 @@ def kerberos_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kerbe
         if view != "krb-service":
             kdc.add_principal(principal)
         keytabs[view] = kdc.keytab(principal, workdir / f"{view}.keytab")
+    kdc.add_principal("ctlplane-gone")
+    keytabs["gone"] = kdc.keytab("ctlplane-gone", workdir / "gone.keytab")
+    kdc.delete_principal("ctlplane-gone")  # a keytab of a principal the KDC no longer knows
     other.add_principal("ctlplane")
     keytabs["krb-no-kdc"] = other.keytab("ctlplane", workdir / "krb-no-kdc.keytab")
     kdc.change_key("ctlplane-stale")  # krb-stale's keytab now holds a key the KDC no longer takes
@@ -230,31 +233,44 @@ def test_a_realm_merged_in_after_the_jvms_first_login_is_read_at_the_next_one(
     """In one JVM (the test's): a login whose realm the JVM's krb5.conf does not know fails; once the file is
     written again with that realm merged in (as a reload that adds a cluster writes it), the next login reads it,
     with no restart (refreshKrb5Config). The merged file's default realm is then the other one, so the broker's
-    service principal is found through [domain_realm] (localhost = CTLPLANE.TEST)."""
+    service principal is found through [domain_realm] (localhost = CTLPLANE.TEST). Then a principal the KDC has
+    deleted, and a keytab without the principal's key, each refused in one line."""
     shared_client()  # the JVM the Admin client runs in
     kerberos = kerberos_cluster
     kdc, other = kerberos.kdc, kerberos.other
-    login = {"principal": kdc.principal("ctlplane"), "keytab_file": str(kerberos.keytabs["krb-good"])}
     bootstrap = kerberos.cluster.listener_bootstrap("SASL_PLAINTEXT")
-    config = ClusterConfig.model_validate(
-        {
-            "name": "krb-in-process",
-            "nodes": [{"address": "127.0.0.1:1"}],
-            "bootstrap_servers": bootstrap,
-            "admin": {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "GSSAPI", "kerberos": login},
-        }
-    )
-    reader = QuorumReader("krb-in-process", bootstrap, controllers=False, timeout_seconds=10.0,
-                          security=_admin_security(config))  # fmt: skip
+
+    def reader(principal: str, keytab: Path) -> QuorumReader:
+        login = {"principal": principal, "keytab_file": str(keytab)}
+        admin = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "GSSAPI", "kerberos": login}
+        cluster = {"name": "krb-in-process", "nodes": [{"address": "127.0.0.1:1"}], "bootstrap_servers": bootstrap}
+        security = _admin_security(ClusterConfig.model_validate({**cluster, "admin": admin}))
+        return QuorumReader("krb-in-process", bootstrap, controllers=False, timeout_seconds=10.0, security=security)
+
+    good = reader(kdc.principal("ctlplane"), kerberos.keytabs["krb-good"])
+    gone = reader(kdc.principal("ctlplane-gone"), kerberos.keytabs["gone"])
+    # a keytab of another principal (check-config refuses it: here as if the file changed since)
+    keyless = reader(kdc.principal("ctlplane"), kerberos.keytabs["krb-no-kdc"])
     try:
         use_krb5_conf(merge_krb5_confs([("cluster other", load_krb5_conf(other.krb5_conf))]).text)
-        unknown = reader.read()
+        unknown = good.read()
         log.info("a realm the JVM's krb5.conf does not know: %s", unknown.error)
         assert unknown.refused and "authentication failed: the Kerberos login failed" in str(unknown.error), unknown
         both = [("cluster other", load_krb5_conf(other.krb5_conf)), ("cluster krb", load_krb5_conf(kdc.krb5_conf))]
         written = use_krb5_conf(merge_krb5_confs(both).text)
         assert f"default_realm = {OTHER_REALM}" in written.read_text()
-        view = reader.read()
+        view = good.read()
         assert view.error is None and view.leader_id == kerberos.cluster.controllers()[0].node_id, view
+        # the KDC's refusal of a principal it does not know, and a keytab without the principal's key: one line each
+        errors = {"gone": gone.read().error or "", "keyless": keyless.read().error or ""}
+        log.info("refused in process: %s", json.dumps(errors, indent=1))
+        assert errors["gone"].endswith(
+            "authentication failed: the Kerberos login failed "
+            "(KrbException: Client not found in Kerberos database (6) - CLIENT_NOT_FOUND)"
+        ), errors
+        assert errors["keyless"].endswith(
+            "authentication failed: the keytab holds no key for the principal (the login asked for a password)"
+        ), errors
     finally:
-        reader.close()
+        for each in (good, gone, keyless):
+            each.close()
