@@ -28,11 +28,11 @@ from ctlplane.exporter.config import ClusterConfig
 from ctlplane.exporter.sources.admin.client import QuorumReader, use_krb5_conf
 from ctlplane.exporter.sources.admin.kerberos import load_krb5_conf, merge_krb5_confs
 from ctlplane.wiring import _admin_security
-from harness.localkafka import KafkaCluster, clusters_config, free_port, start_kraft_cluster
+from harness.localkafka import KafkaCluster, clusters_config, free_port
 from harness.localkafka.kdc import LocalKdc, kdc_tools_missing
+from tests.integration.sasl_cluster import start_sasl_cluster
 from tests.integration.served import check_and_run
 from tests.integration.watch import shared_client
-from tests.kafka_versions import KRAFT_UNDER_TEST
 
 log = logging.getLogger(__name__)
 
@@ -107,25 +107,12 @@ def kerberos_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kerbe
             f'keyTab="{broker_keytab}" principal="{kdc.principal(BROKER_PRINCIPAL)}";'
         ),
     }
-    monkeypatch = pytest.MonkeyPatch()
-    # the nodes' JVMs read the realm's krb5.conf (the harness's extra JVM options, harness/localkafka/process.py)
-    monkeypatch.setenv("CTLPLANE_KAFKA_JVM_OPTS", f"-Djava.security.krb5.conf={kdc.krb5_conf}")
     try:
-        cluster = start_kraft_cluster(
-            "kerberos",
-            workdir,
-            controllers=1,
-            brokers=1,
-            version=KRAFT_UNDER_TEST,
-            sasl_users={"unused": "unused-password"},
-            node_overrides={"broker-1": gssapi_listener},
-            timeout=90,
-        )
+        # the nodes' JVMs read the realm's krb5.conf
+        cluster = start_sasl_cluster("kerberos", workdir, gssapi_listener, f"-Djava.security.krb5.conf={kdc.krb5_conf}")
     except BaseException:
         kdc.stop()
         raise
-    finally:
-        monkeypatch.undo()
     try:
         yield KerberosCluster(cluster, kdc, other, keytabs)
     finally:

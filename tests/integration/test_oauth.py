@@ -30,10 +30,10 @@ import yaml
 from ctlplane.exporter.config import ClusterConfig
 from ctlplane.exporter.sources.admin.client import ALLOWED_URLS_PROPERTY, QuorumReader
 from ctlplane.wiring import _admin_security
-from harness.localkafka import LOOPBACK, KafkaCluster, clusters_config, free_port, start_kraft_cluster
+from harness.localkafka import LOOPBACK, KafkaCluster, clusters_config, free_port
+from tests.integration.sasl_cluster import start_sasl_cluster
 from tests.integration.served import check_and_run
 from tests.integration.watch import shared_client
-from tests.kafka_versions import KRAFT_UNDER_TEST
 
 pytestmark = pytest.mark.kraft
 
@@ -185,22 +185,8 @@ def oauth_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OAuthClu
         "sasl.oauthbearer.expected.audience": AUDIENCE,
         "sasl.oauthbearer.expected.issuer": tokens.issuer,
     }
-    monkeypatch = pytest.MonkeyPatch()
-    # the brokers' JVMs allow their JWKS URL (the harness's extra JVM options, harness/localkafka/process.py)
-    monkeypatch.setenv("CTLPLANE_KAFKA_JVM_OPTS", f"-D{ALLOWED_URLS_PROPERTY}={jwks.as_uri()}")
-    try:
-        cluster = start_kraft_cluster(
-            "oauth",
-            workdir,
-            controllers=1,
-            brokers=1,
-            version=KRAFT_UNDER_TEST,
-            sasl_users={"unused": "unused-password"},
-            node_overrides={"broker-1": oauth_listener},
-            timeout=90,
-        )
-    finally:
-        monkeypatch.undo()
+    # the brokers' JVMs allow their JWKS URL
+    cluster = start_sasl_cluster("oauth", workdir, oauth_listener, f"-D{ALLOWED_URLS_PROPERTY}={jwks.as_uri()}")
     try:
         yield OAuthCluster(cluster, tokens, secret)
     finally:
