@@ -16,6 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import yaml
+
+from harness.localkafka import free_port
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 
@@ -91,6 +94,20 @@ class Served:
     def texts(self) -> list[str]:
         """Everything shown: where no secret may be."""
         return [self.checked, self.page, *self.api.values(), self.output]
+
+
+def run_config(tmp_path: Path, clusters: Sequence[Mapping[str, Any]]) -> tuple[Path, int]:
+    """A `ctlplane run` config of `clusters` in `tmp_path` (3 s rounds, so a refused view reads as one within
+    the test's wait), and the free port its HTTP server takes."""
+    port = free_port()
+    document = {
+        "clusters": list(clusters),
+        "scrape": {"interval_seconds": 3, "timeout_seconds": 3},
+        "http": {"port": port},
+    }
+    config = tmp_path / "ctlplane.yaml"
+    config.write_text(yaml.safe_dump(document))
+    return config, port
 
 
 def check_and_run(

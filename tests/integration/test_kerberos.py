@@ -22,16 +22,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from ctlplane.exporter.config import ClusterConfig
 from ctlplane.exporter.sources.admin.client import QuorumReader, use_krb5_conf
 from ctlplane.exporter.sources.admin.kerberos import load_krb5_conf, merge_krb5_confs
 from ctlplane.wiring import _admin_security
-from harness.localkafka import KafkaCluster, clusters_config, free_port
+from harness.localkafka import KafkaCluster, clusters_config
 from harness.localkafka.kdc import LocalKdc, kdc_tools_missing
 from tests.integration.sasl_cluster import start_sasl_cluster
-from tests.integration.served import check_and_run
+from tests.integration.served import check_and_run, run_config
 from tests.integration.watch import shared_client
 
 log = logging.getLogger(__name__)
@@ -145,11 +144,7 @@ def _run_config(kerberos: KerberosCluster, tmp_path: Path) -> tuple[Path, int]:
         view("krb-no-kdc", other.principal("ctlplane"), other.krb5_conf),
         view("krb-service", kdc.principal("ctlplane"), kdc.krb5_conf, service="kafka-elsewhere"),
     ]
-    port = free_port()
-    document = {"clusters": clusters, "scrape": {"interval_seconds": 3, "timeout_seconds": 3}, "http": {"port": port}}
-    config = tmp_path / "ctlplane.yaml"
-    config.write_text(yaml.safe_dump(document))
-    return config, port
+    return run_config(tmp_path, clusters)
 
 
 def test_ctlplane_run_reads_the_quorum_through_gssapi_and_names_each_refused_login(

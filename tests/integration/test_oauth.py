@@ -25,14 +25,13 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import pytest
-import yaml
 
 from ctlplane.exporter.config import ClusterConfig
 from ctlplane.exporter.sources.admin.client import ALLOWED_URLS_PROPERTY, QuorumReader
 from ctlplane.wiring import _admin_security
-from harness.localkafka import LOOPBACK, KafkaCluster, clusters_config, free_port
+from harness.localkafka import LOOPBACK, KafkaCluster, clusters_config
 from tests.integration.sasl_cluster import start_sasl_cluster
-from tests.integration.served import check_and_run
+from tests.integration.served import check_and_run, run_config
 from tests.integration.watch import shared_client
 
 pytestmark = pytest.mark.kraft
@@ -271,15 +270,11 @@ def _run_config(oauth: OAuthCluster, tmp_path: Path, wrong_secret: str) -> tuple
         admin = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "OAUTHBEARER", "oauth": login}
         return {**base, "name": name, "bootstrap_servers": bootstrap, "admin": admin}
 
-    port = free_port()
     clusters = [
         view("oauth-good", oauth.tokens.url, {"client_secret_env": "CTLPLANE_TEST_OIDC_SECRET"}),
         view("oauth-wrong", oauth.tokens.url + "/v2", {"client_secret_file": str(tmp_path / "wrong-secret")}),
     ]
-    document = {"clusters": clusters, "scrape": {"interval_seconds": 3, "timeout_seconds": 3}, "http": {"port": port}}
-    config = tmp_path / "ctlplane.yaml"
-    config.write_text(yaml.safe_dump(document))
-    return config, port
+    return run_config(tmp_path, clusters)
 
 
 def test_ctlplane_run_allows_every_clusters_token_endpoint_and_shows_no_secret(
