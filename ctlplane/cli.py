@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ctlplane.exporter.scraper import Scraper
     from ctlplane.exporter.state import ExporterState
 
-from ctlplane.probe import format_probe, format_watch_list
+from ctlplane.probe import format_probe, format_watch_list, read_until_named
 from ctlplane.reload import ConfigReload
 from ctlplane.wiring import (
     build_app,
@@ -253,16 +253,16 @@ def cmd_probe(args: argparse.Namespace) -> int:
         if any(cluster.metrics is not None for cluster in settings.clusters):
             deadline = max(deadline, settings.scrape.page_timeout_seconds)
             sys.stderr.write(f"waiting up to {deadline:g}s for each metrics page (scrape.page_timeout_seconds)\n")
-        scraper.scrape_once(wait_seconds=deadline)
         if args.discover:
+            scraper.scrape_once(wait_seconds=deadline)
             sys.stdout.write(format_watch_list(scraper.targets, state.current(), discovery))
             return 0
-        # the nodes a round's answers named are read from the next; a cold Admin client's first quorum answer
-        # may come a round late (a loaded host), so up to two more rounds while discovery names new nodes
-        for _ in range(2):
-            if not (discovery.rules and (scraper.targets_pending or not scraper.targets)):
-                break
-            scraper.scrape_once(wait_seconds=deadline)
+        read_until_named(
+            scraper,
+            discovering=bool(discovery.rules),
+            wait_seconds=deadline,
+            answer_seconds=settings.scrape.read_deadline_seconds,
+        )
         sys.stdout.write(format_probe(state.current()))
     finally:
         scraper.stop()

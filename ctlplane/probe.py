@@ -1,9 +1,11 @@
-"""`ctlplane probe` as text: one round's nodes, controllers and brokers, and what `--discover` would read."""
+"""`ctlplane probe`: the rounds it reads until discovery has named and read the nodes, and its text (one
+round's nodes, controllers and brokers, and what `--discover` would read)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from ctlplane.exporter.discovery.answers import NodeDiscovery
 from ctlplane.exporter.model import NodeSnapshot, QuorumView
@@ -12,6 +14,47 @@ from ctlplane.exporter.state import Observation
 
 if TYPE_CHECKING:
     pass
+
+# At most this many rounds after the first: each names what the last one's answers named, or waits for an
+# answer still due.
+MAX_DISCOVERY_ROUNDS = 6
+
+
+class ProbeRounds(Protocol):
+    """What the probe's rounds need of the scraper."""
+
+    @property
+    def targets(self) -> Sequence[object]: ...
+
+    @property
+    def targets_pending(self) -> bool: ...
+
+    def scrape_once(self, wait_seconds: float | None = None) -> object: ...
+
+
+def read_until_named(
+    scraper: ProbeRounds,
+    *,
+    discovering: bool,
+    wait_seconds: float,
+    answer_seconds: float,
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
+    """The probe's rounds: no next round serves a late answer here, so after the first, rounds go on while
+    discovery has named nodes not read yet (always read: a listed node never read would say nothing), or,
+    while no node is named at all, for up to three more `answer_seconds` (the read deadline, two quorum
+    reads' time): a cold Admin client's first quorum answer on a loaded host can fail or come late several
+    rounds running (a failed read ends its round at once), where a count of two rounds once ended before
+    the answer came."""
+    scraper.scrape_once(wait_seconds=wait_seconds)
+    if not discovering:
+        return
+    give_up_at = clock() + 3 * answer_seconds
+    for _ in range(MAX_DISCOVERY_ROUNDS):
+        if scraper.targets_pending or (not scraper.targets and clock() < give_up_at):
+            scraper.scrape_once(wait_seconds=wait_seconds)
+        else:
+            return
 
 
 def format_probe(observation: Observation) -> str:

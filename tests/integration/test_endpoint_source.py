@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from ctlplane.exporter.catalog import Mode, Role
+from ctlplane.exporter.config import ScrapeConfig
 from ctlplane.exporter.config.file import parse_settings
 from ctlplane.exporter.health import Cause, Lifecycle
 from ctlplane.exporter.model import Failure, NodeSnapshot
@@ -364,7 +365,8 @@ def test_an_endpoint_served_over_tls_with_basic_auth_is_read_and_refusals_are_on
         version=KRAFT_UNDER_TEST,
         metrics_agent=MetricsAgent(config),
     )
-    client = EndpointClient(5.0)
+    # the product's timeouts: the agent's first page over TLS took more than 5 s on a loaded CI host
+    client = EndpointClient(DEFAULT_SCRAPE_TIMEOUT, ScrapeConfig().page_timeout_seconds)
     try:
         broker = cluster.brokers()[0]
         url = f"https://127.0.0.1:{broker.metrics_port}/metrics"
@@ -439,10 +441,13 @@ def test_one_address_and_an_endpoint_rule_read_every_node_through_its_endpoint(m
                     "metrics": {"naming": "jmx_exporter"},
                 }
             ],
-            "scrape": {"interval_seconds": 2, "timeout_seconds": 2},
         }
     )
-    scraper = build_scraper(settings, Sources(shared_client, EndpointClient(2.0)))
+    # the product's scrape timeouts (a 2 s page, tried first, missed every read for a minute on a loaded CI
+    # host): what is under test is discovery's naming of the nodes, not how fast a cold agent's page comes
+    scrape = settings.scrape
+    endpoints = EndpointClient(scrape.timeout_seconds, scrape.page_timeout_seconds)
+    scraper = build_scraper(settings, Sources(shared_client, endpoints))
     state = build_state(settings, scraper)
     build_discovery(settings, scraper, state)
     # named by discovery's default, {role}-{id}
