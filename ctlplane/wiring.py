@@ -73,6 +73,9 @@ def _metrics_endpoint(metrics: MetricsEndpointConfig, address: str) -> MetricsEn
         metrics.username,
         password.get_secret_value() if password is not None else None,
         str(metrics.ca_file) if metrics.ca_file is not None else None,
+        str(metrics.cert_file) if metrics.cert_file is not None else None,
+        str(metrics.key_file) if metrics.key_file is not None else None,
+        str(metrics.bearer_token_file) if metrics.bearer_token_file is not None else None,
     )
 
 

@@ -43,7 +43,8 @@ want=(java:openjdk-17-jdk-headless mvn:maven)
 if [ "${1:-run}" = test ]; then
   want+=(promtool:prometheus amtool:prometheus-alertmanager prometheus-alertmanager:prometheus-alertmanager
          chromium:chromium openssl:openssl buildah:buildah podman:podman mmdebstrap:mmdebstrap
-         runc:runc systemd-analyze:systemd krb5kdc:krb5-kdc kadmin.local:krb5-admin-server)
+         runc:runc systemd-analyze:systemd krb5kdc:krb5-kdc kadmin.local:krb5-admin-server
+         nginx:nginx-light)
 fi
 missing=()
 for pair in "${want[@]}"; do

@@ -13,7 +13,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ from ctlplane.exporter.catalog import Mode, Role
 from ctlplane.exporter.config import ScrapeConfig
 from ctlplane.exporter.config.file import parse_settings
 from ctlplane.exporter.health import Cause, Lifecycle
-from ctlplane.exporter.model import Failure, NodeSnapshot
+from ctlplane.exporter.model import Failure, NodeSnapshot, RawReading
 from ctlplane.exporter.readings import plan_queries
 from ctlplane.exporter.sources.base import ReadError
 from ctlplane.exporter.sources.endpoint.client import EndpointClient, MetricsEndpoint
@@ -34,6 +35,7 @@ from ctlplane.wiring import build_discovery, build_scraper, build_state
 from harness import localkafka
 from harness.localkafka import KafkaCluster, KafkaNode, MetricsAgent, MetricsReporter, MetricsServer, free_port
 from harness.localkafka.standalone import start_standalone_exporters, stop_standalone_exporters
+from harness.tlsproxy import TlsProxy
 from tests.integration.faults import (
     Timeline,
     pages_then_resolves,
@@ -384,6 +386,65 @@ def test_an_endpoint_served_over_tls_with_basic_auth_is_read_and_refusals_are_on
     finally:
         client.close()
         cluster.stop()
+
+
+def _replace(path: Path, source: Path) -> None:
+    """`path` made a copy of `source` by a rename, as a Secret's files are swapped (a new inode)."""
+    staged = path.with_name(path.name + ".new")
+    staged.write_bytes(source.read_bytes())
+    staged.replace(path)
+
+
+@pytest.mark.kraft
+def test_an_endpoint_behind_a_proxy_asking_a_client_certificate_and_a_token_is_read_and_rotated_without_a_restart(
+    msk_like: KafkaCluster, tmp_path: Path
+) -> None:
+    """A broker's agent behind nginx as kube-rbac-proxy or an ingress fronts a pod: a client certificate of the
+    proxy's CA (one allowed by its fingerprint) and a bearer token. Each refusal is the node's one line; then the
+    proxy allows only a renewed certificate and a new token, both files are replaced under the same names, and
+    the same client's next read uses them (a client kept its first certificate before: 403)."""
+    pki = localkafka.make_local_pki(tmp_path / "pki", ("proxy", "client-a", "client-b"), rogue=True)
+    broker = msk_like.brokers()[0]
+    proxy = TlsProxy(tmp_path / "proxy", f"127.0.0.1:{broker.metrics_port}", pki, "proxy")
+    cert, key, token = tmp_path / "client.pem", tmp_path / "client.key", tmp_path / "token"
+    _replace(cert, pki.cert("client-a"))
+    _replace(key, pki.key("client-a"))
+    token.write_text("token-1\n")
+    proxy.start("client-a", "token-1")
+    client = EndpointClient(DEFAULT_SCRAPE_TIMEOUT, ScrapeConfig().page_timeout_seconds)
+    naming, queries = profile("jmx_exporter"), plan_queries()
+    endpoint = MetricsEndpoint(proxy.url, naming, None, None, str(pki.ca), str(cert), str(key), str(token))
+
+    def broker_state(read: Sequence[RawReading]) -> list[dict[str, object]]:
+        return [dict(r.values) for r in read if r.object_name == "kafka.server:type=KafkaServer,name=BrokerState"]
+
+    def refused(how: MetricsEndpoint) -> ReadError:
+        with pytest.raises(ReadError) as error:
+            client.read(how, queries)
+        assert "\n" not in str(error.value), str(error.value)
+        return error.value
+
+    try:
+        assert broker_state(client.read(endpoint, queries)) == [{"Value": 3.0}]
+        # nginx answers both with a 400 and its page: "No required SSL certificate was sent", "The SSL
+        # certificate error"
+        for cert_file, key_file in ((None, None), (str(pki.cert("rogue")), str(pki.key("rogue")))):
+            anonymous = refused(replace(endpoint, cert_file=cert_file, key_file=key_file))
+            assert str(anonymous) == f"{proxy.url}: HTTP 400 (client certificate refused)", cert_file
+            assert anonymous.failure is Failure.AUTH
+        (tmp_path / "other-token").write_text("token-0\n")
+        wrong = refused(replace(endpoint, bearer_token_file=str(tmp_path / "other-token")))
+        assert str(wrong) == f"{proxy.url}: HTTP 401 (credentials refused)" and wrong.failure is Failure.AUTH
+        proxy.allow("client-b", "token-2")  # the server side rotated first
+        old = refused(endpoint)
+        assert old.failure is Failure.AUTH and str(old) == f"{proxy.url}: HTTP 403 (credentials refused)"
+        _replace(cert, pki.cert("client-b"))
+        _replace(key, pki.key("client-b"))
+        token.write_text("token-2\n")
+        assert broker_state(client.read(endpoint, queries)) == [{"Value": 3.0}]
+    finally:
+        client.close()
+        proxy.stop()
 
 
 @pytest.mark.kraft

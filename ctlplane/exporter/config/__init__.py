@@ -453,14 +453,33 @@ class MetricsEndpointConfig(_Credentials):
     )
     scheme: Literal["http", "https"] = Field(default="http", description="http, or https (jmx_exporter 1.x)")
     path: str = Field(default="/metrics", pattern=r"^/", description="the page's path")
-    ca_file: Path | None = Field(default=None, description="PEM CA for https (the system's trust store without)")
+    ca_file: Path | None = Field(
+        default=None,
+        description="PEM CA for https (the system's trust store without); read again when the file changes",
+    )
+    cert_file: Path | None = Field(
+        default=None,
+        description="PEM client certificate, for an https endpoint that asks for one (mutual TLS: a proxy in front "
+        "of the agent); read again when the file changes, so a renewed certificate is used without a restart",
+    )
+    key_file: Path | None = Field(default=None, description="its key, PEM, unencrypted")
+    bearer_token_file: Path | None = Field(
+        default=None,
+        description="a file that holds a token sent as `Authorization: Bearer` (kube-rbac-proxy in front of the "
+        "pods, a projected service-account token); read at every page, so a rotated token is used at once",
+    )
 
     @model_validator(mode="after")
     def _one_naming(self) -> MetricsEndpointConfig:
         if self.naming is not None and self.rules_file is not None:
             raise ValueError("give naming or rules_file, not both")
-        if self.ca_file is not None and self.scheme != "https":
-            raise ValueError("ca_file is for scheme: https")
+        for name in ("ca_file", "cert_file", "key_file"):
+            if getattr(self, name) is not None and self.scheme != "https":
+                raise ValueError(f"{name} is for scheme: https")
+        if (self.cert_file is None) != (self.key_file is None):
+            raise ValueError("cert_file and key_file go together")
+        if self.bearer_token_file is not None and self.username is not None:
+            raise ValueError("give a user and password or bearer_token_file, not both (one Authorization header)")
         return self
 
     def url(self, address: str) -> str:

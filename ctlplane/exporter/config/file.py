@@ -244,10 +244,19 @@ def kerberos_problems(settings: Settings) -> list[Problem]:
 
 
 def _metrics_problems(where: str, cluster: str, metrics: MetricsEndpointConfig) -> list[Problem]:
-    """The endpoints' CA and password readable, their rules file a jmx_exporter config ctlplane can use."""
-    problems: list[Problem] = []
-    if metrics.ca_file is not None and (problem := _readable_file(metrics.ca_file)) is not None:
-        problems.append(f"{where}.ca_file: {problem}")
+    """The endpoints' CA, client certificate, token and password readable (the certificate and its key load
+    as a pair), their rules file a jmx_exporter config ctlplane can use."""
+    problems: list[Problem] = [
+        f"{where}.{name}: {problem}"
+        for name in ("ca_file", "cert_file", "key_file", "bearer_token_file")
+        if (file := getattr(metrics, name)) is not None and (problem := _readable_file(file)) is not None
+    ]
+    if not problems and metrics.cert_file is not None and metrics.key_file is not None:
+        try:
+            ssl.create_default_context().load_cert_chain(metrics.cert_file, metrics.key_file)
+        except (ssl.SSLError, OSError) as exc:
+            pair = f"{metrics.cert_file}, {metrics.key_file}"
+            problems.append(f"{where}: {pair} do not load as a certificate and its key: {exc}")
     try:
         metrics.password()
     except ValueError as exc:

@@ -14,11 +14,13 @@ scraper reads such a node at its own pace (scraper.py, "paced").
 
 from __future__ import annotations
 
+import os
 import ssl
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx
 
@@ -53,6 +55,9 @@ class MetricsEndpoint:
     username: str | None = None
     password: str | None = field(default=None, repr=False)  # never logged
     ca_file: str | None = None  # PEM; the system's trust store without it
+    cert_file: str | None = None  # PEM client certificate and its key, for an endpoint that asks for one
+    key_file: str | None = None
+    bearer_token_file: str | None = None  # read at every page: a rotated token is used at once
 
     @property
     def address(self) -> str:
@@ -75,20 +80,30 @@ class EndpointClient:
         self.page_timeout_seconds = page_timeout_seconds or timeout_seconds
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
-        self._clients: dict[str | None, httpx.Client] = {}
+        # each set of TLS files (CA, client certificate, key) -> what the files were when its client was made
+        # (FileStamps) and that client: a file renewed in place (cert-manager, a Secret's `..data` swap) makes
+        # a new client at the next read, without a restart
+        self._clients: dict[TlsFiles, tuple[FileStamps, httpx.Client]] = {}
+        self._retired: list[httpx.Client] = []  # replaced, maybe still streaming a page: closed by close()
         self._lookups: dict[tuple[EndpointNaming, tuple[MBeanQuery, ...]], Lookup] = {}
 
     def set_timeouts(self, timeout_seconds: float, page_timeout_seconds: float) -> None:
         self.timeout_seconds, self.page_timeout_seconds = timeout_seconds, page_timeout_seconds
 
-    def _client(self, ca_file: str | None) -> httpx.Client:
+    def _client(self, endpoint: MetricsEndpoint) -> httpx.Client:
+        files = (endpoint.ca_file, endpoint.cert_file, endpoint.key_file)
+        stamps = _stamps(files)
         with self._lock:
-            client = self._clients.get(ca_file)
-            if client is None:
-                verify: ssl.SSLContext | bool = ssl.create_default_context(cafile=ca_file) if ca_file else True
-                client = httpx.Client(verify=verify, follow_redirects=False)
-                self._clients[ca_file] = client
-            return client
+            known = self._clients.get(files)
+            if known is not None and known[0] == stamps:
+                return known[1]
+        client = httpx.Client(verify=_tls_context(endpoint), follow_redirects=False)
+        with self._lock:
+            replaced = self._clients.get(files)
+            self._clients[files] = (stamps, client)
+            if replaced is not None:
+                self._retired.append(replaced[1])
+        return client
 
     def _lookup(self, naming: EndpointNaming, queries: Sequence[MBeanQuery]) -> Lookup:
         key = (naming, tuple(queries))
@@ -105,13 +120,14 @@ class EndpointClient:
             raise ReadError(f"not a metrics endpoint: {endpoint.address}")
         found = self._lookup(endpoint.naming, queries)
         auth = httpx.BasicAuth(endpoint.username, endpoint.password or "") if endpoint.username else None
+        headers = _bearer(endpoint)
         page_seconds = self.page_timeout_seconds
         started = time.monotonic()
         deadline = started + page_seconds
         timeout = httpx.Timeout(self.timeout_seconds, read=page_seconds)
         try:
-            client = self._client(endpoint.ca_file)
-            with client.stream("GET", endpoint.url, auth=auth, timeout=timeout) as response:
+            client = self._client(endpoint)
+            with client.stream("GET", endpoint.url, auth=auth, headers=headers, timeout=timeout) as response:
                 collected_after = time.monotonic() - started  # the page is collected before its headers
                 _check_status(response)
                 size = [0]
@@ -149,14 +165,68 @@ class EndpointClient:
 
     def close(self) -> None:
         with self._lock:
-            clients, self._clients = list(self._clients.values()), {}
+            clients = [client for _, client in self._clients.values()] + self._retired
+            self._clients, self._retired = {}, []
         for client in clients:
             client.close()
+
+
+TlsFiles = tuple[str | None, str | None, str | None]
+FileStamps = tuple[tuple[int, int, int] | None, ...]
+
+
+def _stamps(files: TlsFiles) -> FileStamps:
+    """Each file's (inode, size, mtime), through symlinks (a Secret's `..data` swap names a new file), or None."""
+    stamps = []
+    for file in files:
+        try:
+            stat = os.stat(file) if file is not None else None
+        except OSError:
+            stat = None  # unreadable now: the context's load says why, in the read's error
+        stamps.append((stat.st_ino, stat.st_size, stat.st_mtime_ns) if stat is not None else None)
+    return tuple(stamps)
+
+
+def _tls_context(endpoint: MetricsEndpoint) -> ssl.SSLContext | bool:
+    """The endpoint's trust and client certificate, loaded now; ReadError (one line) where a file does not load."""
+    if endpoint.ca_file is None and endpoint.cert_file is None:
+        return True  # the system's trust store, no client certificate
+    try:
+        context = ssl.create_default_context(cafile=endpoint.ca_file)
+        if endpoint.cert_file is not None:
+            context.load_cert_chain(endpoint.cert_file, endpoint.key_file)
+    except (ssl.SSLError, OSError) as exc:
+        files = ", ".join(file for file in (endpoint.ca_file, endpoint.cert_file, endpoint.key_file) if file)
+        raise ReadError(f"{endpoint.url}: {files} do not load: {_first_line(exc) or type(exc).__name__}") from None
+    return context
+
+
+def _bearer(endpoint: MetricsEndpoint) -> dict[str, str] | None:
+    """The Authorization header of the token in bearer_token_file as it is now; ReadError if it cannot be read."""
+    if endpoint.bearer_token_file is None:
+        return None
+    try:
+        token = Path(endpoint.bearer_token_file).read_text().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or type(exc).__name__
+        file = endpoint.bearer_token_file
+        raise ReadError(f"{endpoint.url}: cannot read bearer_token_file {file}: {reason}") from None
+    if not token:
+        raise ReadError(f"{endpoint.url}: bearer_token_file {endpoint.bearer_token_file} is empty")
+    return {"Authorization": f"Bearer {token}"}
+
+
+# nginx's pages for a TLS client certificate it did not get or could not verify (its 496 and 495 pages,
+# ngx_http_special_response.c), which it sends with status 400, not 403: ingress-nginx, the commonest proxy in
+# front of pods, refuses a client certificate so
+CLIENT_CERTIFICATE_REFUSED = (b"No required SSL certificate was sent", b"The SSL certificate error")
 
 
 def _check_status(response: httpx.Response) -> None:
     if response.status_code in (401, 403):
         raise ReadError(f"{response.url}: HTTP {response.status_code} (credentials refused)", Failure.AUTH)
+    if response.status_code == 400 and any(text in response.read()[:4096] for text in CLIENT_CERTIFICATE_REFUSED):
+        raise ReadError(f"{response.url}: HTTP 400 (client certificate refused)", Failure.AUTH)
     if response.status_code != 200:
         raise ReadError(f"{response.url}: HTTP {response.status_code}")
 

@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -155,3 +156,34 @@ def test_a_hostile_line_of_a_wanted_series_is_named(serve: Callable[[Handler], s
     assert "line 1: an unknown escape in a label value" in str(_error(serve(_answer(200, hostile))))
     truncated = 'kafka_server_KafkaServer_Value{name="BrokerState",x="open} 3.0\n'
     assert "line 1: a label value without its closing quote" in str(_error(serve(_answer(200, truncated))))
+
+
+def test_a_bearer_token_is_read_from_its_file_at_every_page(serve: Callable[[Handler], str], tmp_path: Path) -> None:
+    """As a projected service-account token rotates under kube-rbac-proxy: the file's token of the moment
+    goes out with each page, a refused one is the node's AUTH error, a missing file one line."""
+    accepted = ["Bearer token-1"]
+
+    def handle(request: BaseHTTPRequestHandler) -> None:
+        ok = request.headers.get("Authorization") in accepted
+        _answer(200 if ok else 401, PAGE if ok else "Unauthorized")(request)
+
+    url = serve(handle)
+    token = tmp_path / "token"
+    token.write_text("token-1\n")
+    client = EndpointClient(2.0)
+    endpoint = MetricsEndpoint(url, profile("jmx_exporter"), bearer_token_file=str(token))
+    assert any(r.object_name.endswith("BrokerState") for r in client.read(endpoint, plan_queries()))
+    accepted[:] = ["Bearer token-2"]  # the server rotated first: the old token is refused
+    with pytest.raises(ReadError) as refused:
+        client.read(endpoint, plan_queries())
+    assert refused.value.failure is Failure.AUTH and str(refused.value) == f"{url}: HTTP 401 (credentials refused)"
+    token.write_text("token-2\n")
+    assert client.read(endpoint, plan_queries())
+    token.unlink()
+    with pytest.raises(ReadError) as missing:
+        client.read(endpoint, plan_queries())
+    assert str(missing.value) == f"{url}: cannot read bearer_token_file {token}: No such file or directory"
+    token.write_text("\n")
+    with pytest.raises(ReadError, match="is empty$"):
+        client.read(endpoint, plan_queries())
+    client.close()

@@ -11,6 +11,7 @@ from ctlplane.exporter.sources.endpoint.client import MetricsEndpoint
 from ctlplane.exporter.sources.endpoint.evidence import missing_lifecycle_evidence
 from ctlplane.exporter.sources.endpoint.profiles import PROFILES, profile
 from ctlplane.wiring import build_targets
+from harness.localkafka import make_local_pki
 
 MSK = """
 clusters:
@@ -105,6 +106,12 @@ def test_every_profile_serves_lifecycle_evidence(name: str) -> None:
     [
         ("{naming: strimzi, rules_file: /x.yaml}", "give naming or rules_file, not both"),
         ("{ca_file: /x.pem}", "ca_file is for scheme: https"),
+        ("{cert_file: /c.pem, key_file: /c.key}", "cert_file is for scheme: https"),
+        ("{scheme: https, cert_file: /c.pem}", "cert_file and key_file go together"),
+        (
+            "{username: prom, password_env: HOME, bearer_token_file: /t}",
+            "give a user and password or bearer_token_file, not both",
+        ),
         ("{naming: msk}", "clusters.0.metrics.naming"),
         ("{path: metrics}", "clusters.0.metrics.path"),
     ],
@@ -112,3 +119,24 @@ def test_every_profile_serves_lifecycle_evidence(name: str) -> None:
 def test_a_wrong_metrics_setting_names_itself(tmp_path: Path, metrics: str, says: str) -> None:
     with pytest.raises(ConfigError, match=says.replace(".", r"\.")):
         _load(tmp_path, MSK.replace("{naming: %s}", metrics))
+
+
+def test_a_client_certificate_and_a_token_reach_the_endpoint_and_their_files_are_checked(tmp_path: Path) -> None:
+    pki = make_local_pki(tmp_path / "pki", ("client", "other"))
+    token = tmp_path / "token"
+    token.write_text("t0ken\n")
+    files = f"ca_file: {pki.ca}, cert_file: {pki.cert('client')}, key_file: {pki.key('client')}"
+    text = MSK.replace("{naming: %s}", f"{{scheme: https, {files}, bearer_token_file: {token}}}")
+    (endpoint,) = _load(tmp_path, text)
+    assert isinstance(endpoint, MetricsEndpoint)
+    assert (endpoint.ca_file, endpoint.cert_file, endpoint.key_file, endpoint.bearer_token_file) == (
+        str(pki.ca), str(pki.cert("client")), str(pki.key("client")), str(token),
+    )  # fmt: skip
+    with pytest.raises(ConfigError) as mismatched:  # another certificate's key
+        _load(tmp_path, text.replace(str(pki.key("client")), str(pki.key("other"))))
+    (_, line) = str(mismatched.value).splitlines()
+    assert line.strip().startswith(f"clusters.0.metrics: {pki.cert('client')}, {pki.key('other')} do not load")
+    with pytest.raises(ConfigError) as missing:
+        _load(tmp_path, text.replace(str(token), str(tmp_path / "gone")))
+    (_, line) = str(missing.value).splitlines()
+    assert line.strip() == f"clusters.0.metrics.bearer_token_file: {tmp_path / 'gone'}: no such file"
