@@ -15,7 +15,6 @@ from ctlplane.exporter.discovery.dns import DnsWatch
 from ctlplane.exporter.families import Family, reload_families
 from ctlplane.exporter.fencing_watch import FencingWatch
 from ctlplane.exporter.scraper import Scraper
-from ctlplane.exporter.sources.routed import Sources
 from ctlplane.exporter.state import ExporterState
 from ctlplane.wiring import (
     DiscoveredTargets,
@@ -26,6 +25,7 @@ from ctlplane.wiring import (
     discovery_rules,
     dns_interval,
     dns_sources,
+    scrape_plan,
     sharded,
 )
 
@@ -55,14 +55,15 @@ class ConfigReload:
     intervals and health thresholds. What survives: each kept node's counters, identity and JMX connection,
     the health model's memory (failovers, lifecycle), the dashboard's trail and the history buffers.
 
-    Where each setting it applies goes (tests/unit/cli/test_reload.py, a test each): `clusters` and `jmx`
-    (but its trust store) -> the scraper's targets, discovery's rules and DiscoveredTargets, the quorum
-    readers, the DNS watch; `scrape.interval_seconds` -> the scraper (its pace, the slow tier's due time),
-    which /healthz reads (build_app); `scrape.fencing_poll_seconds` -> the fencing watch;
-    `scrape.timeout_seconds` -> the scraper's wait per round, the quorum readers' Admin deadline, the DNS
-    resolvers' lifetime, the metrics endpoints' HTTP timeout and read deadline (not yet the JMX client's read
-    deadline, which build_client sets once; its RMI timeouts are the JVM's, fixed at its start); `health`
-    -> the state's thresholds. RESTART_ONLY lists what it does not apply."""
+    Where each setting it applies goes, each part changed only through its own `configure` or `set_*`
+    (tests/unit/cli/test_reload.py, a test each): `clusters` and `jmx` (but its trust store) -> the scraper's
+    targets, discovery's rules and targets (NodeDiscovery.configure with a DiscoveredTargets of the new
+    config), the quorum readers, the DNS watch; `scrape.interval_seconds` -> the scraper's plan (its pace,
+    the slow tier's due time), which /healthz reads (build_app); `scrape.fencing_poll_seconds` -> the fencing
+    watch; `scrape.timeout_seconds` and `page_timeout_seconds` -> the scraper's plan (its wait per round, and
+    its node sources' timeouts: the metrics endpoints' HTTP timeout and page deadline; not the JPype JMX
+    client's, whose RMI timeouts are the JVM's, fixed at its start), the quorum readers' Admin deadline, the
+    DNS resolvers' lifetime; `health` -> the state's thresholds. RESTART_ONLY lists what it does not apply."""
 
     def __init__(
         self,
@@ -107,19 +108,16 @@ class ConfigReload:
                 build_quorum_sources(new, self.scraper.quorum_sources, old), admin_only(new)
             )
             self.scraper.set_canaries(build_canaries(new, self.scraper.canaries, old))
-            self.scraper.interval_seconds = new.scrape.interval_seconds
-            self.scraper.timeout_seconds = new.scrape.timeout_seconds
-            if isinstance(self.scraper.client, Sources):
-                self.scraper.client.endpoints.set_timeouts(new.scrape.timeout_seconds, new.scrape.page_timeout_seconds)
-            self.state.thresholds = new.health.thresholds()
-            if isinstance(self.discovery.make_target, DiscoveredTargets):
-                self.discovery.make_target.settings = new
-            self.discovery.update(build_targets(new), discovery_rules(new))
+            # each part changed through its own configure (tests/unit/cli/test_reload.py holds that nothing
+            # here assigns another object's attribute)
+            if (plan := scrape_plan(new)) != self.scraper.plan:
+                self.scraper.configure(plan)
+            self.state.configure(new.health.thresholds())
+            self.discovery.configure(build_targets(new), discovery_rules(new), DiscoveredTargets(new))
             if self.dns is not None:
-                self.dns.sources = dns_sources(new)
-                self.dns.interval_seconds = dns_interval(new)
+                self.dns.configure(dns_sources(new), dns_interval(new))
             if self.fencing is not None:
-                self.fencing.poll_seconds = new.scrape.fencing_poll_seconds
+                self.fencing.configure(new.scrape.fencing_poll_seconds)
             self.successful = True
             self.last_success_at = self.clock()
             log.info(

@@ -20,10 +20,10 @@ from ctlplane.exporter.families import Family, dashboard_family
 from ctlplane.exporter.fencing_watch import FencingWatch
 from ctlplane.exporter.memory import MemoryReleaser, collect_garbage_per_round
 from ctlplane.exporter.releases import CLIENT_VERSION
-from ctlplane.exporter.scraper import CanarySource, QuorumSource, Scraper, Target
+from ctlplane.exporter.scraper import CanarySource, QuorumSource, ScrapePlan, Scraper, Target
 from ctlplane.exporter.shards import parse_shard
 from ctlplane.exporter.sources.admin import client as kafka_admin
-from ctlplane.exporter.sources.base import NodeEndpoint, NodeSource
+from ctlplane.exporter.sources.base import NodeEndpoint, NodeSource, ReadTimeouts
 from ctlplane.exporter.sources.endpoint.client import EndpointClient, MetricsEndpoint
 from ctlplane.exporter.sources.endpoint.profiles import EndpointNaming, naming_from_file, profile
 from ctlplane.exporter.sources.jmx.base import Endpoint, JmxClient
@@ -108,7 +108,7 @@ class DiscoveredTargets:
     reload replaces them)."""
 
     def __init__(self, settings: Settings) -> None:
-        self.settings = settings
+        self.settings = settings  # a reload makes a new factory (NodeDiscovery.configure), never changes this
 
     def __call__(self, cluster: str, node: str, address: str, role: Role, node_id: int | None) -> Target:
         config = next(c for c in self.settings.clusters if c.name == cluster)
@@ -325,6 +325,12 @@ def _quorum_settings(cluster: ClusterConfig, settings: Settings) -> tuple[object
     return (cluster.bootstrap_servers, cluster.bootstrap_controllers, cluster.admin, settings.scrape.timeout_seconds)
 
 
+def scrape_plan(settings: Settings) -> ScrapePlan:
+    """The rounds' pace and the node reads' timeouts of a config (Scraper.configure)."""
+    scrape = settings.scrape
+    return ScrapePlan(scrape.interval_seconds, ReadTimeouts(scrape.timeout_seconds, scrape.page_timeout_seconds))
+
+
 def build_scraper(settings: Settings, client: NodeSource | None = None) -> Scraper:
     """The scraper of the listed nodes (build_discovery adds the discovered ones)."""
     client = client or build_client(settings)
@@ -337,6 +343,7 @@ def build_scraper(settings: Settings, client: NodeSource | None = None) -> Scrap
         quorum_sources=build_quorum_sources(settings),
         slow_interval_seconds=settings.scrape.slow_interval_seconds,
         page_interval_seconds=settings.scrape.page_interval_seconds,
+        page_timeout_seconds=settings.scrape.page_timeout_seconds,
         admin_only=admin_only(settings),
         canaries=build_canaries(settings),
     )
@@ -412,8 +419,8 @@ def build_app(
     dashboard = [dashboard_family(public_url)] if public_url is not None else []
     return create_app(
         state.current,
-        # read per request: the interval a reload sets (ConfigReload sets the scraper's) is the one it judges by
-        interval_seconds=lambda: scraper.interval_seconds,
+        # read per request: the interval of the scraper's plan, which a reload configures, is the one it judges by
+        interval_seconds=lambda: scraper.plan.interval_seconds,
         version=ctlplane_version(),
         basic_auth_users=settings.http.basic_auth_users,
         clock=clock,

@@ -79,7 +79,7 @@ def newly_fenced(before: Word, now: Word) -> set[int]:
 
 class FencingWatch:
     """Polls every cluster's active controller for its fencing word and calls `wake` when it differs from the
-    last round's read of that node. `poll_seconds` may be changed at any time (a reload)."""
+    last round's read of that node. `configure` changes its poll at any time (a reload)."""
 
     def __init__(
         self,
@@ -135,6 +135,10 @@ class FencingWatch:
         if woke:
             self.wake(fenced)
         return woke
+
+    def configure(self, poll_seconds: float) -> None:
+        """Poll this often from the next poll on (0: off); a reload's scrape.fencing_poll_seconds."""
+        self.poll_seconds = poll_seconds
 
     def start(self) -> FencingWatch:
         if self._thread is None:

@@ -57,7 +57,7 @@ from ctlplane.exporter.readings import (
     queries_for,
     samples_from_readings,
 )
-from ctlplane.exporter.sources.base import CollectedReadings, NodeEndpoint, NodeSource, ReadError
+from ctlplane.exporter.sources.base import CollectedReadings, NodeEndpoint, NodeSource, ReadError, ReadTimeouts
 from ctlplane.exporter.subscribers import Subscribers
 
 log = logging.getLogger(__name__)
@@ -361,6 +361,15 @@ def _quorum_answer(read: Future[QuorumView], read_round: int, sequence: int, tim
     return read.result()
 
 
+@dataclass(frozen=True)
+class ScrapePlan:
+    """What a reload may change of the rounds (ScrapeConfig): their pace and how long a round waits for a
+    node (the node sources' timeouts)."""
+
+    interval_seconds: float
+    reads: ReadTimeouts
+
+
 class Scraper:
     def __init__(
         self,
@@ -374,6 +383,7 @@ class Scraper:
         quorum_sources: Mapping[str, QuorumSource] | None = None,
         slow_interval_seconds: float | None = None,
         page_interval_seconds: float = 0.0,
+        page_timeout_seconds: float | None = None,
         admin_only: Collection[str] = (),
         canaries: Mapping[str, CanarySource] | None = None,
     ) -> None:
@@ -388,8 +398,9 @@ class Scraper:
         self._quorum_pool = _quorum_pool(self.quorum_sources)
         self._quorum_reads: dict[str, tuple[Future[QuorumView], int]] = {}
         self.client = client
-        self.interval_seconds = interval_seconds
-        self.timeout_seconds = timeout_seconds
+        # the pace and timeouts: set by configure alone after this (a reload); /healthz reads them as `plan`
+        self.interval_seconds, self.timeout_seconds = interval_seconds, timeout_seconds
+        self._page_timeout_seconds = timeout_seconds if page_timeout_seconds is None else page_timeout_seconds
         self.clock = clock
         self.queries: tuple[MBeanQuery, ...] = plan_queries()
         # None: every MBean every round. Otherwise the slow tier's MBeans (MetricSpec.slow) are read when
@@ -400,8 +411,7 @@ class Scraper:
         self.fast_queries = (
             self.queries if slow_interval_seconds is None else tuple(query for query in self.queries if not query.slow)
         )
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jmx")
-        self.workers = workers
+        self._pool, self.workers = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jmx"), workers
         # clusters served even with no node to read yet (every node to be discovered): their quorum's view
         self.cluster_names = tuple(dict.fromkeys([*(t.cluster for t in self.targets), *self.quorum_sources]))
         self._lanes: dict[str, _Lane] = {}
@@ -423,6 +433,19 @@ class Scraper:
 
     def latest(self) -> FleetSnapshot:
         return self._latest
+
+    @property
+    def plan(self) -> ScrapePlan:
+        """The pace and timeouts in force (the constructor's, or the last configure's)."""
+        return ScrapePlan(self.interval_seconds, ReadTimeouts(self.timeout_seconds, self._page_timeout_seconds))
+
+    def configure(self, plan: ScrapePlan) -> None:
+        """A reload's pace and timeouts: the run loop's next wait and slow-tier due times, the next round's wait
+        for its reads, and the node sources' next reads."""
+        self.interval_seconds = plan.interval_seconds
+        self.timeout_seconds = plan.reads.timeout_seconds
+        self._page_timeout_seconds = plan.reads.page_timeout_seconds
+        self.client.configure(plan.reads)
 
     def set_targets(self, targets: Sequence[Target]) -> None:
         """Read these nodes from the next round on (discovery found some, a reload changed the list). A node

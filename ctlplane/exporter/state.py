@@ -25,6 +25,10 @@ class Observation:
 
 
 class ExporterState:
+    def configure(self, thresholds: Thresholds) -> None:
+        """Judge the next round by these thresholds (a reload's `health`)."""
+        self.thresholds = thresholds
+
     def __init__(self, initial: FleetSnapshot, thresholds: Thresholds) -> None:
         self.thresholds = thresholds
         self._memory = HealthMemory()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -61,7 +62,7 @@ def test_a_zookeeper_mode_broker_deregistered_between_rounds_is_published_by_a_r
 
 def _fenced_then_restarted(cluster: KafkaCluster, watch: Watch, victim: KafkaNode) -> None:
     name, scraper = cluster.name, watch.scraper
-    scraper.interval_seconds = INTERVAL
+    scraper.configure(replace(scraper.plan, interval_seconds=INTERVAL))
     rounds: list[Observation] = []
     seen = threading.Condition()
 

@@ -277,8 +277,9 @@ class NodeDiscovery:
         self.forgotten_total: dict[tuple[str, Departure], int] = {}
         self._lock = threading.Lock()  # a reload's update (its own thread) against the round's observe
 
-    def update(self, listed: Sequence[Target], rules: Mapping[str, JmxRule]) -> None:
-        """A reloaded config: its listed nodes and rules, applied at once. A cluster whose discovery was
+    def configure(self, listed: Sequence[Target], rules: Mapping[str, JmxRule], make_target: TargetFactory) -> None:
+        """A reloaded config: its listed nodes, rules and how a found node is read (its cluster's credentials
+        in the new config), applied at once. A cluster whose discovery was
         turned off or removed takes its discovered nodes with it (the operator's word, not an absence); a
         cluster whose rule changed finds its nodes again with the new rule from the next answer."""
         with self._lock:
@@ -287,6 +288,7 @@ class NodeDiscovery:
             }
             self.listed = tuple(listed)
             self.rules = dict(rules)
+            self.make_target = make_target
             self.found = {name: Discovered() if name in changed else self.found[name] for name in rules}
             self.dns = {name: found for name, found in self.dns.items() if name in rules}
             self.apply(self.targets())

@@ -99,7 +99,7 @@ class DnsWatch:
     """Resolves each cluster's names (with its own resolver) every `interval_seconds`, in a thread of its
     own, and hands what they answered to `found(cluster, nodes)`. A name that fails keeps what it last
     answered (logged once per new error): a DNS outage must not make nodes look gone. A reload replaces
-    `sources` and `interval_seconds` whole."""
+    `sources` and `interval_seconds` whole (`configure`)."""
 
     def __init__(
         self,
@@ -132,6 +132,10 @@ class DnsWatch:
                     log.info("cluster %s: %s resolves again", cluster, name.name)
             if not failed:
                 self.found(cluster, nodes)
+
+    def configure(self, sources: Mapping[str, tuple[DnsResolver, Sequence[DnsName]]], interval_seconds: float) -> None:
+        """A reload's names and interval, from the next resolution on."""
+        self.sources, self.interval_seconds = dict(sources), interval_seconds
 
     def start(self) -> DnsWatch:
         if self._thread is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ctlplane.exporter.model import Failure, MBeanQuery, RawReading
@@ -35,6 +36,14 @@ class NodeEndpoint(Protocol):
     def address(self) -> str: ...
 
 
+@dataclass(frozen=True)
+class ReadTimeouts:
+    """How long a node's read may take (ScrapeConfig): to connect and answer, and for a metrics page."""
+
+    timeout_seconds: float
+    page_timeout_seconds: float
+
+
 class NodeSource(Protocol):
     # `endpoint` is Any: each source takes its own kind (a JMX client an Endpoint, the endpoint client a
     # MetricsEndpoint), and routed.Sources hands each the kind it takes
@@ -43,6 +52,11 @@ class NodeSource(Protocol):
 
         Raises ReadError when the node cannot be read at all.
         """
+        ...
+
+    def configure(self, timeouts: ReadTimeouts) -> None:
+        """Read with these timeouts from the next read on (a reload); a source whose timeouts are fixed at
+        its start says so in its own docstring."""
         ...
 
     def close(self) -> None: ...

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from ctlplane.exporter.model import MBeanQuery, RawReading
-from ctlplane.exporter.sources.base import NodeEndpoint, ReadError
+from ctlplane.exporter.sources.base import NodeEndpoint, ReadError, ReadTimeouts
 from ctlplane.exporter.sources.endpoint.client import EndpointClient, MetricsEndpoint
 from ctlplane.exporter.sources.jmx.base import Endpoint, JmxClient
 
@@ -37,6 +37,10 @@ class Sources:
         if isinstance(endpoint, Endpoint):
             return self.jmx.read(endpoint, queries)
         raise ReadError(f"no source reads a {type(endpoint).__name__} ({endpoint.address})")
+
+    def configure(self, timeouts: ReadTimeouts) -> None:
+        """The metrics endpoints' timeouts; remote JMX keeps its own (JmxClient.configure)."""
+        self.endpoints.configure(timeouts)
 
     def close(self) -> None:
         try:

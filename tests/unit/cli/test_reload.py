@@ -9,6 +9,7 @@ wait, the quorum readers' Admin deadline, the DNS resolvers'), `health.*` (the h
 
 from __future__ import annotations
 
+import ast
 import logging
 import time
 from collections.abc import Sequence
@@ -291,3 +292,40 @@ def test_a_reloaded_fencing_poll_paces_the_fencing_watch(tmp_path: Path) -> None
     _config(path, {"c1": [1]}, scrape={"interval_seconds": 1.0, "timeout_seconds": 0.3, "fencing_poll_seconds": 0})
     assert reload() is None
     assert fencing.poll_seconds == 0  # off: FencingWatch._run asks no controller
+
+
+ROOT = Path(__file__).resolve().parents[3]
+RUNTIME = ("ctlplane/reload.py", "ctlplane/wiring.py", "ctlplane/cli.py")
+
+
+def other_objects_attributes_assigned(source: str) -> list[str]:
+    """`x.attr = …` where x is a part handed in (a parameter, a global or `self.part`), not `self` nor an
+    object the function made itself (an ssl context it set up): a part changed from outside its configure."""
+    found = []
+    for function in ast.walk(ast.parse(source)):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+            continue
+        body = ast.Module(body=function.body, type_ignores=[])
+        made_here = {n.id for n in ast.walk(body) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        for node in ast.walk(body):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                owner = node.value
+                if isinstance(owner, ast.Name) and (owner.id == "self" or owner.id in made_here):
+                    continue
+                found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return sorted(set(found), key=lambda line: int(line.split()[1].rstrip(":")))
+
+
+@pytest.mark.parametrize("path", RUNTIME)
+def test_the_runtime_changes_a_running_part_only_through_its_configure(path: str) -> None:
+    """The reload once set the scraper's interval by a bare assignment and /healthz read it back through a
+    lambda: every running part changes through its own configure or set_* (docs: the reload contract)."""
+    assert other_objects_attributes_assigned((ROOT / path).read_text()) == []
+
+
+def test_the_guard_sees_an_assignment_to_another_parts_attribute() -> None:
+    poked = (
+        "class R:\n    def __call__(self, dns):\n        self.scraper.interval_seconds = 5\n        dns.sources = {}\n"
+        "        context = make()\n        context.check_hostname = False\n        self.ok = 1\n"
+    )
+    assert other_objects_attributes_assigned(poked) == ["line 3: self.scraper.interval_seconds", "line 4: dns.sources"]

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from ctlplane.exporter.model import Failure, MBeanQuery, RawReading
 from ctlplane.exporter.scraper import Scraper, Target
+from ctlplane.exporter.sources.base import ReadTimeouts
 from ctlplane.exporter.sources.jmx.base import Endpoint, JmxError
 
 BROKER_STATE = "kafka.server:type=KafkaServer,name=BrokerState"
@@ -29,6 +30,9 @@ class ScriptedClient:
         if endpoint.port in self.stalled:
             self.release.wait(10)
         return [RawReading(BROKER_STATE, BROKER_STATE, {"type": "KafkaServer", "name": "BrokerState"}, {"Value": 3.0})]
+
+    def configure(self, timeouts: ReadTimeouts) -> None:
+        self.timeouts = timeouts
 
     def close(self) -> None:
         self.release.set()

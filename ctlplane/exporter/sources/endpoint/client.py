@@ -26,7 +26,7 @@ import httpx
 
 from ctlplane.exporter.catalog import CATALOG, SeriesType
 from ctlplane.exporter.model import Failure, MBeanQuery, RawReading
-from ctlplane.exporter.sources.base import CollectedReadings, NodeEndpoint, ReadError
+from ctlplane.exporter.sources.base import CollectedReadings, NodeEndpoint, ReadError, ReadTimeouts
 from ctlplane.exporter.sources.endpoint.naming import Inversion, invert
 from ctlplane.exporter.sources.endpoint.profiles import AGENT_ALIASES, EndpointNaming
 from ctlplane.exporter.sources.endpoint.readings import Lookup, lookup, node_readings
@@ -87,8 +87,8 @@ class EndpointClient:
         self._retired: list[httpx.Client] = []  # replaced, maybe still streaming a page: closed by close()
         self._lookups: dict[tuple[EndpointNaming, tuple[MBeanQuery, ...]], Lookup] = {}
 
-    def set_timeouts(self, timeout_seconds: float, page_timeout_seconds: float) -> None:
-        self.timeout_seconds, self.page_timeout_seconds = timeout_seconds, page_timeout_seconds
+    def configure(self, timeouts: ReadTimeouts) -> None:
+        self.timeout_seconds, self.page_timeout_seconds = timeouts.timeout_seconds, timeouts.page_timeout_seconds
 
     def _client(self, endpoint: MetricsEndpoint) -> httpx.Client:
         files = (endpoint.ca_file, endpoint.cert_file, endpoint.key_file)

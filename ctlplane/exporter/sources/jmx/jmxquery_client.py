@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from ctlplane.exporter.model import Failure, MBeanQuery, RawReading
 from ctlplane.exporter.readings import parse_object_name
+from ctlplane.exporter.sources.base import ReadTimeouts
 from ctlplane.exporter.sources.jmx.base import Endpoint, JmxError
 
 
@@ -50,6 +51,9 @@ class JmxQueryClient:
             _, keys = parse_object_name(name)
             readings.append(RawReading(pattern, name, keys, attrs))
         return readings
+
+    def configure(self, timeouts: ReadTimeouts) -> None:
+        self.timeout_seconds = timeouts.timeout_seconds  # each query's own timeout
 
     def close(self) -> None:
         pass

@@ -18,6 +18,7 @@ from typing import Any
 
 from ctlplane.exporter.jvm.javac import JavacError
 from ctlplane.exporter.model import Failure, MBeanQuery, RawReading
+from ctlplane.exporter.sources.base import ReadTimeouts
 from ctlplane.exporter.sources.jmx import connect_timeouts, node_reader
 from ctlplane.exporter.sources.jmx.base import Endpoint, JmxError
 
@@ -511,6 +512,10 @@ class JPypeJmxClient:
                     message = f"read abandoned after {self.read_deadline_seconds:g}s (answers too slowly)"
                     raise JmxError(f"{endpoint.address}: {message}", Failure.TIMEOUT) from None
                 raise _describe(exc, endpoint) from None
+
+    def configure(self, timeouts: ReadTimeouts) -> None:
+        """Nothing: the RMI timeouts are the JVM's, fixed at its start (start_jvm), and the read deadline is
+        the one this client was made with (a restart applies a new one)."""
 
     def close(self) -> None:
         with self._guard:

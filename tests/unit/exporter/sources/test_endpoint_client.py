@@ -184,6 +184,6 @@ def test_a_bearer_token_is_read_from_its_file_at_every_page(serve: Callable[[Han
         client.read(endpoint, plan_queries())
     assert str(missing.value) == f"{url}: cannot read bearer_token_file {token}: No such file or directory"
     token.write_text("\n")
-    with pytest.raises(ReadError, match="is empty$"):
+    with pytest.raises(ReadError, match=r"is empty$"):
         client.read(endpoint, plan_queries())
     client.close()
