@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from ctlplane.exporter.discovery.answers import NodeDiscovery
 from ctlplane.exporter.model import NodeSnapshot, QuorumView
 from ctlplane.exporter.scraper import Target
 from ctlplane.exporter.state import Observation
-
-if TYPE_CHECKING:
-    pass
 
 # At most this many rounds after the first: each names what the last one's answers named, or waits for an
 # answer still due.

@@ -398,9 +398,8 @@ class Scraper:
         self._quorum_pool = _quorum_pool(self.quorum_sources)
         self._quorum_reads: dict[str, tuple[Future[QuorumView], int]] = {}
         self.client = client
-        # the pace and timeouts: set by configure alone after this (a reload); /healthz reads them as `plan`
-        self.interval_seconds, self.timeout_seconds = interval_seconds, timeout_seconds
-        self._page_timeout_seconds = timeout_seconds if page_timeout_seconds is None else page_timeout_seconds
+        page_timeout = page_timeout_seconds or timeout_seconds
+        self._plan = ScrapePlan(interval_seconds, ReadTimeouts(timeout_seconds, page_timeout))  # configure replaces it
         self.clock = clock
         self.queries: tuple[MBeanQuery, ...] = plan_queries()
         # None: every MBean every round. Otherwise the slow tier's MBeans (MetricSpec.slow) are read when
@@ -411,7 +410,8 @@ class Scraper:
         self.fast_queries = (
             self.queries if slow_interval_seconds is None else tuple(query for query in self.queries if not query.slow)
         )
-        self._pool, self.workers = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jmx"), workers
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jmx")
+        self.workers = workers
         # clusters served even with no node to read yet (every node to be discovered): their quorum's view
         self.cluster_names = tuple(dict.fromkeys([*(t.cluster for t in self.targets), *self.quorum_sources]))
         self._lanes: dict[str, _Lane] = {}
@@ -437,14 +437,20 @@ class Scraper:
     @property
     def plan(self) -> ScrapePlan:
         """The pace and timeouts in force (the constructor's, or the last configure's)."""
-        return ScrapePlan(self.interval_seconds, ReadTimeouts(self.timeout_seconds, self._page_timeout_seconds))
+        return self._plan
+
+    @property
+    def interval_seconds(self) -> float:
+        return self._plan.interval_seconds
+
+    @property
+    def timeout_seconds(self) -> float:
+        return self._plan.reads.timeout_seconds
 
     def configure(self, plan: ScrapePlan) -> None:
         """A reload's pace and timeouts: the run loop's next wait and slow-tier due times, the next round's wait
         for its reads, and the node sources' next reads."""
-        self.interval_seconds = plan.interval_seconds
-        self.timeout_seconds = plan.reads.timeout_seconds
-        self._page_timeout_seconds = plan.reads.page_timeout_seconds
+        self._plan = plan
         self.client.configure(plan.reads)
 
     def set_targets(self, targets: Sequence[Target]) -> None:

@@ -25,10 +25,6 @@ class Observation:
 
 
 class ExporterState:
-    def configure(self, thresholds: Thresholds) -> None:
-        """Judge the next round by these thresholds (a reload's `health`)."""
-        self.thresholds = thresholds
-
     def __init__(self, initial: FleetSnapshot, thresholds: Thresholds) -> None:
         self.thresholds = thresholds
         self._memory = HealthMemory()
@@ -36,6 +32,10 @@ class ExporterState:
         self._current = Observation(initial, health)
         self._lock = threading.Lock()
         self._subscribers: Subscribers[Observation] = Subscribers("observation")
+
+    def configure(self, thresholds: Thresholds) -> None:
+        """Judge the next round by these thresholds (a reload's `health`)."""
+        self.thresholds = thresholds
 
     def subscribe(self, subscriber: Callable[[Observation], None]) -> None:
         """Call `subscriber` with every later observation, in the observing (scraper) thread."""

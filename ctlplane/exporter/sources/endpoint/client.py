@@ -225,8 +225,10 @@ CLIENT_CERTIFICATE_REFUSED = (b"No required SSL certificate was sent", b"The SSL
 def _check_status(response: httpx.Response) -> None:
     if response.status_code in (401, 403):
         raise ReadError(f"{response.url}: HTTP {response.status_code} (credentials refused)", Failure.AUTH)
-    if response.status_code == 400 and any(text in response.read()[:4096] for text in CLIENT_CERTIFICATE_REFUSED):
-        raise ReadError(f"{response.url}: HTTP 400 (client certificate refused)", Failure.AUTH)
+    if response.status_code == 400:
+        first = next(response.iter_bytes(4096), b"")  # the page's first chunk: a 400 is not bounded by max_bytes
+        if any(text in first for text in CLIENT_CERTIFICATE_REFUSED):
+            raise ReadError(f"{response.url}: HTTP 400 (client certificate refused)", Failure.AUTH)
     if response.status_code != 200:
         raise ReadError(f"{response.url}: HTTP {response.status_code}")
 
