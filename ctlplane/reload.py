@@ -41,8 +41,6 @@ RESTART_ONLY = (
     "scrape.jvm_max_heap",
     "scrape.slow_interval_seconds",
     "scrape.page_interval_seconds",
-    "jmx.truststore",
-    "jmx.truststore_password_file",
 )
 
 
@@ -56,14 +54,15 @@ class ConfigReload:
     the health model's memory (failovers, lifecycle), the dashboard's trail and the history buffers.
 
     Where each setting it applies goes, each part changed only through its own `configure` or `set_*`
-    (tests/unit/cli/test_reload.py, a test each): `clusters` and `jmx` (but its trust store) -> the scraper's
-    targets, discovery's rules and targets (NodeDiscovery.configure with a DiscoveredTargets of the new
-    config), the quorum readers, the DNS watch; `scrape.interval_seconds` -> the scraper's plan (its pace,
-    the slow tier's due time), which /healthz reads (build_app); `scrape.fencing_poll_seconds` -> the fencing
-    watch; `scrape.timeout_seconds` and `page_timeout_seconds` -> the scraper's plan (its wait per round, and
-    its node sources' timeouts: the metrics endpoints' HTTP timeout and page deadline; not the JPype JMX
-    client's, whose RMI timeouts are the JVM's, fixed at its start), the quorum readers' Admin deadline, the
-    DNS resolvers' lifetime; `health` -> the state's thresholds. RESTART_ONLY lists what it does not apply."""
+    (tests/unit/cli/test_reload.py, a test each): `clusters` and `jmx` (its TLS material too: each endpoint's
+    own) -> the scraper's targets, discovery's rules and targets (NodeDiscovery.configure with a
+    DiscoveredTargets of the new config), the quorum readers, the DNS watch; `scrape.interval_seconds` -> the
+    scraper's plan (its pace, the slow tier's due time), which /healthz reads (build_app);
+    `scrape.fencing_poll_seconds` -> the fencing watch; `scrape.timeout_seconds` and `page_timeout_seconds` ->
+    the scraper's plan (its wait per round, and its node sources' timeouts: the metrics endpoints' HTTP timeout
+    and page deadline; not the JPype JMX client's, whose RMI timeouts are the JVM's, fixed at its start), the
+    quorum readers' Admin deadline, the DNS resolvers' lifetime; `health` -> the state's thresholds.
+    RESTART_ONLY lists what it does not apply."""
 
     def __init__(
         self,

@@ -12,7 +12,7 @@ from importlib.metadata import version as package_version
 from typing import TYPE_CHECKING, Protocol
 
 from ctlplane.exporter.catalog import Role
-from ctlplane.exporter.config import ClusterConfig, MetricsEndpointConfig, Settings
+from ctlplane.exporter.config import ClusterConfig, JmxAuth, MetricsEndpointConfig, Settings
 from ctlplane.exporter.config.file import ConfigError
 from ctlplane.exporter.discovery.answers import JmxRule, NodeDiscovery
 from ctlplane.exporter.discovery.dns import DnsName, DnsResolver, DnsWatch
@@ -26,7 +26,7 @@ from ctlplane.exporter.sources.admin import client as kafka_admin
 from ctlplane.exporter.sources.base import NodeEndpoint, NodeSource, ReadTimeouts
 from ctlplane.exporter.sources.endpoint.client import EndpointClient, MetricsEndpoint
 from ctlplane.exporter.sources.endpoint.profiles import EndpointNaming, naming_from_file, profile
-from ctlplane.exporter.sources.jmx.base import Endpoint, JmxClient
+from ctlplane.exporter.sources.jmx.base import Endpoint, JmxClient, JmxTls
 from ctlplane.exporter.sources.routed import Sources
 from ctlplane.exporter.state import ExporterState
 
@@ -56,7 +56,29 @@ def _endpoint(settings: Settings, cluster: ClusterConfig, address: str) -> NodeE
     auth = settings.jmx_for(cluster)
     password = auth.password()
     host, _, port = address.rpartition(":")
-    return Endpoint(host, int(port), auth.username, password.get_secret_value() if password else None, auth.ssl)
+    return Endpoint(
+        host,
+        int(port),
+        auth.username,
+        password.get_secret_value() if password else None,
+        auth.ssl,
+        auth.lookup_over_tls,
+        _jmx_tls(auth),
+    )
+
+
+def _jmx_tls(auth: JmxAuth) -> JmxTls | None:
+    """The cluster's own JMX trust and client key (tls_routes.py); None: the JVM's default trust."""
+    trust = auth.truststore or auth.ca_file
+    if trust is None and auth.keystore is None:
+        return None
+    trust_password, key_password = auth.tls_passwords()
+    return JmxTls(
+        str(trust) if trust is not None else None,
+        trust_password.get_secret_value() if trust_password is not None else None,
+        str(auth.keystore) if auth.keystore is not None else None,
+        key_password.get_secret_value() if key_password is not None else None,
+    )
 
 
 def _metrics_endpoint(metrics: MetricsEndpointConfig, address: str) -> MetricsEndpoint:
@@ -172,17 +194,12 @@ def build_jmx_client(settings: Settings, kind: str | None = None) -> JmxClient:
         return JmxQueryClient(timeout_seconds=scrape.timeout_seconds)
     from ctlplane.exporter.sources.jmx.jpype_client import JPypeJmxClient, rmi_timeout_seconds
 
-    truststore_password = None
-    if settings.jmx.truststore_password_file is not None:
-        truststore_password = settings.jmx.truststore_password_file.read_text().strip()
     # A node that answers every call just in time is abandoned after two scrape timeouts (its worker is then
     # free again after about three).
     return JPypeJmxClient(
         timeout_seconds=rmi_timeout_seconds(scrape.timeout_seconds),
         read_deadline_seconds=scrape.read_deadline_seconds,
         max_heap=scrape.jvm_max_heap,
-        truststore=str(settings.jmx.truststore) if settings.jmx.truststore else None,
-        truststore_password=truststore_password,
     )
 
 

@@ -56,7 +56,7 @@ from harness.localkafka.errors import ClusterStartError, JarFetchError, LocalKaf
 from harness.localkafka.jars import JARS_MARKER, cache_dir, ensure_jars, repo_root
 from harness.localkafka.nodes import KafkaNode, ZooKeeperServer, start_zookeeper
 from harness.localkafka.process import LOOPBACK, free_port, java_executable, port_open
-from harness.localkafka.tls import LocalPki, make_local_pki, pkcs12_keystore
+from harness.localkafka.tls import LocalPki, make_local_pki, pkcs12_keystore, pkcs12_truststore
 from harness.localkafka.versions import KRAFT_VERSION, ZK_VERSION, cluster_label, logging_flavour, major_minor
 
 __all__ = [
@@ -93,6 +93,7 @@ __all__ = [
     "major_minor",
     "make_local_pki",
     "pkcs12_keystore",
+    "pkcs12_truststore",
     "port_open",
     "quorum_bootstrap",
     "remove_controller",

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.localkafka.errors import LocalKafkaError
+from harness.localkafka.process import java_executable
 
 _EC_KEY = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
 
@@ -46,6 +47,21 @@ def pkcs12_keystore(pki: LocalPki, name: str, password: str) -> Path:
             "pkcs12", "-export", "-in", pki.cert(name).name, "-inkey", pki.key(name).name, "-certfile", "ca.pem",
             "-name", name, "-out", store.name, "-passout", f"pass:{password}", cwd=pki.directory,
         )  # fmt: skip
+    return store
+
+
+def pkcs12_truststore(pki: LocalPki, password: str) -> Path:
+    """`truststore.p12`: the CA's certificate as a trusted entry, made by the JDK's keytool (OpenSSL 3.0 cannot
+    mark a certificate trusted for Java: a PKCS#12 it exports without a key holds nothing a JDK trusts)."""
+    store = pki.directory / "truststore.p12"
+    if not store.is_file():
+        keytool = str(Path(java_executable()).parent / "keytool")
+        command = [keytool, "-importcert", "-noprompt", "-storetype", "PKCS12", "-alias", "ca", "-file", str(pki.ca),
+                   "-keystore", str(store), "-storepass", password]  # fmt: skip
+        try:
+            subprocess.run(command, check=True, capture_output=True, text=True, timeout=60)
+        except subprocess.CalledProcessError as exc:
+            raise LocalKafkaError(f"keytool -importcert failed: {exc.stdout.strip()} {exc.stderr.strip()}") from exc
     return store
 
 

@@ -80,6 +80,14 @@ def host_port(value: str) -> str:
     return value
 
 
+def secret_from_file(path: Path, field: str) -> SecretStr:
+    """A secret read from its file, stripped; raise ValueError naming the field if it cannot be read."""
+    try:
+        return SecretStr(path.read_text().strip())
+    except OSError as exc:
+        raise ValueError(f"cannot read {field} {path}: {exc.strerror}") from exc
+
+
 class _Credentials(_Strict):
     """A user and where its password is: a file or an environment variable, never inline.
 
@@ -120,10 +128,7 @@ class _Credentials(_Strict):
     def password(self) -> SecretStr | None:
         """Read the password from its file or variable; raise ValueError naming the source if absent."""
         if self.password_file is not None:
-            try:
-                return SecretStr(self.password_file.read_text().strip())
-            except OSError as exc:
-                raise ValueError(f"cannot read password_file {self.password_file}: {exc.strerror}") from exc
+            return secret_from_file(self.password_file, "password_file")
         if self.password_env is not None:
             value = os.environ.get(self.password_env)
             if value is None:
@@ -133,13 +138,61 @@ class _Credentials(_Strict):
 
 
 class JmxAuth(_Credentials):
-    """JMX credentials and transport for a cluster (or every cluster, as the default)."""
+    """JMX credentials and transport for a cluster (or every cluster, as the default).
 
-    ssl: bool = Field(default=False, description="JMX over SSL")
+    TLS material is the cluster's own: its nodes' certificates are checked against its `truststore` (or
+    `ca_file`) only, never another cluster's, and `keystore` is the client certificate a node with
+    `com.sun.management.jmxremote.ssl.need.client.auth=true` asks for (ctlplane/exporter/sources/jmx/tls_routes.py)."""
+
+    ssl: bool = Field(default=False, description="JMX over TLS (com.sun.management.jmxremote.ssl=true on the nodes)")
+    registry_ssl: bool | None = Field(
+        default=None,
+        description="the RMI registry lookup over TLS too, as the nodes' com.sun.management.jmxremote.registry.ssl "
+        "(default: as `ssl`)",
+    )
     truststore: Path | None = Field(
-        default=None, description="a JKS/PKCS12 trust store; only in the top-level `jmx` (one JVM, one trust store)"
+        default=None, description="a JKS or PKCS12 trust store holding the CA of this cluster's nodes"
     )
     truststore_password_file: Path | None = Field(default=None, description="the trust store's password, in a file")
+    ca_file: Path | None = Field(
+        default=None, description="PEM CA certificate(s) of this cluster's nodes (instead of a truststore)"
+    )
+    keystore: Path | None = Field(
+        default=None,
+        description="a JKS or PKCS12 key store with ctlplane's client certificate, for nodes that need client auth",
+    )
+    keystore_password_file: Path | None = Field(default=None, description="the key store's password, in a file")
+
+    @model_validator(mode="after")
+    def _tls_material_needs_tls(self) -> JmxAuth:
+        if self.truststore is not None and self.ca_file is not None:
+            raise ValueError("give truststore or ca_file, not both")
+        if self.truststore_password_file is not None and self.truststore is None:
+            raise ValueError("truststore_password_file is the password of a truststore: give truststore")
+        if (self.keystore is None) != (self.keystore_password_file is None):
+            raise ValueError("keystore and keystore_password_file go together (a key store has a password)")
+        material = [name for name in ("truststore", "ca_file", "keystore") if getattr(self, name) is not None]
+        if material and not (self.ssl or self.registry_ssl):
+            raise ValueError(f"{', '.join(material)} are for JMX over TLS: set ssl: true")
+        return self
+
+    @property
+    def lookup_over_tls(self) -> bool:
+        """Whether the registry is asked over TLS: `registry_ssl`, else as `ssl`."""
+        return self.ssl if self.registry_ssl is None else self.registry_ssl
+
+    def tls_passwords(self) -> tuple[SecretStr | None, SecretStr | None]:
+        """The trust store's and key store's passwords, read from their files; ValueError names one unread."""
+        trust, key = self.truststore_password_file, self.keystore_password_file
+        return (
+            secret_from_file(trust, "truststore_password_file") if trust is not None else None,
+            secret_from_file(key, "keystore_password_file") if key is not None else None,
+        )
+
+    def files(self) -> list[tuple[str, Path]]:
+        """The TLS files named, by field: what check-config finds readable or not."""
+        names = ("truststore", "truststore_password_file", "ca_file", "keystore", "keystore_password_file")
+        return [(name, file) for name in names if (file := getattr(self, name)) is not None]
 
 
 SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI"]
@@ -886,4 +939,8 @@ class Settings(_Strict):
         """Clusters with JMX auth or SSL. jmxquery's jar takes credentials only as `-u USER -p PASSWORD` on
         java's command line, where every local user sees them in `ps`, and jmxquery logs that command at
         DEBUG; it has no SSL."""
-        return [c.name for c in self.clusters if self.jmx_for(c).username is not None or self.jmx_for(c).ssl]
+        return [
+            c.name
+            for c in self.clusters
+            if self.jmx_for(c).username is not None or self.jmx_for(c).ssl or self.jmx_for(c).lookup_over_tls
+        ]

@@ -58,15 +58,6 @@ def _cluster_problems(settings: Settings) -> list[Problem]:
             for index, cluster in enumerate(settings.clusters)
             if cluster.bootstrap_servers or cluster.bootstrap_controllers
         ]
-    for index, cluster in enumerate(settings.clusters):
-        # The in-process JVM reads one trust store (javax.net.ssl.trustStore, set when it starts), so a
-        # cluster's own would be ignored: refuse it rather than connect with a store the operator did not name.
-        for name in ("truststore", "truststore_password_file"):
-            if cluster.jmx is not None and getattr(cluster.jmx, name) is not None:
-                problems.append(
-                    f"clusters.{index}.jmx.{name}: applies to every cluster: set it in the top-level `jmx:` "
-                    "(the exporter's JVM has one trust store); `ssl: true` may be set per cluster"
-                )
     return problems
 
 
@@ -180,9 +171,8 @@ def _check_files(settings: Settings) -> list[Problem]:
     problems: list[Problem] = []
     if settings.http.tls is not None:
         problems += tls_problems(settings.http.tls)
-    for name in ("truststore", "truststore_password_file"):
-        file = getattr(settings.jmx, name)
-        if file is not None and (problem := _readable_file(file)) is not None:
+    for name, file in settings.jmx.files():
+        if (problem := _readable_file(file)) is not None:
             problems.append(f"jmx.{name}: {problem}")
     if settings.history is not None and (problem := _writable_directory(settings.history.path)) is not None:
         problems.append(f"history.path: {problem}")
@@ -192,6 +182,9 @@ def _check_files(settings: Settings) -> list[Problem]:
         except ValueError as exc:
             where = f"clusters.{index}.jmx" if cluster.jmx is not None else "jmx"
             problems.append(f"{where} (cluster {cluster.name}): {exc}")
+        for name, file in cluster.jmx.files() if cluster.jmx is not None else ():
+            if (problem := _readable_file(file)) is not None:
+                problems.append(f"clusters.{index}.jmx.{name}: {problem}")
         if cluster.metrics is not None:
             problems += _metrics_problems(f"clusters.{index}.metrics", cluster.name, cluster.metrics)
         if cluster.admin is not None:

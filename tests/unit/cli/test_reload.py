@@ -28,7 +28,7 @@ from ctlplane.exporter.model import MBeanQuery, RawReading
 from ctlplane.exporter.scraper import Scraper
 from ctlplane.exporter.sources.admin.client import QuorumReader
 from ctlplane.exporter.sources.base import NodeSource
-from ctlplane.exporter.sources.jmx.base import Endpoint
+from ctlplane.exporter.sources.jmx.base import Endpoint, JmxTls
 from ctlplane.exporter.sources.routed import Sources
 from ctlplane.exporter.state import Observation
 from ctlplane.reload import ConfigReload
@@ -266,16 +266,36 @@ def test_reloaded_jmx_credentials_reach_the_listed_and_the_discovered_nodes(
     assert isinstance(found, Endpoint) and found.username == "reader"
 
 
-def test_a_setting_that_needs_a_restart_says_so(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_reloaded_jmx_trust_store_reaches_the_nodes_without_a_restart(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # the trust is each endpoint's own (tls_routes.py), no longer the JVM's javax.net.ssl.trustStore
     path = tmp_path / "ctlplane.yaml"
-    truststore = tmp_path / "truststore.password"
-    truststore.write_text("changeit\n")
-    _config(path, {"c1": [1]})
-    reload, _, _ = _wired(path, ScriptedClient())
-    _config(path, {"c1": [1]}, jmx={"truststore_password_file": str(truststore)})
+    store, password = tmp_path / "trust.p12", tmp_path / "truststore.password"
+    store.write_bytes(b"a store")
+    password.write_text("changeit\n")
+    _config(path, {"c1": [1]}, jmx={"ssl": True})
+    client = RecordingClient()
+    reload, scraper, _ = _wired(path, client)
+    scraper.scrape_once()
+    assert [e.tls for e in client.endpoints] == [None]
+    _config(path, {"c1": [1]}, jmx={"ssl": True, "truststore": str(store), "truststore_password_file": str(password)})
     with caplog.at_level(logging.INFO, logger="ctlplane"):
         assert reload() is None
-    assert "needs a restart to apply: jmx.truststore_password_file" in caplog.text
+    assert "restart" not in caplog.text
+    client.endpoints.clear()
+    scraper.scrape_once()
+    assert [e.tls for e in client.endpoints] == [JmxTls(str(store), "changeit")]
+
+
+def test_a_setting_that_needs_a_restart_says_so(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "ctlplane.yaml"
+    _config(path, {"c1": [1]})
+    reload, _, _ = _wired(path, ScriptedClient())
+    _config(path, {"c1": [1]}, scrape={"interval_seconds": 1.0, "timeout_seconds": 0.3, "jvm_max_heap": "256m"})
+    with caplog.at_level(logging.INFO, logger="ctlplane"):
+        assert reload() is None
+    assert "needs a restart to apply: scrape.jvm_max_heap" in caplog.text
 
 
 def test_a_reloaded_fencing_poll_paces_the_fencing_watch(tmp_path: Path) -> None:

@@ -15,12 +15,24 @@ class JmxError(ReadError):
 
 
 @dataclass(frozen=True)
+class JmxTls:
+    """A cluster's TLS material for remote JMX: paths, and the passwords read from their files."""
+
+    trust_file: str | None = None  # JKS/PKCS12 or PEM certificates; None: the JDK's trust store
+    trust_password: str | None = field(default=None, repr=False)  # never logged
+    key_file: str | None = None  # JKS/PKCS12 with the client certificate
+    key_password: str | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
 class Endpoint:
     host: str
     port: int
     username: str | None = None
     password: str | None = field(default=None, repr=False)  # never logged
-    ssl: bool = False
+    ssl: bool = False  # the node's connector speaks TLS (its stub carries the SSL factory: the server's choice)
+    registry_ssl: bool = False  # the registry lookup over TLS too (com.sun.management.jmxremote.registry.ssl)
+    tls: JmxTls | None = None  # the cluster's own trust and client key; None: the JVM's defaults
 
     @property
     def address(self) -> str:

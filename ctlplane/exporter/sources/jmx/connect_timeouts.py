@@ -9,7 +9,8 @@ Two factories close that gap, both installed once, right after the JVM starts:
 - `ConnectTimeouts$Rmi`, the JVM-wide RMISocketFactory: RMI uses it for every registry lookup without a
   factory of its own and for every stub exported with no client socket factory (a JMX agent without SSL).
 - `ConnectTimeouts$Tls`, the JVM's default SSLSocketFactory (security property ssl.SocketFactory.provider):
-  it connects with the timeout, then layers TLS with the default SSLContext (same trust store). The SSL
+  it connects with the timeout, then layers TLS with the context of the destination's cluster
+  (`TlsRoutes`, tls_routes.py, compiled with it), or the default SSLContext where none was given. The SSL
   registry lookup's SslRMIClientSocketFactory and the one an SSL agent's stubs carry (chosen by the
   server, so the client cannot swap it) both create their sockets with SSLSocketFactory.getDefault().
 
@@ -24,6 +25,7 @@ import logging
 from pathlib import Path
 
 from ctlplane.exporter.jvm.javac import compiled_classes
+from ctlplane.exporter.sources.jmx import tls_routes
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +43,7 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.rmi.server.RMISocketFactory;
+import java.security.KeyManagementException;
 import java.security.NoSuchAlgorithmException;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLSocketFactory;
@@ -87,8 +90,18 @@ public final class ConnectTimeouts {
     public static final class Tls extends SSLSocketFactory {
         private final SSLSocketFactory tls;
 
-        public Tls() throws NoSuchAlgorithmException {
-            tls = SSLContext.getDefault().getSocketFactory();
+        // the JDK's default trust (cacerts), no client key, and a record of a node asking for one (TlsRoutes)
+        public Tls() throws NoSuchAlgorithmException, KeyManagementException {
+            SSLContext context = SSLContext.getInstance("TLS");
+            context.init(TlsRoutes.recording(null), null, null);
+            tls = context.getSocketFactory();
+        }
+
+        // the cluster's own context where a route reaches host:port, else the JVM's default (tls_routes.py)
+        private Socket secure(Socket plain, String host, int port, boolean autoClose) throws IOException {
+            TlsRoutes.Route route = TlsRoutes.forDestination(host, port);
+            SSLSocketFactory factory = route == null ? tls : route.factory;
+            return TlsRoutes.track(host, port, factory.createSocket(plain, host, port, autoClose));
         }
 
         private Socket layer(Socket plain, String host, int port) throws IOException {
@@ -97,7 +110,7 @@ public final class ConnectTimeouts {
                 // without one, a peer that accepts but never answers would hold the thread forever.
                 // RMI saves and restores this value around its handshake, and sets its own for responses.
                 plain.setSoTimeout(millis());
-                return tls.createSocket(plain, host, port, true);
+                return secure(plain, host, port, true);
             } catch (IOException e) {
                 plain.close();
                 throw e;
@@ -134,7 +147,7 @@ public final class ConnectTimeouts {
 
         @Override
         public Socket createSocket(Socket plain, String host, int port, boolean autoClose) throws IOException {
-            return tls.createSocket(plain, host, port, autoClose);
+            return secure(plain, host, port, autoClose);
         }
 
         @Override
@@ -158,7 +171,7 @@ public final class ConnectTimeouts {
 
 def class_dir() -> Path:
     """The compiled classes (compiled on first use), for the JVM's class path. Raises JavacError."""
-    return compiled_classes("exporter", {"ConnectTimeouts.java": JAVA_SOURCE})
+    return compiled_classes("exporter", {"ConnectTimeouts.java": JAVA_SOURCE, "TlsRoutes.java": tls_routes.JAVA_SOURCE})
 
 
 def install() -> None:

@@ -21,7 +21,7 @@ class JmxQueryClient:
     def read(self, endpoint: Endpoint, queries: Sequence[MBeanQuery]) -> list[RawReading]:
         from jmxquery import JMXConnection, JMXQuery
 
-        if endpoint.ssl:
+        if endpoint.ssl or endpoint.registry_ssl or endpoint.tls is not None:
             raise JmxError(f"{endpoint.address}: the jmxquery client does not support JMX over SSL")
         connection = JMXConnection(endpoint.service_url, endpoint.username, endpoint.password)
         jmx_queries = [JMXQuery(query.pattern, attribute=attr) for query in queries for attr in query.attributes]

@@ -21,6 +21,7 @@ from ctlplane.exporter.model import Failure, MBeanQuery, RawReading
 from ctlplane.exporter.sources.base import ReadTimeouts
 from ctlplane.exporter.sources.jmx import connect_timeouts, node_reader
 from ctlplane.exporter.sources.jmx.base import Endpoint, JmxError
+from ctlplane.exporter.sources.jmx.tls_routes import Entered, RouteError, TlsRoutes, asked_for_certificate, close_to
 
 # Re-resolve MBean names this often: MBeans such as ControllerChannelManager's per-broker queues or
 # the controller's per-broker registration state appear and disappear as brokers come and go.
@@ -107,8 +108,6 @@ def start_jvm(
     *,
     timeout_seconds: float,
     max_heap: str = "128m",
-    truststore: str | None = None,
-    truststore_password: str | None = None,
 ) -> None:
     """Start the process's JVM once, with the RMI timeouts a stalled or unreachable node needs.
 
@@ -155,10 +154,6 @@ def start_jvm(
             # run with this package opened (build.gradle's defaultJvmArgs), so they never see it
             "--add-exports=java.security.jgss/sun.security.krb5=ALL-UNNAMED",
         ]
-        if truststore:
-            args.append(f"-Djavax.net.ssl.trustStore={truststore}")
-        if truststore_password:
-            args.append(f"-Djavax.net.ssl.trustStorePassword={truststore_password}")
         jpype.startJVM(*args, classpath=classpath, convertStrings=False)
         if timeouts_compiled:
             connect_timeouts.install()
@@ -207,7 +202,7 @@ class _Plan:
 
 
 class _Connection:
-    def __init__(self, endpoint: Endpoint) -> None:
+    def __init__(self, endpoint: Endpoint, entered: Entered) -> None:
         from java.lang import Long, String
         from java.util import HashMap
         from javax.management.remote import (
@@ -221,12 +216,13 @@ class _Connection:
         env.put("jmx.remote.x.client.connection.check.period", Long(0))
         if endpoint.username is not None:
             env.put(JMXConnector.CREDENTIALS, _jarray(String, [endpoint.username, endpoint.password or ""]))
-        if endpoint.ssl:
+        if endpoint.registry_ssl:
             from javax.rmi.ssl import SslRMIClientSocketFactory
 
             env.put("com.sun.jndi.rmi.factory.socket", SslRMIClientSocketFactory())
         self.address = endpoint.address
-        self.connector = JMXConnectorFactory.connect(JMXServiceURL(endpoint.service_url), env)
+        with entered:
+            self.connector = JMXConnectorFactory.connect(JMXServiceURL(endpoint.service_url), env)
         self.server = self.connector.getMBeanServerConnection()
         self.connected_at = time.monotonic()
         self.resolve_phase = resolve_phase(endpoint.address)
@@ -468,15 +464,8 @@ class JPypeJmxClient:
         timeout_seconds: float,
         read_deadline_seconds: float | None = None,
         max_heap: str = "128m",
-        truststore: str | None = None,
-        truststore_password: str | None = None,
     ) -> None:
-        start_jvm(
-            timeout_seconds=timeout_seconds,
-            max_heap=max_heap,
-            truststore=truststore,
-            truststore_password=truststore_password,
-        )
+        start_jvm(timeout_seconds=timeout_seconds, max_heap=max_heap)
         import jpype.imports  # noqa: F401 - enables `from java... import`
 
         self.read_deadline_seconds = (
@@ -485,6 +474,9 @@ class JPypeJmxClient:
         self._connections: dict[Endpoint, _Connection] = {}
         self._locks: dict[Endpoint, threading.Lock] = {}
         self._guard = threading.Lock()
+        self._routes = TlsRoutes()
+        # per node address: the TLS route its last connection was made under, and where its sockets went
+        self._made_under: dict[str, tuple[str | None, tuple[str, ...]]] = {}
 
     def _lock_for(self, endpoint: Endpoint) -> threading.Lock:
         with self._guard:
@@ -498,9 +490,13 @@ class JPypeJmxClient:
             deadline = time.monotonic() + self.read_deadline_seconds
             connection = self._connections.get(endpoint)
             try:
-                if connection is None:
-                    connection = _Connection(endpoint)
-                    self._connections[endpoint] = connection
+                # looked at each read: a trust or key store replaced on disk replaces its route (tls_routes.py)
+                route = self._route_for(endpoint)
+                made = self._made_under.get(endpoint.address)
+                if made is not None and made[0] != route:
+                    connection = self._connect_again(endpoint, route, made[1])
+                elif connection is None:
+                    connection = self._connect(endpoint, route)
                 return connection.read(queries, deadline)
             except (jpype.JException, _DeadlineExceeded) as exc:
                 # Any Java failure leaves the connector in an unknown state: drop it, reconnect next time.
@@ -511,7 +507,45 @@ class JPypeJmxClient:
                 if isinstance(exc, _DeadlineExceeded):
                     message = f"read abandoned after {self.read_deadline_seconds:g}s (answers too slowly)"
                     raise JmxError(f"{endpoint.address}: {message}", Failure.TIMEOUT) from None
-                raise _describe(exc, endpoint) from None
+                raise _describe(exc, endpoint, asked_for_certificate()) from None
+
+    def _connect(self, endpoint: Endpoint, route: str | None) -> _Connection:
+        entered = Entered(route)
+        try:
+            connection = _Connection(endpoint, entered)
+        finally:
+            # where its sockets went, added to those of the node's earlier connections (a connect that reuses
+            # RMI's pooled connection makes none)
+            before = self._made_under.get(endpoint.address, (None, ()))[1]
+            self._made_under[endpoint.address] = (route, tuple(dict.fromkeys(before + entered.reached)))
+        self._connections[endpoint] = connection
+        return connection
+
+    def _connect_again(self, endpoint: Endpoint, route: str | None, destinations: tuple[str, ...]) -> _Connection:
+        """The node at the endpoint's address connected again under other TLS material: every connection to
+        it goes (a reload's old endpoint too), after its TLS sockets are closed, which RMI would reuse
+        (tls_routes.close_to). The old connectors are closed once the new one is made: closed first, their
+        close would use the pooled sockets just before the new connect, and RMI reuses a connection used
+        less than a round trip ago without the ping that finds it closed (TCPConnection.isDead)."""
+        with self._guard:
+            stale = [key for key in self._connections if key.address == endpoint.address]
+            connections = [self._connections.pop(key) for key in stale]
+        close_to(destinations)
+        self._made_under[endpoint.address] = (route, ())
+        try:
+            return self._connect(endpoint, route)
+        finally:
+            for connection in connections:
+                connection.close()
+
+    def _route_for(self, endpoint: Endpoint) -> str | None:
+        if endpoint.tls is None:
+            return None
+        try:
+            return self._routes.route_for(endpoint.tls)
+        except RouteError as exc:
+            # the operator's material, not the node: counted as refused credentials (ctlplane_credentials_refused)
+            raise JmxError(f"{endpoint.address}: {exc}", Failure.AUTH) from None
 
     def configure(self, timeouts: ReadTimeouts) -> None:
         """Nothing: the RMI timeouts are the JVM's, fixed at its start (start_jvm), and the read deadline is
@@ -525,8 +559,46 @@ class JPypeJmxClient:
             connection.close()
 
 
-def _describe(exc: Any, endpoint: Endpoint) -> JmxError:
-    """A one-line reason, from the innermost cause (RMI wraps the useful message several times)."""
+_UNTRUSTED = (
+    "sun.security.provider.certpath.SunCertPathBuilderException",
+    "java.security.cert.CertPathValidatorException",
+)
+
+
+def _tls_refusal(chain: list[str], message: str, endpoint: Endpoint, asked: str | None) -> JmxError | None:
+    """What a failed TLS handshake means for the operator, read off the JDK's exceptions on JDK 17
+    (tests/integration/test_jmx_tls.py has each, against the JDK's own agent)."""
+    where = f"{endpoint.address}: JMX TLS:"
+    if any(kind in _UNTRUSTED for kind in chain):
+        trust = endpoint.tls is not None and endpoint.tls.trust_file is not None
+        by = (
+            "this cluster's truststore or ca_file"
+            if trust
+            else "the JDK's default trust: give jmx.truststore or jmx.ca_file"
+        )
+        return JmxError(f"{where} the node's certificate is not trusted by {by}", Failure.AUTH)
+    if asked == "none" or "bad_certificate" in message or "certificate_required" in message:
+        if asked == "none" or endpoint.tls is None or endpoint.tls.key_file is None:
+            text = "the node asks for a client certificate (ssl.need.client.auth=true): give jmx.keystore"
+        else:
+            text = "the node refused ctlplane's client certificate (its trust store does not hold the key store's CA)"
+        return JmxError(f"{where} {text}", Failure.AUTH)
+    if "non-JRMP server" in message and not endpoint.registry_ssl:
+        # a plain lookup answered with TLS: com.sun.management.jmxremote.registry.ssl=true on the node
+        text = "the node's RMI registry speaks TLS (registry.ssl=true): set jmx.registry_ssl: true"
+        return JmxError(f"{where} {text}")
+    lookup = "javax.naming.CommunicationException" in chain  # the registry lookup failed, not the connector
+    handshake = "javax.net.ssl.SSLHandshakeException" in chain or "Unsupported or unrecognized SSL" in message
+    if lookup and handshake and endpoint.registry_ssl:
+        # a plain registry reads the TLS hello as a bad JRMP header and hangs up: the handshake's EOFException
+        text = "the node's RMI registry ended the TLS handshake: if it does not speak TLS (registry.ssl=false), "
+        return JmxError(f"{where} {text}set jmx.registry_ssl: false")
+    return None
+
+
+def _describe(exc: Any, endpoint: Endpoint, asked: str | None = None) -> JmxError:
+    """A one-line reason, from the innermost cause (RMI wraps the useful message several times); `asked`:
+    whether the node asked for a client certificate in the read's last handshake (tls_routes.py)."""
     cause = exc
     chain = [str(cause.getClass().getName())]
     while cause.getCause() is not None and cause.getCause() is not cause:
@@ -534,6 +606,8 @@ def _describe(exc: Any, endpoint: Endpoint) -> JmxError:
         chain.append(str(cause.getClass().getName()))
     kind = str(cause.getClass().getSimpleName())
     message = str(cause.getMessage() or "")
+    if (tls := _tls_refusal(chain, message, endpoint, asked)) is not None:
+        return tls
     # the JDK agent refuses a login with a SecurityException caused by a FailedLoginException (a custom
     # JAAS module with another of javax.security.auth.login's exceptions)
     refused = any(k == "java.lang.SecurityException" or k.startswith("javax.security.auth.login.") for k in chain)

@@ -135,12 +135,33 @@ def _hostile_cases(tmp_path: Path) -> list[tuple[str, bytes, str]]:
         ),
         ("missing truststore", good + b"jmx: {ssl: true, truststore: /nonexistent/trust.jks}\n", "jmx.truststore"),
         (
-            "per-cluster truststore",
+            "missing per-cluster truststore",
             with_(
                 "password_env: CTLPLANE_TEST_PASSWORD}",
-                f"password_env: CTLPLANE_TEST_PASSWORD, truststore: {garbage}}}",
+                "password_env: CTLPLANE_TEST_PASSWORD, ssl: true, truststore: /nonexistent/trust.p12}",
             ),
             "clusters.0.jmx.truststore",
+        ),
+        (
+            "missing client key store password",
+            with_(
+                "password_env: CTLPLANE_TEST_PASSWORD}",
+                f"password_env: CTLPLANE_TEST_PASSWORD, ssl: true, keystore: {garbage}, "
+                "keystore_password_file: /nonexistent/password}",
+            ),
+            "clusters.0.jmx.keystore_password_file",
+        ),
+        ("missing JMX CA file", good + b"jmx: {ssl: true, ca_file: /nonexistent/ca.pem}\n", "jmx.ca_file"),
+        ("JMX trust without TLS", good + f"jmx: {{truststore: {garbage}}}\n".encode(), "set ssl: true"),
+        (
+            "JMX truststore and ca_file",
+            good + f"jmx: {{ssl: true, truststore: {garbage}, ca_file: {garbage}}}\n".encode(),
+            "not both",
+        ),
+        (
+            "JMX keystore without its password",
+            good + f"jmx: {{ssl: true, keystore: {garbage}}}\n".encode(),
+            "go together",
         ),
         (
             "malformed bcrypt hash",
