@@ -16,7 +16,8 @@ from pydantic import (
     ValidationError,
 )
 
-from ctlplane.exporter.config import HttpConfig, MetricsEndpointConfig, Settings, TlsConfig
+from ctlplane.exporter.config import HttpConfig, JmxAuth, MetricsEndpointConfig, Settings, TlsConfig
+from ctlplane.exporter.config.stores import store_problem
 from ctlplane.exporter.sources.admin.kerberos import (
     Krb5Conf,
     Krb5ConfError,
@@ -165,15 +166,38 @@ def tls_problems(tls: TlsConfig) -> list[Problem]:
     return []
 
 
+def _jmx_tls_problems(where: str, auth: JmxAuth) -> list[Problem]:
+    """Each JMX TLS file readable, each store of its kind and a JKS store's password right (stores.py)."""
+    problems = [
+        f"{where}.{name}: {problem}" for name, file in auth.files() if (problem := _readable_file(file)) is not None
+    ]
+    if problems:
+        return problems
+    try:
+        trust_password, key_password = auth.tls_passwords()
+    except ValueError as exc:
+        return [f"{where}: {exc}"]
+    stores = (
+        ("truststore", auth.truststore, trust_password, True),
+        ("ca_file", auth.ca_file, None, True),
+        ("keystore", auth.keystore, key_password, False),
+    )
+    for name, path, password, certificates in stores:
+        if path is None:
+            continue
+        secret = password.get_secret_value() if password is not None else None
+        if (problem := store_problem(path, secret, certificates_allowed=certificates)) is not None:
+            problems.append(f"{where}.{name}: {problem}")
+    return problems
+
+
 def _check_files(settings: Settings) -> list[Problem]:
     """The checks that need the file system: files named must be readable (the TLS pair must load as
     one), the history directory writable, passwords present. What `run` would otherwise fail on later."""
     problems: list[Problem] = []
     if settings.http.tls is not None:
         problems += tls_problems(settings.http.tls)
-    for name, file in settings.jmx.files():
-        if (problem := _readable_file(file)) is not None:
-            problems.append(f"jmx.{name}: {problem}")
+    problems += _jmx_tls_problems("jmx", settings.jmx)
     if settings.history is not None and (problem := _writable_directory(settings.history.path)) is not None:
         problems.append(f"history.path: {problem}")
     for index, cluster in enumerate(settings.clusters):
@@ -182,9 +206,8 @@ def _check_files(settings: Settings) -> list[Problem]:
         except ValueError as exc:
             where = f"clusters.{index}.jmx" if cluster.jmx is not None else "jmx"
             problems.append(f"{where} (cluster {cluster.name}): {exc}")
-        for name, file in cluster.jmx.files() if cluster.jmx is not None else ():
-            if (problem := _readable_file(file)) is not None:
-                problems.append(f"clusters.{index}.jmx.{name}: {problem}")
+        if cluster.jmx is not None:
+            problems += _jmx_tls_problems(f"clusters.{index}.jmx", cluster.jmx)
         if cluster.metrics is not None:
             problems += _metrics_problems(f"clusters.{index}.metrics", cluster.name, cluster.metrics)
         if cluster.admin is not None:

@@ -152,6 +152,11 @@ def _hostile_cases(tmp_path: Path) -> list[tuple[str, bytes, str]]:
             "clusters.0.jmx.keystore_password_file",
         ),
         ("missing JMX CA file", good + b"jmx: {ssl: true, ca_file: /nonexistent/ca.pem}\n", "jmx.ca_file"),
+        (
+            "JMX trust store that is none",
+            good + f"jmx: {{ssl: true, truststore: {not_a_dir}}}\n".encode(),
+            "jmx.truststore",
+        ),
         ("JMX trust without TLS", good + f"jmx: {{truststore: {garbage}}}\n".encode(), "set ssl: true"),
         (
             "JMX truststore and ca_file",
