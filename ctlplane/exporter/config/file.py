@@ -25,6 +25,7 @@ from ctlplane.exporter.sources.admin.kerberos import (
     load_krb5_conf,
     merge_krb5_confs,
 )
+from ctlplane.exporter.sources.endpoint.client import client_tls_context
 from ctlplane.exporter.sources.endpoint.evidence import missing_lifecycle_evidence
 from ctlplane.exporter.sources.endpoint.naming import NamingError
 from ctlplane.exporter.sources.endpoint.profiles import naming_from_file
@@ -267,12 +268,19 @@ def _metrics_problems(where: str, cluster: str, metrics: MetricsEndpointConfig) 
         for name in ("ca_file", "cert_file", "key_file", "bearer_token_file")
         if (file := getattr(metrics, name)) is not None and (problem := _readable_file(file)) is not None
     ]
-    if not problems and metrics.cert_file is not None and metrics.key_file is not None:
+    if not problems:
+        # as the endpoint client loads them (its CA as trust, the certificate and key as a pair)
+        ca, cert, key = (
+            str(f) if f is not None else None for f in (metrics.ca_file, metrics.cert_file, metrics.key_file)
+        )
         try:
-            ssl.create_default_context().load_cert_chain(metrics.cert_file, metrics.key_file)
+            client_tls_context(ca, cert, key)
         except (ssl.SSLError, OSError) as exc:
-            pair = f"{metrics.cert_file}, {metrics.key_file}"
-            problems.append(f"{where}: {pair} do not load as a certificate and its key: {exc}")
+            files = ", ".join(file for file in (ca, cert, key) if file is not None)
+            what = (
+                "a CA and a certificate with its key" if ca and cert else "a CA" if ca else "a certificate and its key"
+            )
+            problems.append(f"{where}: {files} do not load as {what}: {exc}")
     try:
         metrics.password()
     except ValueError as exc:

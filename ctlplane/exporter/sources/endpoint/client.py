@@ -187,18 +187,24 @@ def _stamps(files: TlsFiles) -> FileStamps:
     return tuple(stamps)
 
 
+def client_tls_context(ca_file: str | None, cert_file: str | None, key_file: str | None) -> ssl.SSLContext | bool:
+    """An endpoint's trust (`ca_file`, else the system's) and client certificate, loaded now (True: the system's
+    trust, no certificate); ssl.SSLError or OSError where a file does not load. check-config loads the same."""
+    if ca_file is None and cert_file is None:
+        return True
+    context = ssl.create_default_context(cafile=ca_file)
+    if cert_file is not None:
+        context.load_cert_chain(cert_file, key_file)
+    return context
+
+
 def _tls_context(endpoint: MetricsEndpoint) -> ssl.SSLContext | bool:
     """The endpoint's trust and client certificate, loaded now; ReadError (one line) where a file does not load."""
-    if endpoint.ca_file is None and endpoint.cert_file is None:
-        return True  # the system's trust store, no client certificate
     try:
-        context = ssl.create_default_context(cafile=endpoint.ca_file)
-        if endpoint.cert_file is not None:
-            context.load_cert_chain(endpoint.cert_file, endpoint.key_file)
+        return client_tls_context(endpoint.ca_file, endpoint.cert_file, endpoint.key_file)
     except (ssl.SSLError, OSError) as exc:
         files = ", ".join(file for file in (endpoint.ca_file, endpoint.cert_file, endpoint.key_file) if file)
         raise ReadError(f"{endpoint.url}: {files} do not load: {_first_line(exc) or type(exc).__name__}") from None
-    return context
 
 
 def _bearer(endpoint: MetricsEndpoint) -> dict[str, str] | None:

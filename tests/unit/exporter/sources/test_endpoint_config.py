@@ -135,7 +135,16 @@ def test_a_client_certificate_and_a_token_reach_the_endpoint_and_their_files_are
     with pytest.raises(ConfigError) as mismatched:  # another certificate's key
         _load(tmp_path, text.replace(str(pki.key("client")), str(pki.key("other"))))
     (_, line) = str(mismatched.value).splitlines()
-    assert line.strip().startswith(f"clusters.0.metrics: {pki.cert('client')}, {pki.key('other')} do not load")
+    pair = f"{pki.cert('client')}, {pki.key('other')}"
+    assert line.strip().startswith(f"clusters.0.metrics: {pki.ca}, {pair} do not load as a CA and a certificate")
+    not_a_ca = tmp_path / "not-a-ca.pem"
+    not_a_ca.write_text("-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n")
+    with pytest.raises(ConfigError) as untrusting:  # loaded as the endpoint client loads it: as its CA
+        _load(tmp_path, text.replace(f"ca_file: {pki.ca}", f"ca_file: {not_a_ca}"))
+    (_, line) = str(untrusting.value).splitlines()
+    assert line.strip().startswith(
+        f"clusters.0.metrics: {not_a_ca}, {pki.cert('client')}, {pki.key('client')} do not load"
+    )
     with pytest.raises(ConfigError) as missing:
         _load(tmp_path, text.replace(str(token), str(tmp_path / "gone")))
     (_, line) = str(missing.value).splitlines()
