@@ -264,7 +264,7 @@ def install_krb5_conf(settings: Settings) -> None:
 
 def _admin_security(cluster: ClusterConfig) -> dict[str, str] | None:
     """The Admin client's security settings for `cluster` (its `admin` section), or None for plaintext."""
-    from ctlplane.exporter.sources.admin.client import KerberosLogin, OAuthLogin, security_properties
+    from ctlplane.exporter.sources.admin.client import AwsIamLogin, KerberosLogin, OAuthLogin, security_properties
 
     if cluster.admin is None:
         return None
@@ -282,6 +282,9 @@ def _admin_security(cluster: ClusterConfig) -> dict[str, str] | None:
     kerberos = None
     if (keytab := cluster.admin.kerberos) is not None:
         kerberos = KerberosLogin(keytab.principal, str(keytab.keytab_file), keytab.service_name)
+    aws_iam = None
+    if (iam := cluster.admin.aws_iam) is not None:
+        aws_iam = AwsIamLogin(iam.profile, iam.role_arn, iam.role_session_name, iam.sts_region)
     return security_properties(
         cluster.admin.security_protocol,
         cluster.admin.sasl_mechanism,
@@ -291,6 +294,7 @@ def _admin_security(cluster: ClusterConfig) -> dict[str, str] | None:
         certificate=(certificate[0], certificate[1].get_secret_value()) if certificate is not None else None,
         oauth=oauth,
         kerberos=kerberos,
+        aws_iam=aws_iam,
     )
 
 

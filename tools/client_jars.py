@@ -14,7 +14,8 @@ Licences: kafka-clients (Apache-2.0) carries its LICENSE and NOTICE at the root 
 whole, and both are also extracted beside it as `<jar>.LICENSE` / `<jar>.NOTICE`, readable without unzipping
 (Apache-2.0 §4(d) asks for the NOTICE "within a text file distributed as part of the Derivative Works"). The
 SLF4J jars (MIT) carry none: tools/licenses/slf4j-LICENSE.txt goes beside each; nor does jose4j (Apache-2.0,
-for OAUTHBEARER): tools/licenses/Apache-2.0.txt. A jar with neither stops this
+for OAUTHBEARER): tools/licenses/Apache-2.0.txt; nor do aws-msk-iam-auth and eventstream (Apache-2.0, their
+NOTICE files kept here too) and reactive-streams (MIT-0), for AWS_MSK_IAM. A jar with neither stops this
 with an error, so a dependency added to the pom cannot ship without its licence.
 """
 
@@ -37,6 +38,16 @@ KEPT_LICENSES = {
     "slf4j-api": "slf4j-LICENSE.txt",
     "slf4j-nop": "slf4j-LICENSE.txt",
     "jose4j": "Apache-2.0.txt",  # Apache-2.0 (bitbucket.org/b_c/jose4j), its jar carries no licence file
+    # AWS_MSK_IAM (Apache-2.0, github.com/aws/aws-msk-iam-auth) and two of the AWS SDK's dependencies
+    "aws-msk-iam-auth": "Apache-2.0.txt",
+    "eventstream": "Apache-2.0.txt",  # github.com/awslabs/aws-eventstream-java
+    "reactive-streams": "reactive-streams-LICENSE.txt",  # MIT No Attribution (reactive-streams-jvm)
+}
+# the NOTICE files of Apache-2.0 works whose jars carry none (§4(d)): artifact id -> the text kept here,
+# from each project's repository
+KEPT_NOTICES = {
+    "aws-msk-iam-auth": "aws-msk-iam-auth-NOTICE.txt",
+    "eventstream": "aws-eventstream-NOTICE.txt",
 }
 # licence and notice files inside a jar, at its root or under META-INF/
 _INSIDE = re.compile(r"^(?:META-INF/)?(?P<kind>LICENSE|NOTICE)(?:\.txt|\.md)?$", re.IGNORECASE)
@@ -70,6 +81,8 @@ def place(jars: list[Path], into: Path) -> list[Path]:
                     if inside and not name.endswith("/"):
                         (staging / f"{jar.name}.{inside.group('kind').upper()}").write_bytes(archive.read(name))
                         found += 1
+            if (notice := KEPT_NOTICES.get(_artifact(jar))) is not None:
+                shutil.copyfile(LICENSES / notice, staging / f"{jar.name}.NOTICE")
             kept = KEPT_LICENSES.get(_artifact(jar))
             if kept is not None:
                 shutil.copyfile(LICENSES / kept, staging / f"{jar.name}.LICENSE")

@@ -358,6 +358,7 @@ def start_kraft_cluster(
     dynamic_voters: int | None = None,
     metrics_agent: MetricsServer | None = None,
     broker_heap_mb: int | None = None,
+    jmx_options: Sequence[str] = (),
 ) -> KafkaCluster:
     """Start a KRaft cluster in ``<workdir>/<name>``: controller-only nodes
     ``controller-1..`` (node ids 101..) with static ``controller.quorum.voters``
@@ -374,6 +375,7 @@ def start_kraft_cluster(
     certificate) they also get ``SSL``, which requires a client certificate the CA signed, and with both,
     ``SASL_SSL`` (the same users over TLS, no client certificate). ``cluster.listener_bootstrap(name)``
     lists a listener's addresses.
+    ``jmx_options``: JVM options every node's JMX agent gets after the harness's own (TLS: ``ssl=true``, …).
     ``wait`` waits for ``wait_ready(timeout)``; on failure everything is stopped.
     ``jmx_port_base``: each node's JMX port is the base plus its node id (free_port_base), as one host with a
     JMX port per node would have it; otherwise each gets a free port. ``held``: nodes (by name) created and
@@ -502,6 +504,7 @@ def start_kraft_cluster(
                     ready_pattern=r"Kafka Server started",
                     metrics_agent=metrics_agent,
                     heap_mb=broker_heap_mb if "broker" in roles else None,
+                    jmx_options=jmx_options,
                 )
             )
         cluster.bootstrap = ",".join(n.address for n in cluster.brokers())

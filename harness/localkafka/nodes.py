@@ -6,6 +6,7 @@ import re
 import shutil
 import socket
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -190,6 +191,7 @@ def kafka_node(
     ready_pattern: str,
     metrics_agent: MetricsServer | None = None,
     heap_mb: int | None = None,
+    jmx_options: Sequence[str] = (),
 ) -> KafkaNode:
     """Write the node's server.properties and describe the JVM that runs it (not started yet); `heap_mb`: its
     heap where not the default for its roles (a broker of 10,000 partitions needs more)."""
@@ -222,6 +224,7 @@ def kafka_node(
             log_config=log_config,
             agent_option=agent_option,
             extra_classpath=metrics_agent.classpath() if metrics_agent is not None else None,
+            jmx_options=jmx_options,
         ),
         cwd=node_dir,
         ready_pattern=ready_pattern,

@@ -370,6 +370,7 @@ def jvm_command(
     log_config: Path,
     agent_option: str | None = None,
     extra_classpath: Path | None = None,
+    jmx_options: Sequence[str] = (),
 ) -> list[str]:
     jars = ensure_jars(version)
     java = java_executable()
@@ -394,6 +395,7 @@ def jvm_command(
             "-Dcom.sun.management.jmxremote.authenticate=false",
             "-Dcom.sun.management.jmxremote.ssl=false",
             "-Dcom.sun.management.jmxremote.local.only=false",
+            *jmx_options,  # after the defaults: a -D given twice takes its last value (ssl=true, …)
         ]
     if logging_flavour(version) == "log4j2":
         cmd.append(f"-Dlog4j2.configurationFile={log_config}")

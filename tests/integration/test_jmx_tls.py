@@ -1,13 +1,12 @@
-"""Remote JMX over TLS, each cluster with its own CA and client key, against real JVMs' own agents (the
-com.sun.management.jmxremote agent every Kafka broker runs) read by one ctlplane JVM.
+"""Remote JMX over TLS, each cluster with its own CA and client key, read by one ctlplane JVM: a real Kafka
+node and a JVM, each with the JDK's own agent (com.sun.management.jmxremote, which every broker runs).
 
-Node A is locked as the JDK allows: TLS on the connector and the RMI registry
-(`com.sun.management.jmxremote.registry.ssl=true`, sharing one port) and a client certificate required
-(`ssl.need.client.auth=true`), its certificate from CA A. Node B has TLS on the connector only (its registry
-plain, on a port of its own: the JDK cannot share one then), its certificate from CA B. Each is read with its
-own trust (A's as PEM, B's as a PKCS#12 store), both routes loaded in the one JVM, and neither trusts the
-other's node; a trust store replaced on disk takes effect at the next read (tls_routes.py).
-"""
+Node A, a KRaft 4.3 node (one combined node), is locked as the JDK allows: TLS on the connector and the RMI
+registry (`com.sun.management.jmxremote.registry.ssl=true`, sharing one port) and a client certificate
+required (`ssl.need.client.auth=true`), its certificate from CA A. Node B has TLS on the connector only (its
+registry plain, on a port of its own: the JDK cannot share one then), its certificate from CA B. Each is read
+with its own trust (A's as PEM, B's as a PKCS#12 store), both routes loaded in the one JVM, and neither
+trusts the other's node; a trust store replaced on disk takes effect at the next read (tls_routes.py)."""
 
 from __future__ import annotations
 
@@ -32,11 +31,13 @@ from harness.localkafka import (
     pkcs12_keystore,
     pkcs12_truststore,
     port_open,
+    start_kraft_cluster,
 )
 from tests.integration.test_jmx_auth import SLEEPER
 from tests.integration.watch import shared_client
 
 RUNTIME = (MBeanQuery("java.lang:type=Runtime", ("StartTime",)),)
+BROKER_STATE = (MBeanQuery("kafka.server:type=KafkaServer,name=BrokerState", ("Value",)),)
 PASSWORD = "changeit"
 
 
@@ -49,11 +50,23 @@ class TlsNodes:
     work: Path
 
 
-def _agent(
-    work: Path, name: str, pki: LocalPki, *, registry_ssl: bool, client_auth: bool
-) -> tuple[int, subprocess.Popen[bytes]]:
-    port = free_port()
-    rmi_port = port if registry_ssl else free_port()
+def _tls_flags(name: str, pki: LocalPki, *, registry_ssl: bool, client_auth: bool) -> list[str]:
+    """The JDK agent's TLS: its key store, and the trust store it checks client certificates against."""
+    return [
+        "-Dcom.sun.management.jmxremote.ssl=true",
+        f"-Dcom.sun.management.jmxremote.registry.ssl={str(registry_ssl).lower()}",
+        f"-Dcom.sun.management.jmxremote.ssl.need.client.auth={str(client_auth).lower()}",
+        f"-Djavax.net.ssl.keyStore={pkcs12_keystore(pki, name, PASSWORD)}",
+        f"-Djavax.net.ssl.keyStorePassword={PASSWORD}",
+        f"-Djavax.net.ssl.trustStore={pkcs12_truststore(pki, PASSWORD)}",
+        f"-Djavax.net.ssl.trustStorePassword={PASSWORD}",
+    ]
+
+
+def _plain_registry_agent(work: Path, name: str, pki: LocalPki) -> tuple[int, subprocess.Popen[bytes]]:
+    """A JVM (a source-file program, JEP 330) whose agent has TLS on the connector and a plain registry, on
+    ports of their own (the JDK cannot share one then)."""
+    port, rmi_port = free_port(), free_port()
     process = subprocess.Popen(
         [
             java_executable(),
@@ -65,13 +78,7 @@ def _agent(
             f"-Dcom.sun.management.jmxremote.host={LOOPBACK}",
             f"-Djava.rmi.server.hostname={LOOPBACK}",
             "-Dcom.sun.management.jmxremote.authenticate=false",
-            "-Dcom.sun.management.jmxremote.ssl=true",
-            f"-Dcom.sun.management.jmxremote.registry.ssl={str(registry_ssl).lower()}",
-            f"-Dcom.sun.management.jmxremote.ssl.need.client.auth={str(client_auth).lower()}",
-            f"-Djavax.net.ssl.keyStore={pkcs12_keystore(pki, name, PASSWORD)}",
-            f"-Djavax.net.ssl.keyStorePassword={PASSWORD}",
-            f"-Djavax.net.ssl.trustStore={pkcs12_truststore(pki, PASSWORD)}",
-            f"-Djavax.net.ssl.trustStorePassword={PASSWORD}",
+            *_tls_flags(name, pki, registry_ssl=False, client_auth=False),
             str(work / "Sleeper.java"),
         ],
         stdout=subprocess.DEVNULL,
@@ -86,18 +93,23 @@ def tls_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsNodes]:
     (work / "Sleeper.java").write_text(SLEEPER)
     pki_a = make_local_pki(work / "ca-a", ("node-a", "ctlplane-a"))
     pki_b = make_local_pki(work / "ca-b", ("node-b",))
-    port_a, process_a = _agent(work, "node-a", pki_a, registry_ssl=True, client_auth=True)
-    port_b, process_b = _agent(work, "node-b", pki_b, registry_ssl=False, client_auth=False)
+    port_b, process_b = _plain_registry_agent(work, "node-b", pki_b)
+    # node A: a real Kafka node (KRaft, one combined node), its JMX locked as KAFKA_JMX_OPTS would lock it
+    flags = _tls_flags("node-a", pki_a, registry_ssl=True, client_auth=True)
+    try:
+        kafka = start_kraft_cluster("jmx-tls", work, controllers=1, brokers=0, combined=True, jmx_options=flags)
+    except BaseException:
+        process_b.kill()
+        raise
     try:
         deadline = time.monotonic() + 60
-        for port, process, name in ((port_a, process_a, "node-a"), (port_b, process_b, "node-b")):
-            while not port_open(port):
-                assert process.poll() is None, (work / f"{name}.log").read_text()
-                assert time.monotonic() < deadline, f"{name}'s JMX port did not open"
-                time.sleep(0.2)
+        while not port_open(port_b):
+            assert process_b.poll() is None, (work / "node-b.log").read_text()
+            assert time.monotonic() < deadline, "node-b's JMX port did not open"
+            time.sleep(0.2)
         yield TlsNodes(
             a=Endpoint(
-                LOOPBACK, port_a, ssl=True, registry_ssl=True,
+                LOOPBACK, kafka.nodes[0].jmx_port, ssl=True, registry_ssl=True,
                 tls=JmxTls(str(pki_a.ca), None, str(pkcs12_keystore(pki_a, "ctlplane-a", PASSWORD)), PASSWORD),
             ),
             b=Endpoint(
@@ -109,9 +121,9 @@ def tls_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsNodes]:
             work=work,
         )  # fmt: skip
     finally:
-        for process in (process_a, process_b):
-            process.kill()
-            process.wait()
+        kafka.stop()
+        process_b.kill()
+        process_b.wait()
 
 
 def _refusal(endpoint: Endpoint) -> JmxError:
@@ -125,6 +137,9 @@ def test_each_node_is_read_with_its_own_clusters_trust_and_key_in_one_jvm(tls_no
     for endpoint in (tls_nodes.a, tls_nodes.b, tls_nodes.a):
         (reading,) = client.read(endpoint, RUNTIME)
         assert float(reading.values["StartTime"]) > 0, endpoint
+    # the Kafka node's own MBeans, over its locked JMX: RUNNING (3, BrokerState)
+    (state,) = client.read(tls_nodes.a, BROKER_STATE)
+    assert state.values["Value"] == 3.0, state
 
 
 def test_no_cluster_trusts_another_clusters_ca_though_both_are_loaded(tls_nodes: TlsNodes) -> None:

@@ -414,7 +414,8 @@ def test_tls_listeners_read_the_quorum_with_the_clusters_ca_and_say_why_when_a_c
     """Through the brokers' SSL listener (a client certificate required) and SASL_SSL (conftest's pki):
     trusting the cluster's CA with the client certificate, and SASL PLAIN over TLS, both answer; without a
     client certificate, or without the CA (the JVM's own trust store does not know it), the view is an
-    error in Kafka's words and the JMX view goes on; the client key is on no page and in no output."""
+    error in Kafka's words and the JMX view goes on, as is AWS_MSK_IAM, which the listener does not offer; the
+    client key is on no page and in no output."""
     assert kraft_cluster.pki is not None, "the session cluster's brokers have TLS listeners"
     pki = kraft_cluster.pki
     user, password = next(iter(SASL_USERS.items()))
@@ -437,6 +438,11 @@ def test_tls_listeners_read_the_quorum_with_the_clusters_ca_and_say_why_when_a_c
             ),
             "tls-no-client-cert": ("SSL", {"security_protocol": "SSL", "ca_file": ca}),
             "tls-untrusted": ("SSL", {"security_protocol": "SSL", **client}),
+            # Amazon MSK's IAM login, through AWS's library, to a listener that does not offer it
+            "tls-aws-iam": (
+                "SASL_SSL",
+                {"security_protocol": "SASL_SSL", "ca_file": ca, "sasl_mechanism": "AWS_MSK_IAM", "aws_iam": {}},
+            ),
         },
         {"CTLPLANE_TEST_SASL_PASSWORD": password},
         answering={"tls-client-cert", "tls-sasl"},
@@ -446,6 +452,10 @@ def test_tls_listeners_read_the_quorum_with_the_clusters_ca_and_say_why_when_a_c
         assert error.startswith("bootstrap.servers ") and "SslAuthenticationException" in error, error
     # the root cause says which side: the listener refused us, or we do not trust the listener
     assert "certification path" in str(quorum["tls-untrusted"]["error"]), quorum["tls-untrusted"]
+    # the library loaded, its login module parsed, and the broker's SASL handshake named the mechanism it lacks
+    # (UnsupportedSaslMechanismException, SaslClientAuthenticator.handleSaslHandshakeResponse)
+    error = str(quorum["tls-aws-iam"].get("error") or "")
+    assert "'AWS_MSK_IAM' not enabled in the server" in error and quorum["tls-aws-iam"].get("refused"), error
     key = pki.key("client").read_text().strip().splitlines()[1]  # a line of the key's base64
     for secret in (password, key):
         assert not [page[:200] for page in pages if secret in page], "a secret is shown"

@@ -195,7 +195,7 @@ class JmxAuth(_Credentials):
         return [(name, file) for name in names if (file := getattr(self, name)) is not None]
 
 
-SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI"]
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI", "AWS_MSK_IAM"]
 # what Kafka's OAuth configs take (ConfigurationUtils.validateUrl, kafka-clients 4.3: http, https or file)
 _TOKEN_URL_SCHEMES = ("http", "https", "file")
 
@@ -301,6 +301,61 @@ class KerberosKeytab(_Strict):
         return value
 
 
+# IAM's own formats (docs.aws.amazon.com IAM identifiers; STS AssumeRole's RoleSessionName: [\w+=,.@-]{2,64})
+_ROLE_ARN = re.compile(r"arn:aws(?:-[a-z]+)*:iam::\d{12}:role/[\w+=,.@/-]{1,512}")
+_SESSION_NAME = re.compile(r"[\w+=,.@-]{2,64}")
+_REGION = re.compile(r"[a-z]{2}(?:-[a-z]+)+-\d{1,2}")
+_PROFILE = re.compile(r"[\w.+@-]{1,128}")
+
+
+class AwsIamLogin(_Strict):
+    """SASL AWS_MSK_IAM, Amazon MSK's IAM access control (its TLS listeners on port 9098), with AWS's own
+    library (software.amazon.msk:aws-msk-iam-auth, carried with the Kafka client): each login is signed with
+    credentials from AWS's default chain (environment, the shared files, web identity as EKS's IRSA gives it,
+    the container's or the instance's role), or from `profile`, and for `role_arn` those assume that role."""
+
+    profile: str | None = Field(default=None, description="a profile of the shared AWS config and credentials files")
+    role_arn: str | None = Field(default=None, description="an IAM role to assume (arn:aws:iam::<account>:role/<name>)")
+    role_session_name: str | None = Field(default=None, description="the assumed role's session name")
+    sts_region: str | None = Field(
+        default=None, description="the regional STS endpoint to assume the role through (default: the global one)"
+    )
+
+    @field_validator("profile")
+    @classmethod
+    def _profile(cls, value: str | None) -> str | None:
+        if value is not None and not _PROFILE.fullmatch(value):
+            raise ValueError(f"a profile name is one word (letters, digits, . _ + @ -): got {value!r}")
+        return value
+
+    @field_validator("role_arn")
+    @classmethod
+    def _role_arn(cls, value: str | None) -> str | None:
+        if value is not None and not _ROLE_ARN.fullmatch(value):
+            raise ValueError(f"expected an IAM role ARN, arn:aws:iam::<12-digit account>:role/<name>: got {value!r}")
+        return value
+
+    @field_validator("role_session_name")
+    @classmethod
+    def _session(cls, value: str | None) -> str | None:
+        if value is not None and not _SESSION_NAME.fullmatch(value):
+            raise ValueError(f"a role session name is 2-64 of letters, digits and +=,.@_-: got {value!r}")
+        return value
+
+    @field_validator("sts_region")
+    @classmethod
+    def _region(cls, value: str | None) -> str | None:
+        if value is not None and not _REGION.fullmatch(value):
+            raise ValueError(f"expected an AWS region such as eu-west-1: got {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _role_options_need_a_role(self) -> AwsIamLogin:
+        if self.role_arn is None and (self.role_session_name is not None or self.sts_region is not None):
+            raise ValueError("role_session_name and sts_region are for assuming role_arn: give role_arn")
+        return self
+
+
 class AdminSecurity(_Credentials):
     """How the quorum's view (Kafka's admin client) reaches the cluster's listener.
 
@@ -309,7 +364,7 @@ class AdminSecurity(_Credentials):
     checks the listener's host name; `cert_file` + `key_file` (PEM, the key unencrypted PKCS#8) are the
     client certificate a listener with `ssl.client.auth=required` asks for. `sasl_mechanism: OAUTHBEARER`
     logs in with `oauth` (OIDC client credentials, KIP-768) instead of a username and password, `GSSAPI`
-    with `kerberos` (a principal and its keytab)."""
+    with `kerberos` (a principal and its keytab), `AWS_MSK_IAM` with `aws_iam` (AWS credentials)."""
 
     security_protocol: Literal["PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL"] = Field(
         default="PLAINTEXT", description="the listener's, as Kafka's `security.protocol`"
@@ -328,6 +383,10 @@ class AdminSecurity(_Credentials):
     kerberos: KerberosKeytab | None = Field(
         default=None, description="for sasl_mechanism GSSAPI: the principal and its keytab (instead of a username)"
     )
+    aws_iam: AwsIamLogin | None = Field(
+        default=None,
+        description="for sasl_mechanism AWS_MSK_IAM: where its AWS credentials come from ({} for the default chain)",
+    )
 
     @model_validator(mode="after")
     def _fits_the_protocol(self) -> AdminSecurity:
@@ -343,10 +402,21 @@ class AdminSecurity(_Credentials):
             raise ValueError(f"kerberos is for sasl_mechanism GSSAPI, not {self.sasl_mechanism}")
         if self.kerberos is not None and self.username is not None:
             raise ValueError("GSSAPI logs in with kerberos's principal and keytab, not a username and password")
-        login = self.username is not None or self.oauth is not None or self.kerberos is not None
+        if (self.sasl_mechanism == "AWS_MSK_IAM") != (self.aws_iam is not None):
+            raise ValueError("sasl_mechanism AWS_MSK_IAM and aws_iam go together (aws_iam: {} for AWS's default chain)")
+        if self.aws_iam is not None and self.security_protocol != "SASL_SSL":
+            raise ValueError(
+                "AWS_MSK_IAM is offered on MSK's TLS listeners only (port 9098): security_protocol SASL_SSL"
+            )
+        if self.aws_iam is not None and self.username is not None:
+            raise ValueError("AWS_MSK_IAM signs with AWS credentials, not a username and password")
+        login = (
+            self.username is not None or self.oauth is not None or self.kerberos is not None or self.aws_iam is not None
+        )
         if sasl and (self.sasl_mechanism is None or not login):
             raise ValueError(
-                f"security_protocol {self.security_protocol} needs sasl_mechanism and username (or oauth, or kerberos)"
+                f"security_protocol {self.security_protocol} needs sasl_mechanism and username "
+                "(or oauth, kerberos, aws_iam)"
             )
         if not sasl and (self.sasl_mechanism is not None or self.username is not None or self.kerberos is not None):
             raise ValueError(

@@ -272,7 +272,7 @@ def test_a_reloaded_jmx_trust_store_reaches_the_nodes_without_a_restart(
     # the trust is each endpoint's own (tls_routes.py), no longer the JVM's javax.net.ssl.trustStore
     path = tmp_path / "ctlplane.yaml"
     store, password = tmp_path / "trust.p12", tmp_path / "truststore.password"
-    store.write_bytes(b"a store")
+    store.write_bytes(b"\x30\x82 a PKCS12 store")  # DER, as check-config looks (the JVM loads it at a read)
     password.write_text("changeit\n")
     _config(path, {"c1": [1]}, jmx={"ssl": True})
     client = RecordingClient()

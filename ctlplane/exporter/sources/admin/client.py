@@ -344,11 +344,14 @@ def kafka_reason(exc: BaseException) -> str:
 # Refused credentials, not a Kafka fault: the broker refused the SASL exchange (SaslAuthenticationException, an
 # AuthenticationException), or the client got no token to offer (OAUTHBEARER: the token endpoint refused the
 # client id and secret, or answered no usable token; Kafka's login says so with a LoginException or a
-# JwtRetrieverException/JwtValidatorException, kafka-clients 4.1+)
+# JwtRetrieverException/JwtValidatorException, kafka-clients 4.1+), or the listener offers no such mechanism
+# (UnsupportedSaslMechanismException, an AuthenticationException: the config names the wrong listener or
+# mechanism, AWS_MSK_IAM on a listener that is not MSK's IAM one)
 _AUTH_FAILURES = frozenset(
     {
         "AuthenticationException",
         "SaslAuthenticationException",
+        "UnsupportedSaslMechanismException",
         "LoginException",
         "JwtRetrieverException",
         "JwtValidatorException",
@@ -526,6 +529,40 @@ def kerberos_properties(login: KerberosLogin) -> dict[str, str]:
     }
 
 
+@dataclass(frozen=True)
+class AwsIamLogin:
+    """Where AWS_MSK_IAM's credentials come from: AWS's default chain, else `profile`; `role_arn` assumed with
+    them (through `sts_region`'s STS endpoint, the global one without)."""
+
+    profile: str | None = None
+    role_arn: str | None = None
+    role_session_name: str | None = None
+    sts_region: str | None = None
+
+
+# aws-msk-iam-auth's login module and SASL client callback (its README, "Configuring a Kafka client to use AWS
+# IAM"); the JAAS options are IAMLoginModule's (awsProfileName, awsRoleArn, awsRoleSessionName, awsStsRegion)
+IAM_LOGIN_MODULE = "software.amazon.msk.auth.iam.IAMLoginModule"
+IAM_CALLBACK_HANDLER = "software.amazon.msk.auth.iam.IAMClientCallbackHandler"
+
+
+def aws_iam_properties(login: AwsIamLogin) -> dict[str, str]:
+    """SASL AWS_MSK_IAM: the library signs each login (SigV4, action kafka-cluster:Connect) with credentials it
+    resolves itself at each login, so renewed ones (IRSA's web identity token, an instance role) are used."""
+    options = (
+        ("awsProfileName", login.profile),
+        ("awsRoleArn", login.role_arn),
+        ("awsRoleSessionName", login.role_session_name),
+        ("awsStsRegion", login.sts_region),
+    )
+    given = "".join(f" {name}={_jaas_quoted(value)}" for name, value in options if value is not None)
+    return {
+        "sasl.mechanism": "AWS_MSK_IAM",
+        "sasl.jaas.config": f"{IAM_LOGIN_MODULE} required{given};",
+        "sasl.client.callback.handler.class": IAM_CALLBACK_HANDLER,
+    }
+
+
 def _jaas_quoted(value: str) -> str:
     """A JAAS option value as Kafka's parser reads it (clients/.../common/security/JaasConfig.java: a
     java.io.StreamTokenizer, whose quoted strings take backslash escapes and end at a line break, so a line
@@ -548,6 +585,7 @@ def security_properties(
     certificate: tuple[str, str] | None = None,
     oauth: OAuthLogin | None = None,
     kerberos: KerberosLogin | None = None,
+    aws_iam: AwsIamLogin | None = None,
 ) -> dict[str, str]:
     """The admin client's security settings: `security.protocol`; for SASL the mechanism and an inline
     `sasl.jaas.config`; for TLS the CA to trust (`ca_file`, PEM) and the client's (certificate chain, key)
@@ -562,6 +600,10 @@ def security_properties(
         if kerberos is None:
             raise ValueError("GSSAPI needs a principal and its keytab (kerberos)")
         props |= kerberos_properties(kerberos)
+    elif protocol.startswith("SASL_") and mechanism == "AWS_MSK_IAM":
+        if aws_iam is None:
+            raise ValueError("AWS_MSK_IAM needs where its AWS credentials come from (aws_iam)")
+        props |= aws_iam_properties(aws_iam)
     elif protocol.startswith("SASL_"):
         if mechanism not in _LOGIN_MODULES or username is None or password is None:
             raise ValueError(f"{protocol} needs one of {', '.join(_LOGIN_MODULES)}, a username and a password")
