@@ -35,6 +35,45 @@ PACKAGES = ("ctlplane", "harness")
 JARS = "ctlplane/exporter/sources/admin/jars"  # Kafka's client jars in the package (tools/client_jars.py)
 
 
+# the jars AWS_MSK_IAM brings (kafka-clients.pom.xml: aws-msk-iam-auth 2.4.0, as Maven resolves it)
+AWS_JARS = (
+    "aws-msk-iam-auth-2.4.0",
+    "eventstream-1.0.1",
+    "httpclient5-5.6.4",
+    "httpcore5-5.4.3",
+    "httpcore5-h2-5.4.3",
+    "annotations-2.51.2",
+    "apache5-client-2.51.2",
+    "auth-2.51.2",
+    "aws-core-2.51.2",
+    "aws-json-protocol-2.51.2",
+    "aws-query-protocol-2.51.2",
+    "checksums-2.51.2",
+    "checksums-spi-2.51.2",
+    "endpoints-spi-2.51.2",
+    "http-auth-2.51.2",
+    "http-auth-aws-2.51.2",
+    "http-auth-aws-eventstream-2.51.2",
+    "http-auth-spi-2.51.2",
+    "http-client-spi-2.51.2",
+    "identity-spi-2.51.2",
+    "json-utils-2.51.2",
+    "metrics-spi-2.51.2",
+    "profiles-2.51.2",
+    "protocol-core-2.51.2",
+    "regions-2.51.2",
+    "retries-2.51.2",
+    "retries-spi-2.51.2",
+    "sdk-core-2.51.2",
+    "sso-2.51.2",
+    "ssooidc-2.51.2",
+    "sts-2.51.2",
+    "third-party-jackson-core-2.51.2",
+    "utils-2.51.2",
+    "utils-lite-2.51.2",
+)
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The `bin` directory of a fresh virtualenv with the wheel installed."""
@@ -73,6 +112,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             for a in ("annotations-2.21", "core-2.21.2", "databind-2.21.2")
             for s in ("", ".LICENSE", ".NOTICE")
         ]
+        # AWS_MSK_IAM: aws-msk-iam-auth and the AWS SDK v2 parts it signs with, Apache-2.0 each (a licence and a
+        # NOTICE beside every jar), but reactive-streams (MIT-0, a licence alone)
+        + [f"{jar}.jar{s}" for jar in AWS_JARS for s in ("", ".LICENSE", ".NOTICE")]
+        + [f"reactive-streams-1.0.4.jar{s}" for s in ("", ".LICENSE")]
     ), carried
     with zipfile.ZipFile(wheel) as built:
         assert "Apache License" in built.read(f"{JARS}/{MAIN_JAR}.LICENSE").decode()
