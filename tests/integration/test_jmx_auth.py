@@ -13,6 +13,7 @@ from __future__ import annotations
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +24,15 @@ from tests.integration.watch import shared_client
 
 RUNTIME = (MBeanQuery("java.lang:type=Runtime", ("StartTime",)),)
 SLEEPER = "public class Sleeper { public static void main(String[] a) throws Exception { Thread.sleep(600_000); } }\n"
+
+
+def await_jmx_port(port: int, process: subprocess.Popen[bytes], log: Path, timeout: float = 60) -> None:
+    """Until the JVM's JMX port opens; its log if the JVM exits first, or when `timeout` passes."""
+    deadline = time.monotonic() + timeout
+    while not port_open(port):
+        assert process.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, f"the JVM's JMX port {port} did not open ({log})"
+        time.sleep(0.2)
 
 
 @pytest.fixture(scope="module")
@@ -55,11 +65,7 @@ def guarded_jvm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
         stderr=open(work / "jvm.log", "wb"),
     )
     try:
-        deadline = time.monotonic() + 60
-        while not port_open(port):
-            assert process.poll() is None, (work / "jvm.log").read_text()
-            assert time.monotonic() < deadline, "the JVM's JMX port did not open"
-            time.sleep(0.2)
+        await_jmx_port(port, process, work / "jvm.log")
         yield port
     finally:
         process.kill()

@@ -30,10 +30,9 @@ from harness.localkafka import (
     make_local_pki,
     pkcs12_keystore,
     pkcs12_truststore,
-    port_open,
     start_kraft_cluster,
 )
-from tests.integration.test_jmx_auth import SLEEPER
+from tests.integration.test_jmx_auth import SLEEPER, await_jmx_port
 from tests.integration.watch import shared_client
 
 RUNTIME = (MBeanQuery("java.lang:type=Runtime", ("StartTime",)),)
@@ -102,11 +101,7 @@ def tls_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsNodes]:
         process_b.kill()
         raise
     try:
-        deadline = time.monotonic() + 60
-        while not port_open(port_b):
-            assert process_b.poll() is None, (work / "node-b.log").read_text()
-            assert time.monotonic() < deadline, "node-b's JMX port did not open"
-            time.sleep(0.2)
+        await_jmx_port(port_b, process_b, work / "node-b.log")
         yield TlsNodes(
             a=Endpoint(
                 LOOPBACK, kafka.nodes[0].jmx_port, ssl=True, registry_ssl=True,

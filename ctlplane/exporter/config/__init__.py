@@ -21,6 +21,7 @@ from pydantic import (
     ConfigDict,
     Field,
     SecretStr,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -301,11 +302,20 @@ class KerberosKeytab(_Strict):
         return value
 
 
-# IAM's own formats (docs.aws.amazon.com IAM identifiers; STS AssumeRole's RoleSessionName: [\w+=,.@-]{2,64})
-_ROLE_ARN = re.compile(r"arn:aws(?:-[a-z]+)*:iam::\d{12}:role/[\w+=,.@/-]{1,512}")
-_SESSION_NAME = re.compile(r"[\w+=,.@-]{2,64}")
-_REGION = re.compile(r"[a-z]{2}(?:-[a-z]+)+-\d{1,2}")
-_PROFILE = re.compile(r"[\w.+@-]{1,128}")
+# IAM's own formats (docs.aws.amazon.com IAM identifiers; STS AssumeRole's RoleSessionName: [\w+=,.@-]{2,64}):
+# each AwsIamLogin field's pattern, and what its refusal says
+_AWS_IAM_FORMATS = {
+    "profile": (re.compile(r"[\w.+@-]{1,128}"), "a profile name is one word (letters, digits, . _ + @ -)"),
+    "role_arn": (
+        re.compile(r"arn:aws(?:-[a-z]+)*:iam::\d{12}:role/[\w+=,.@/-]{1,512}"),
+        "expected an IAM role ARN, arn:aws:iam::<12-digit account>:role/<name>",
+    ),
+    "role_session_name": (
+        re.compile(r"[\w+=,.@-]{2,64}"),
+        "a role session name is 2-64 of letters, digits and +=,.@_-",
+    ),
+    "sts_region": (re.compile(r"[a-z]{2}(?:-[a-z]+)+-\d{1,2}"), "expected an AWS region such as eu-west-1"),
+}
 
 
 class AwsIamLogin(_Strict):
@@ -321,32 +331,12 @@ class AwsIamLogin(_Strict):
         default=None, description="the regional STS endpoint to assume the role through (default: the global one)"
     )
 
-    @field_validator("profile")
+    @field_validator(*_AWS_IAM_FORMATS)
     @classmethod
-    def _profile(cls, value: str | None) -> str | None:
-        if value is not None and not _PROFILE.fullmatch(value):
-            raise ValueError(f"a profile name is one word (letters, digits, . _ + @ -): got {value!r}")
-        return value
-
-    @field_validator("role_arn")
-    @classmethod
-    def _role_arn(cls, value: str | None) -> str | None:
-        if value is not None and not _ROLE_ARN.fullmatch(value):
-            raise ValueError(f"expected an IAM role ARN, arn:aws:iam::<12-digit account>:role/<name>: got {value!r}")
-        return value
-
-    @field_validator("role_session_name")
-    @classmethod
-    def _session(cls, value: str | None) -> str | None:
-        if value is not None and not _SESSION_NAME.fullmatch(value):
-            raise ValueError(f"a role session name is 2-64 of letters, digits and +=,.@_-: got {value!r}")
-        return value
-
-    @field_validator("sts_region")
-    @classmethod
-    def _region(cls, value: str | None) -> str | None:
-        if value is not None and not _REGION.fullmatch(value):
-            raise ValueError(f"expected an AWS region such as eu-west-1: got {value!r}")
+    def _of_iams_form(cls, value: str | None, info: ValidationInfo) -> str | None:
+        pattern, expected = _AWS_IAM_FORMATS[str(info.field_name)]
+        if value is not None and not pattern.fullmatch(value):
+            raise ValueError(f"{expected}: got {value!r}")
         return value
 
     @model_validator(mode="after")
@@ -1012,5 +1002,5 @@ class Settings(_Strict):
         return [
             c.name
             for c in self.clusters
-            if self.jmx_for(c).username is not None or self.jmx_for(c).ssl or self.jmx_for(c).lookup_over_tls
+            if (auth := self.jmx_for(c)).username is not None or auth.ssl or auth.lookup_over_tls
         ]
