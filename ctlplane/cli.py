@@ -253,17 +253,18 @@ def cmd_probe(args: argparse.Namespace) -> int:
         if any(cluster.metrics is not None for cluster in settings.clusters):
             deadline = max(deadline, settings.scrape.page_timeout_seconds)
             sys.stderr.write(f"waiting up to {deadline:g}s for each metrics page (scrape.page_timeout_seconds)\n")
-        if args.discover:
-            scraper.scrape_once(wait_seconds=deadline)
-            sys.stdout.write(format_watch_list(scraper.targets, state.current(), discovery))
-            return 0
+        # `--discover` too: one round was its whole listing, and a cold Admin client's first answer on a loaded
+        # host fails or comes late (a CI run listed no node of a quorum the table probe had read)
         read_until_named(
             scraper,
             discovering=bool(discovery.rules),
             wait_seconds=deadline,
             answer_seconds=settings.scrape.read_deadline_seconds,
         )
-        sys.stdout.write(format_probe(state.current()))
+        if args.discover:
+            sys.stdout.write(format_watch_list(scraper.targets, state.current(), discovery))
+        else:
+            sys.stdout.write(format_probe(state.current()))
     finally:
         scraper.stop()
     return 0

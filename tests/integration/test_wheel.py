@@ -302,9 +302,10 @@ def test_the_installed_wheel_reads_a_kraft_quorum_from_one_address_without_maven
     quorum = [line.split() for line in table.splitlines() if "quorum's view:" in line]
     assert quorum and quorum[0][2] == "leader" and int(quorum[0][3].rstrip(",")) in controllers, table
     # the brokers, quorum observers without a host for the JMX rule, are named and listed as not watched
-    listing = [line.split() for line in _probe(installed, config, env, "--discover").splitlines()]
+    said = _probe(installed, config, env, "--discover")
+    listing = [line.split() for line in said.splitlines()]
     unwatched = {int(row[3]) for row in listing if row[:2] == ["kraft-wheel", "-"] and "not" in row}
-    assert unwatched == {node.node_id for node in kraft_cluster.brokers()}, listing
+    assert unwatched == {node.node_id for node in kraft_cluster.brokers()}, said
     # the client came from the package: nothing fetched into any cache
     assert not (cache / "kafka-clients").exists()
     assert not list((tmp_path / "tmp").glob("*/kafka-clients"))

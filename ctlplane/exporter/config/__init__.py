@@ -752,9 +752,10 @@ class ScrapeConfig(_Strict):
         default=300.0,
         gt=0,
         le=DAY_SECONDS,
-        description="a metrics endpoint's page not complete by then is the node's error. A page slower than the "
-        "scrape timeout (a large broker behind jmx_exporter) is read at its own pace and its last complete read "
-        "served; connecting still has the scrape timeout",
+        description="a metrics endpoint's page not complete by then is the node's error, its request held open "
+        "for the next read (up to four page timeouts, at most 600 s), never asked again beside it. A page slower "
+        "than the scrape timeout (a large broker behind jmx_exporter) is read at its own pace and its last "
+        "complete read served; connecting still has the scrape timeout",
     )
 
     # A page costs its broker about a core for as long as it is collected (8.2 CPU-s for a page of 8.6 s at

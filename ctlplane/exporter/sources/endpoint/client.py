@@ -10,6 +10,9 @@ A connection must be made within the scrape timeout, but the page may take up to
 tens of thousands of partitions answers after tens of seconds (prometheus/jmx_exporter #955: 23 s at 10.8k
 partitions). A read is never abandoned and asked again while the page is still being collected; the
 scraper reads such a node at its own pace (scraper.py, "paced").
+
+A page not complete within the page timeout is that read's error, but its request is held open for the next
+read, not abandoned and asked again (HELD_PAGE_TIMEOUTS): a node has one request open at a time.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import ssl
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,6 +49,15 @@ CHUNK_BYTES = 256 * 1024
 # A broker with 10,000 partitions serves ~2-6 MB in default naming (5.6 MB at 5,000 partitions measured on
 # Kafka 4.3.1, the whole page), 28 MB seen at 40,000: a page beyond this is refused, not held
 MAX_BYTES = 64 * 1024 * 1024
+# A request whose page is not complete within the page timeout is held open for the node's next read rather
+# than abandoned and asked again: jmx_exporter answers every request it has accepted, each collecting the whole
+# page on a thread of its own (its HTTPServerFactory: up to 10 at once), so requests abandoned while a broker
+# was paused (SIGSTOP, a long GC) or slow wait in its listen backlog and are collected side by side when it
+# resumes, for nobody, each the slower for the others (a CI run: a Strimzi-named broker's page, 20 s timeout,
+# unread for 3 minutes after its broker resumed). A held request is given up after this many page timeouts (at
+# most HELD_AT_MOST_SECONDS, never less than one page timeout): a peer gone without a reset is asked again.
+HELD_PAGE_TIMEOUTS = 4
+HELD_AT_MOST_SECONDS = 600.0
 
 
 @dataclass(frozen=True)
@@ -86,6 +100,7 @@ class EndpointClient:
         self._clients: dict[TlsFiles, tuple[FileStamps, httpx.Client]] = {}
         self._retired: list[httpx.Client] = []  # replaced, maybe still streaming a page: closed by close()
         self._lookups: dict[tuple[EndpointNaming, tuple[MBeanQuery, ...]], Lookup] = {}
+        self._held: dict[str, _Request] = {}  # url -> its request past a read's page timeout, still open
 
     def configure(self, timeouts: ReadTimeouts) -> None:
         self.timeout_seconds, self.page_timeout_seconds = timeouts.timeout_seconds, timeouts.page_timeout_seconds
@@ -118,20 +133,81 @@ class EndpointClient:
     def read(self, endpoint: NodeEndpoint, queries: Sequence[MBeanQuery]) -> list[RawReading]:
         if not isinstance(endpoint, MetricsEndpoint):
             raise ReadError(f"not a metrics endpoint: {endpoint.address}")
+        wanted = tuple(queries)
+        started = time.monotonic()
+        request = self._take_held(endpoint.url, wanted) or self._ask(endpoint, wanted)
+        page = self._await(endpoint, request, started)
+        if request.queries != wanted:
+            # the held request answered other queries (the slow tier's, an elected controller's): its node
+            # answers again, so it is asked for these, within what is left of this read's page timeout
+            page = self._await(endpoint, self._ask(endpoint, wanted), started)
+        return page
+
+    def _ask(self, endpoint: MetricsEndpoint, queries: tuple[MBeanQuery, ...]) -> _Request:
+        page_seconds = self.page_timeout_seconds
+        hold = max(page_seconds, min(HELD_PAGE_TIMEOUTS * page_seconds, HELD_AT_MOST_SECONDS))
         found = self._lookup(endpoint.naming, queries)
+        timeouts = (self.timeout_seconds, hold)
+        page: Future[CollectedReadings] = Future()
+
+        def fetch() -> None:
+            page.set_running_or_notify_cancel()
+            try:
+                page.set_result(self._fetch(endpoint, found, queries, timeouts))
+            except BaseException as exc:  # the read waiting for it raises it
+                page.set_exception(exc)
+
+        # a daemon thread of its own, one per request: a held one never holds the process's exit
+        request = _Request(queries, time.monotonic(), page)
+        threading.Thread(target=fetch, name=f"ctlplane-page {endpoint.url}", daemon=True).start()
+        return request
+
+    def _take_held(self, url: str, queries: tuple[MBeanQuery, ...]) -> _Request | None:
+        """The node's held request: still open, or done with a page of these queries since the last read."""
+        with self._lock:
+            held = self._held.pop(url, None)
+        if held is None or not held.page.done():
+            return held
+        if held.page.exception() is None and held.queries == queries:
+            return held
+        return None  # it ended in an error, or with other queries' page: the node is asked afresh
+
+    def _await(self, endpoint: MetricsEndpoint, request: _Request, started: float) -> CollectedReadings:
+        """The request's page within the page timeout of this read (`started`), its values' time counted from
+        the read's start (before it where a held request's page was collected earlier); else the request held."""
+        page_seconds = self.page_timeout_seconds
+        try:
+            page = request.page.result(timeout=max(0.0, started + page_seconds - time.monotonic()))
+        except FutureTimeout:
+            with self._lock:
+                self._held[endpoint.url] = request
+            held = (
+                f" (its request of {started - request.started:.0f}s ago is held open, not asked again)"
+                if request.started < started
+                else ""
+            )
+            error = f"{endpoint.url}: page not complete within {page_seconds:g}s{held}"
+            raise ReadError(error, Failure.TIMEOUT) from None
+        return CollectedReadings(page, page.collected_after + request.started - started, page.page_bytes)
+
+    def _fetch(
+        self, endpoint: MetricsEndpoint, found: Lookup, queries: Sequence[MBeanQuery], timeouts: tuple[float, float]
+    ) -> CollectedReadings:
+        """One request for the page, on a thread of its own: connecting within the scrape timeout,
+        the whole page within `hold` (the read waiting for it gives up sooner, and holds it)."""
+        connect_seconds, hold = timeouts
         auth = httpx.BasicAuth(endpoint.username, endpoint.password or "") if endpoint.username else None
         headers = _bearer(endpoint)
-        page_seconds = self.page_timeout_seconds
         started = time.monotonic()
-        deadline = started + page_seconds
-        timeout = httpx.Timeout(self.timeout_seconds, read=page_seconds)
+        deadline = started + hold
+        timeout = httpx.Timeout(connect_seconds, read=hold)
         try:
             client = self._client(endpoint)
             with client.stream("GET", endpoint.url, auth=auth, headers=headers, timeout=timeout) as response:
                 collected_after = time.monotonic() - started  # the page is collected before its headers
                 _check_status(response)
                 size = [0]
-                chunks = self._chunks(response, deadline, page_seconds, size)
+                chunks = self._chunks(response, deadline, hold, size)
                 readings = node_readings(page_samples(chunks, found.wanted), found, queries, endpoint.url)
                 return CollectedReadings(readings, collected_after, size[0])
         except ReadError:
@@ -141,9 +217,9 @@ class EndpointClient:
         except httpx.ConnectTimeout:
             raise ReadError(f"{endpoint.url}: connect timed out", Failure.TIMEOUT) from None
         except httpx.ReadTimeout:
-            raise ReadError(f"{endpoint.url}: page not complete within {page_seconds:g}s", Failure.TIMEOUT) from None
+            raise ReadError(f"{endpoint.url}: page not complete within {hold:g}s", Failure.TIMEOUT) from None
         except httpx.TimeoutException:
-            raise ReadError(f"{endpoint.url}: no answer within {self.timeout_seconds:g}s", Failure.TIMEOUT) from None
+            raise ReadError(f"{endpoint.url}: no answer within {connect_seconds:g}s", Failure.TIMEOUT) from None
         except httpx.ConnectError as exc:
             failure = Failure.OTHER if "SSL" in str(exc) or "certificate" in str(exc) else Failure.GONE
             raise ReadError(f"{endpoint.url}: {_first_line(exc) or 'connection refused'}", failure) from None
@@ -166,9 +242,18 @@ class EndpointClient:
     def close(self) -> None:
         with self._lock:
             clients = [client for _, client in self._clients.values()] + self._retired
-            self._clients, self._retired = {}, []
+            self._clients, self._retired, self._held = {}, [], {}
         for client in clients:
-            client.close()
+            client.close()  # a held request's stream ends with its client
+
+
+@dataclass(frozen=True)
+class _Request:
+    """A page asked for: the queries it answers, when it was sent (monotonic) and its page to come."""
+
+    queries: tuple[MBeanQuery, ...]
+    started: float
+    page: Future[CollectedReadings]
 
 
 TlsFiles = tuple[str | None, str | None, str | None]

@@ -141,6 +141,76 @@ def test_an_endpoint_that_never_answers_is_a_timeout(serve: Callable[[Handler], 
         release.set()
 
 
+class _Late:
+    """A page answered only once released: counts the requests it was asked."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.asked = 0
+
+    def __call__(self, request: BaseHTTPRequestHandler) -> None:
+        self.asked += 1
+        self.release.wait(10)
+        _answer(200, PAGE)(request)
+
+
+def _broker_state(read: list[RawReading]) -> bool:
+    return any(r.object_name == "kafka.server:type=KafkaServer,name=BrokerState" for r in read)
+
+
+def test_a_page_past_the_page_timeout_is_held_open_and_is_the_next_reads(serve: Callable[[Handler], str]) -> None:
+    late = _Late()
+    endpoint = MetricsEndpoint(serve(late), profile("jmx_exporter"))
+    client = EndpointClient(timeout_seconds=0.5, page_timeout_seconds=0.5)
+    try:
+        for held in ("", " (its request of"):
+            with pytest.raises(ReadError) as error:
+                client.read(endpoint, plan_queries())
+            assert error.value.failure is Failure.TIMEOUT and held in str(error.value), error.value
+        late.release.set()
+        assert _broker_state(client.read(endpoint, plan_queries()))
+        assert late.asked == 1  # the held request's page, not a second request
+    finally:
+        late.release.set()
+        client.close()
+
+
+def test_a_held_page_of_other_queries_or_one_ended_in_an_error_is_asked_again(serve: Callable[[Handler], str]) -> None:
+    late = _Late()
+    endpoint = MetricsEndpoint(serve(late), profile("jmx_exporter"))
+    client = EndpointClient(timeout_seconds=0.5, page_timeout_seconds=0.5)
+    fast = [query for query in plan_queries() if "KafkaServer" in query.pattern]
+    try:
+        with pytest.raises(ReadError):
+            client.read(endpoint, fast)
+        late.release.set()
+        time.sleep(0.2)  # the held page lands, for queries the next read does not ask
+        assert _broker_state(client.read(endpoint, plan_queries()))
+        assert late.asked == 2
+    finally:
+        late.release.set()
+        client.close()
+
+    first = threading.Event()
+
+    def never_first(request: BaseHTTPRequestHandler) -> None:
+        if not first.is_set():
+            first.set()
+            time.sleep(3.0)  # past the held request's own bound (4 page timeouts, 2 s): it ends in its error
+            return
+        _answer(200, PAGE)(request)
+
+    client = EndpointClient(timeout_seconds=0.5, page_timeout_seconds=0.5)
+    endpoint = MetricsEndpoint(serve(never_first), profile("jmx_exporter"))
+    try:
+        with pytest.raises(ReadError):
+            client.read(endpoint, plan_queries())
+        time.sleep(2.0)
+        assert _broker_state(client.read(endpoint, plan_queries()))  # asked again, not the ended one's error
+    finally:
+        client.close()
+
+
 def test_a_page_cut_short_is_an_error_not_a_partial_read(serve: Callable[[Handler], str]) -> None:
     error = _error(serve(_answer(200, PAGE[:60], {"Content-Length": str(len(PAGE))})))
     assert error.failure is Failure.GONE
