@@ -270,6 +270,7 @@ def _admin_security(cluster: ClusterConfig) -> dict[str, str] | None:
         return None
     password = cluster.admin.password()
     certificate = cluster.admin.client_certificate()
+    key_password = cluster.admin.key_password()
     oauth = None
     if (credentials := cluster.admin.oauth) is not None:
         secret = credentials.client_secret()
@@ -292,6 +293,7 @@ def _admin_security(cluster: ClusterConfig) -> dict[str, str] | None:
         password.get_secret_value() if password is not None else None,
         ca_file=str(cluster.admin.ca_file) if cluster.admin.ca_file is not None else None,
         certificate=(certificate[0], certificate[1].get_secret_value()) if certificate is not None else None,
+        key_password=key_password.get_secret_value() if key_password is not None else None,
         oauth=oauth,
         kerberos=kerberos,
         aws_iam=aws_iam,

@@ -56,7 +56,14 @@ from harness.localkafka.errors import ClusterStartError, JarFetchError, LocalKaf
 from harness.localkafka.jars import JARS_MARKER, cache_dir, ensure_jars, repo_root
 from harness.localkafka.nodes import KafkaNode, ZooKeeperServer, start_zookeeper
 from harness.localkafka.process import LOOPBACK, free_port, java_executable, port_open
-from harness.localkafka.tls import LocalPki, make_local_pki, pkcs12_keystore, pkcs12_truststore
+from harness.localkafka.tls import (
+    LocalPki,
+    encrypted_key,
+    make_local_pki,
+    pkcs12_keystore,
+    pkcs12_truststore,
+    traditional_key,
+)
 from harness.localkafka.versions import KRAFT_VERSION, ZK_VERSION, cluster_label, logging_flavour, major_minor
 
 __all__ = [
@@ -85,6 +92,7 @@ __all__ = [
     "delete_topic",
     "describe_quorum_replication",
     "directory_id",
+    "encrypted_key",
     "ensure_jars",
     "free_port",
     "java_executable",
@@ -103,5 +111,6 @@ __all__ = [
     "start_test_fleet",
     "start_zk_cluster",
     "start_zookeeper",
+    "traditional_key",
     "unregister_broker",
 ]

@@ -50,6 +50,26 @@ def pkcs12_keystore(pki: LocalPki, name: str, password: str) -> Path:
     return store
 
 
+def encrypted_key(pki: LocalPki, name: str, password: str) -> Path:
+    """`<name>-encrypted.key`: the name's key as an encrypted PKCS#8 PEM (`BEGIN ENCRYPTED PRIVATE KEY`), in
+    OpenSSL 3's default scheme for `pkcs8 -topk8`: PBES2, PBKDF2 with HMAC-SHA256, AES-256-CBC."""
+    key = pki.directory / f"{name}-encrypted.key"
+    if not key.is_file():
+        _openssl(
+            "pkcs8", "-topk8", "-v2", "aes-256-cbc", "-in", pki.key(name).name, "-out", key.name,
+            "-passout", f"pass:{password}", cwd=pki.directory,
+        )  # fmt: skip
+    return key
+
+
+def traditional_key(pki: LocalPki, name: str) -> Path:
+    """`<name>-sec1.key`: the name's EC key in OpenSSL's traditional form (`BEGIN EC PRIVATE KEY`, SEC1)."""
+    key = pki.directory / f"{name}-sec1.key"
+    if not key.is_file():
+        _openssl("ec", "-in", pki.key(name).name, "-out", key.name, cwd=pki.directory)
+    return key
+
+
 def pkcs12_truststore(pki: LocalPki, password: str) -> Path:
     """`truststore.p12`: the CA's certificate as a trusted entry, made by the JDK's keytool (OpenSSL 3.0 cannot
     mark a certificate trusted for Java: a PKCS#12 it exports without a key holds nothing a JDK trusts)."""

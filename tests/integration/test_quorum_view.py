@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -31,6 +31,7 @@ from harness.localkafka import (
     KafkaCluster,
     clusters_config,
     describe_quorum_replication,
+    encrypted_key,
     free_port,
     major_minor,
     quorum_bootstrap,
@@ -314,7 +315,7 @@ def test_a_broker_whose_jmx_is_black_holed_is_active_by_the_quorums_word_and_the
 def _serve_views(
     kraft_cluster: KafkaCluster,
     tmp_path: Path,
-    views: dict[str, tuple[str, dict[str, str]]],
+    views: Mapping[str, tuple[str, Mapping[str, object]]],
     env: dict[str, str],
     answering: set[str],
 ) -> tuple[dict[str, dict[str, object]], list[str]]:
@@ -412,7 +413,8 @@ def test_tls_listeners_read_the_quorum_with_the_clusters_ca_and_say_why_when_a_c
     kraft_cluster: KafkaCluster, tmp_path: Path
 ) -> None:
     """Through the brokers' SSL listener (a client certificate required) and SASL_SSL (conftest's pki):
-    trusting the cluster's CA with the client certificate, and SASL PLAIN over TLS, both answer; without a
+    trusting the cluster's CA with the client certificate (its key plain, or encrypted with its password in
+    key_password_file), and SASL PLAIN over TLS, answer; without a
     client certificate, or without the CA (the JVM's own trust store does not know it), the view is an
     error in Kafka's words and the JMX view goes on, as is AWS_MSK_IAM, which the listener does not offer; the
     client key is on no page and in no output."""
@@ -421,11 +423,17 @@ def test_tls_listeners_read_the_quorum_with_the_clusters_ca_and_say_why_when_a_c
     user, password = next(iter(SASL_USERS.items()))
     ca = str(pki.ca)
     client = {"cert_file": str(pki.cert("client")), "key_file": str(pki.key("client"))}
+    # the same key encrypted (PBES2, AES-256-CBC: OpenSSL 3's default), its password in a file
+    key_password = tmp_path / "key-password"
+    key_password.write_text("s3cret-key\n")
+    encrypted = encrypted_key(pki, "client", "s3cret-key")
+    encrypted_client = {**client, "key_file": str(encrypted), "key_password_file": str(key_password)}
     quorum, pages = _serve_views(
         kraft_cluster,
         tmp_path,
         {
             "tls-client-cert": ("SSL", {"security_protocol": "SSL", "ca_file": ca, **client}),
+            "tls-encrypted-key": ("SSL", {"security_protocol": "SSL", "ca_file": ca, **encrypted_client}),
             "tls-sasl": (
                 "SASL_SSL",
                 {
@@ -445,7 +453,7 @@ def test_tls_listeners_read_the_quorum_with_the_clusters_ca_and_say_why_when_a_c
             ),
         },
         {"CTLPLANE_TEST_SASL_PASSWORD": password},
-        answering={"tls-client-cert", "tls-sasl"},
+        answering={"tls-client-cert", "tls-encrypted-key", "tls-sasl"},
     )
     for name in ("tls-no-client-cert", "tls-untrusted"):
         error = str(quorum[name].get("error") or "")
@@ -457,7 +465,8 @@ def test_tls_listeners_read_the_quorum_with_the_clusters_ca_and_say_why_when_a_c
     error = str(quorum["tls-aws-iam"].get("error") or "")
     assert "'AWS_MSK_IAM' not enabled in the server" in error and quorum["tls-aws-iam"].get("refused"), error
     key = pki.key("client").read_text().strip().splitlines()[1]  # a line of the key's base64
-    for secret in (password, key):
+    sealed = encrypted.read_text().strip().splitlines()[1]
+    for secret in (password, key, sealed, "s3cret-key"):
         assert not [page[:200] for page in pages if secret in page], "a secret is shown"
 
 

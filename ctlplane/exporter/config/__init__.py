@@ -351,8 +351,9 @@ class AdminSecurity(_Credentials):
 
     `security_protocol` is the listener's, as Kafka's `security.protocol`. SASL needs `sasl_mechanism`,
     `username` and a password source. TLS trusts `ca_file` (PEM; the JVM's trust store without it) and
-    checks the listener's host name; `cert_file` + `key_file` (PEM, the key unencrypted PKCS#8) are the
-    client certificate a listener with `ssl.client.auth=required` asks for. `sasl_mechanism: OAUTHBEARER`
+    checks the listener's host name; `cert_file` + `key_file` (PEM, the key PKCS#8, encrypted with its
+    password in `key_password_file` or not) are the client certificate a listener with
+    `ssl.client.auth=required` asks for. `sasl_mechanism: OAUTHBEARER`
     logs in with `oauth` (OIDC client credentials, KIP-768) instead of a username and password, `GSSAPI`
     with `kerberos` (a principal and its keytab), `AWS_MSK_IAM` with `aws_iam` (AWS credentials)."""
 
@@ -366,7 +367,12 @@ class AdminSecurity(_Credentials):
         default=None, description="PEM CA the listener's certificate is checked against (the JVM's trust store without)"
     )
     cert_file: Path | None = Field(default=None, description="PEM client certificate, for `ssl.client.auth=required`")
-    key_file: Path | None = Field(default=None, description="its key, PEM, unencrypted PKCS#8")
+    key_file: Path | None = Field(
+        default=None, description="its key, PEM PKCS#8 (`BEGIN PRIVATE KEY`, or `BEGIN ENCRYPTED PRIVATE KEY`)"
+    )
+    key_password_file: Path | None = Field(
+        default=None, description="a file that holds the password of an encrypted key_file (Kafka's ssl.key.password)"
+    )
     oauth: OAuthClientCredentials | None = Field(
         default=None, description="for sasl_mechanism OAUTHBEARER: the OIDC client credentials (instead of a username)"
     )
@@ -412,17 +418,21 @@ class AdminSecurity(_Credentials):
             raise ValueError(
                 f"sasl_mechanism and username are for SASL listeners; security_protocol is {self.security_protocol}"
             )
-        if not tls and (self.ca_file or self.cert_file or self.key_file):
+        if not tls and (self.ca_file or self.cert_file or self.key_file or self.key_password_file):
             raise ValueError(
-                f"ca_file, cert_file and key_file are for TLS listeners; security_protocol is {self.security_protocol}"
+                "ca_file, cert_file, key_file and key_password_file are for TLS listeners; "
+                f"security_protocol is {self.security_protocol}"
             )
         if (self.cert_file is None) != (self.key_file is None):
             raise ValueError("cert_file and key_file go together")
+        if self.key_password_file is not None and self.key_file is None:
+            raise ValueError("key_password_file is the password of key_file: give cert_file and key_file")
         return self
 
     def files(self) -> list[tuple[str, Path]]:
         # oauth's client_secret_file is read (and its problems said) by OAuthClientCredentials.client_secret()
-        files = [(name, path) for name in ("ca_file", "cert_file", "key_file") if (path := getattr(self, name))]
+        names = ("ca_file", "cert_file", "key_file", "key_password_file")
+        files = [(name, path) for name in names if (path := getattr(self, name))]
         if self.kerberos is not None:
             files += [("kerberos.keytab_file", self.kerberos.keytab_file)]
             files += [("kerberos.krb5_conf", self.kerberos.krb5_conf)]
@@ -439,6 +449,10 @@ class AdminSecurity(_Credentials):
             except (OSError, UnicodeDecodeError) as exc:
                 raise ValueError(f"cannot read {name} {path}: {getattr(exc, 'strerror', None) or exc}") from exc
         return texts[0], SecretStr(texts[1])
+
+    def key_password(self) -> SecretStr | None:
+        """The encrypted key's password, read now from key_password_file; ValueError naming it if it cannot be."""
+        return None if self.key_password_file is None else secret_from_file(self.key_password_file, "key_password_file")
 
 
 RoleHint = Literal["broker", "controller", "combined"]

@@ -17,7 +17,7 @@ from pydantic import (
 )
 
 from ctlplane.exporter.config import HttpConfig, JmxAuth, MetricsEndpointConfig, Settings, TlsConfig
-from ctlplane.exporter.config.stores import store_problem
+from ctlplane.exporter.config.stores import client_key_problem, store_problem
 from ctlplane.exporter.sources.admin.kerberos import (
     Krb5Conf,
     Krb5ConfError,
@@ -212,16 +212,25 @@ def _check_files(settings: Settings) -> list[Problem]:
         if cluster.metrics is not None:
             problems += _metrics_problems(f"clusters.{index}.metrics", cluster.name, cluster.metrics)
         if cluster.admin is not None:
-            for name, file in cluster.admin.files():
-                if (problem := _readable_file(file)) is not None:
-                    problems.append(f"clusters.{index}.admin.{name}: {problem}")
+            unreadable = [
+                f"clusters.{index}.admin.{name}: {problem}"
+                for name, file in cluster.admin.files()
+                if (problem := _readable_file(file)) is not None
+            ]
+            problems += unreadable
             try:
                 secret = cluster.admin.password()
                 if cluster.admin.oauth is not None:
                     cluster.admin.oauth.client_secret()  # its problems name the source, never the secret
+                key_password = cluster.admin.key_password()
             except ValueError as exc:
                 problems.append(f"clusters.{index}.admin (cluster {cluster.name}): {exc}")
                 continue
+            admin = cluster.admin
+            if not unreadable and admin.cert_file is not None and admin.key_file is not None:
+                password = key_password.get_secret_value() if key_password is not None else None
+                if (problem := client_key_problem(admin.cert_file, admin.key_file, password)) is not None:
+                    problems.append(f"clusters.{index}.admin.key_file: {problem}")
             if secret is not None and any(c in secret.get_secret_value() for c in "\r\n"):
                 # Kafka's JAAS parser ends a quoted value at a line break (JaasConfig: a StreamTokenizer)
                 problems.append(f"clusters.{index}.admin (cluster {cluster.name}): the password holds a line break")

@@ -1,6 +1,7 @@
 """What `check-config` can tell of a JMX trust or key store without a JVM: its kind, and a JKS store's
 password. The JVM reads the same files when a node is first read (sources/jmx/tls_routes.py) and says the
-rest (a PKCS12 store's password) then, in one line too."""
+rest (a PKCS12 store's password) then, in one line too. And of the Admin client's PEM key: its form and
+password (client_key_problem)."""
 
 from __future__ import annotations
 
@@ -40,3 +41,43 @@ def store_problem(path: Path, password: str | None, *, certificates_allowed: boo
     if data[:1] == bytes([_DER_SEQUENCE]):
         return None
     return f"{path} is neither a PKCS12 nor a JKS store" + (", nor PEM certificates" if certificates_allowed else "")
+
+
+# The PEM private keys Kafka's Admin client reads from ssl.keystore.key: PKCS#8 only, a key given a password
+# read as an EncryptedPrivateKeyInfo and one without as PKCS8EncodedKeySpec (DefaultSslEngineFactory.PemStore);
+# OpenSSL's traditional PKCS#1 (`RSA PRIVATE KEY`) and SEC1 (`EC PRIVATE KEY`) forms load as neither
+_PKCS8 = b"-----BEGIN PRIVATE KEY-----"
+_PKCS8_ENCRYPTED = b"-----BEGIN ENCRYPTED PRIVATE KEY-----"
+_OTHER_KEYS = (
+    b"-----BEGIN RSA PRIVATE KEY-----",
+    b"-----BEGIN EC PRIVATE KEY-----",
+    b"-----BEGIN DSA PRIVATE KEY-----",
+)
+
+
+def client_key_problem(cert_file: Path, key_file: str | Path, password: str | None) -> str | None:
+    """Why the Admin client's PEM certificate and key (`password`: key_password_file's) would not load in Kafka,
+    or None: a key of a form Kafka does not read, an encrypted key without its password or a plain one with a
+    password, a wrong password, a key that is not the certificate's (OpenSSL loads the pair, as Kafka would)."""
+    try:
+        key = Path(key_file).read_bytes()
+    except OSError as exc:
+        return f"cannot read {key_file}: {exc.strerror}"
+    if any(form in key for form in _OTHER_KEYS):
+        return (
+            f"{key_file} is not PKCS#8, which is all Kafka reads: convert it "
+            "(openssl pkcs8 -topk8 -nocrypt, or -v2 aes-256-cbc with key_password_file)"
+        )
+    if _PKCS8_ENCRYPTED in key and password is None:
+        return f"{key_file} is encrypted: give its password in key_password_file"
+    if _PKCS8 in key and password is not None:
+        return f"{key_file} is not encrypted: leave key_password_file out (Kafka would read it as encrypted)"
+    if _PKCS8 not in key and _PKCS8_ENCRYPTED not in key:
+        return f"{key_file} holds no PEM private key (BEGIN PRIVATE KEY or BEGIN ENCRYPTED PRIVATE KEY)"
+    try:
+        ssl.create_default_context().load_cert_chain(str(cert_file), str(key_file), password=password)
+    except ssl.SSLError as exc:
+        reason = exc.reason or str(exc)
+        with_password = " with key_password_file's password" if password is not None else ""
+        return f"{cert_file} and {key_file} do not load together{with_password} ({reason})"
+    return None

@@ -33,6 +33,7 @@ from ctlplane.exporter.catalog import Role
 from ctlplane.exporter.jvm.javac import cache_root
 from ctlplane.exporter.model import OBSERVER_HEARD_WITHIN_SECONDS, Member, QuorumReplica, QuorumView, merged
 from ctlplane.exporter.releases import CLIENT_VERSION
+from ctlplane.exporter.sources.admin.client_key import ClientKeyError, decrypt_client_key
 
 log = logging.getLogger(__name__)
 
@@ -223,10 +224,15 @@ def use_krb5_conf(text: str) -> Path:
 
 def create_admin(properties: Any) -> Any:
     """Kafka's Admin client over `properties` (a java.util.Properties), on any thread. An OAUTHBEARER
-    client's token endpoint is allowed first (allow_oauth_urls): the client logs in while it is made."""
+    client's token endpoint is allowed first (allow_oauth_urls): the client logs in while it is made; an
+    encrypted client key is decrypted first (client_key.py: Kafka's own decryption lacks PBES2 on JDK 17)."""
     from java.lang import Thread
 
     allow_token_endpoint(properties)
+    try:
+        decrypt_client_key(properties)
+    except ClientKeyError as exc:
+        raise AdminClientError(str(exc)) from None
 
     # The client loads configured classes through the thread's context class loader
     # (Utils.getContextOrKafkaClassLoader): make it the one that holds the client's jars while it is made.
@@ -583,14 +589,17 @@ def security_properties(
     *,
     ca_file: str | None = None,
     certificate: tuple[str, str] | None = None,
+    key_password: str | None = None,
     oauth: OAuthLogin | None = None,
     kerberos: KerberosLogin | None = None,
     aws_iam: AwsIamLogin | None = None,
 ) -> dict[str, str]:
     """The admin client's security settings: `security.protocol`; for SASL the mechanism and an inline
     `sasl.jaas.config`; for TLS the CA to trust (`ca_file`, PEM) and the client's (certificate chain, key)
-    as PEM text (KIP-651's `ssl.keystore.certificate.chain` / `ssl.keystore.key`). The password, the JAAS
-    config and the key are PASSWORD-type configs, which Kafka never logs in clear."""
+    as PEM text (KIP-651's `ssl.keystore.certificate.chain` / `ssl.keystore.key`), the key decrypted with
+    `key_password` where it is encrypted (`ssl.key.password`: DefaultSslEngineFactory.PemStore reads a key with
+    a password as an EncryptedPrivateKeyInfo, one without as plain PKCS#8). The password, the JAAS config, the
+    key and its password are PASSWORD-type configs, which Kafka never logs in clear."""
     props = {"security.protocol": protocol}
     if protocol.startswith("SASL_") and mechanism == "OAUTHBEARER":
         if oauth is None:
@@ -616,6 +625,8 @@ def security_properties(
     if certificate is not None:
         chain, key = certificate
         props |= {"ssl.keystore.type": "PEM", "ssl.keystore.certificate.chain": chain, "ssl.keystore.key": key}
+        if key_password is not None:
+            props["ssl.key.password"] = key_password
     return props
 
 

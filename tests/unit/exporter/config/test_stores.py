@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ctlplane.exporter.config.stores import store_problem
-from harness.localkafka import java_executable, make_local_pki, pkcs12_keystore
+from ctlplane.exporter.config.stores import client_key_problem, store_problem
+from harness.localkafka import encrypted_key, java_executable, make_local_pki, pkcs12_keystore, traditional_key
 
 
 @pytest.fixture(scope="module")
@@ -57,3 +57,39 @@ def test_what_is_no_store_is_said(stores: dict[str, Path]) -> None:
     assert problem == f"{stores['garbage']} is neither a PKCS12 nor a JKS store, nor PEM certificates"
     problem = store_problem(stores["broken_pem"], None, certificates_allowed=True)
     assert problem is not None and problem.startswith(f"no certificate loads from {stores['broken_pem']}")
+
+
+@pytest.fixture(scope="module")
+def client_keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The Admin client's certificate and its key in each form openssl writes, and another name's key."""
+    pki = make_local_pki(tmp_path_factory.mktemp("keys") / "pki", ("client", "other"))
+    return {
+        "cert": pki.cert("client"),
+        "pkcs8": pki.key("client"),
+        "encrypted": encrypted_key(pki, "client", "s3cret"),
+        "sec1": traditional_key(pki, "client"),
+        "other": pki.key("other"),
+    }
+
+
+def test_a_pkcs8_key_plain_or_encrypted_with_its_password_loads(client_keys: dict[str, Path]) -> None:
+    assert client_key_problem(client_keys["cert"], client_keys["pkcs8"], None) is None
+    assert client_key_problem(client_keys["cert"], client_keys["encrypted"], "s3cret") is None
+
+
+@pytest.mark.parametrize(
+    ("key", "password", "said"),
+    [
+        ("encrypted", None, "is encrypted: give its password in key_password_file"),
+        ("pkcs8", "s3cret", "is not encrypted: leave key_password_file out"),
+        ("encrypted", "wrong", "do not load together with key_password_file's password"),
+        ("sec1", None, "is not PKCS#8, which is all Kafka reads"),
+        ("other", None, "do not load together"),
+    ],
+)
+def test_a_client_key_kafka_would_not_load_is_one_line_saying_why(
+    client_keys: dict[str, Path], key: str, password: str | None, said: str
+) -> None:
+    problem = client_key_problem(client_keys["cert"], client_keys[key], password)
+    assert problem is not None and said in problem and "\n" not in problem, problem
+    assert "s3cret" not in problem and "wrong" not in problem.replace("wrong password", "")

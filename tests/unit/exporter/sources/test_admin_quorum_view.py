@@ -196,6 +196,12 @@ def test_the_admin_block_needs_a_sasl_user_only_on_sasl_listeners_and_a_quorum_v
         parse_settings({"clusters": [{**servers, "admin": {"security_protocol": "SSL", "cert_file": "/c.pem"}}]}, "t")
     tls = parse_settings({"clusters": [{**servers, "admin": {"security_protocol": "SSL"}}]}, "t").clusters[0].admin
     assert tls is not None and tls.client_certificate() is None  # the JVM's trust store, no client certificate
+    with pytest.raises(ConfigError, match="key_password_file is the password of key_file"):
+        parse_settings(
+            {"clusters": [{**servers, "admin": {"security_protocol": "SSL", "key_password_file": "/pw"}}]}, "t"
+        )
+    with pytest.raises(ConfigError, match="are for TLS listeners"):
+        parse_settings({"clusters": [{**servers, "admin": {"key_password_file": "/pw"}}]}, "t")
 
 
 def test_a_missing_or_multi_line_admin_password_is_a_config_problem_naming_the_cluster(tmp_path: Path) -> None:
@@ -221,6 +227,32 @@ def test_a_missing_or_multi_line_admin_password_is_a_config_problem_naming_the_c
         load_settings(config)
 
 
+def test_an_encrypted_client_key_without_its_password_is_a_config_problem_naming_the_key(tmp_path: Path) -> None:
+    from ctlplane.exporter.config.file import load_settings
+    from harness.localkafka import encrypted_key, make_local_pki
+
+    pki = make_local_pki(tmp_path / "pki", ("client",))
+    sealed = encrypted_key(pki, "client", "s3cret")
+    admin = {"security_protocol": "SSL", "cert_file": str(pki.cert("client")), "key_file": str(sealed)}
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({"clusters": [{**CLUSTER, "bootstrap_servers": ["a:9092"], "admin": admin}]}))
+    with pytest.raises(ConfigError, match=r"clusters\.0\.admin\.key_file: .* is encrypted: give its password"):
+        load_settings(config)
+    password = tmp_path / "key-password"
+    password.write_text("s3cret\n")
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "clusters": [
+                    {**CLUSTER, "bootstrap_servers": ["a:9092"], "admin": {**admin, "key_password_file": str(password)}}
+                ]
+            }
+        )
+    )
+    loaded = load_settings(config).clusters[0].admin
+    assert loaded is not None and loaded.key_password() is not None
+
+
 @pytest.mark.parametrize(
     ("mechanism", "module"),
     [
@@ -244,6 +276,8 @@ def test_sasl_settings_quote_the_user_and_password_as_kafkas_jaas_parser_reads_t
         "ssl.keystore.certificate.chain": "CHAIN",
         "ssl.keystore.key": "KEY",
     }
+    sealed = kafka_admin.security_properties("SSL", certificate=("CHAIN", "SEALED"), key_password="pw")
+    assert sealed["ssl.keystore.key"] == "SEALED" and sealed["ssl.key.password"] == "pw"
     with pytest.raises(ValueError, match="line break"):
         kafka_admin.security_properties("SASL_PLAINTEXT", mechanism, "u", "a\nb")
 
