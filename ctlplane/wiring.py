@@ -98,6 +98,7 @@ def _metrics_endpoint(metrics: MetricsEndpointConfig, address: str) -> MetricsEn
         str(metrics.cert_file) if metrics.cert_file is not None else None,
         str(metrics.key_file) if metrics.key_file is not None else None,
         str(metrics.bearer_token_file) if metrics.bearer_token_file is not None else None,
+        str(metrics.key_password_file) if metrics.key_password_file is not None else None,
     )
 
 

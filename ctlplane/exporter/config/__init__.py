@@ -589,7 +589,10 @@ class MetricsEndpointConfig(_Credentials):
         description="PEM client certificate, for an https endpoint that asks for one (mutual TLS: a proxy in front "
         "of the agent); read again when the file changes, so a renewed certificate is used without a restart",
     )
-    key_file: Path | None = Field(default=None, description="its key, PEM, unencrypted")
+    key_file: Path | None = Field(default=None, description="its key, PEM (PKCS#8, PKCS#1 or SEC1)")
+    key_password_file: Path | None = Field(
+        default=None, description="a file that holds the password of an encrypted key_file; read with the key"
+    )
     bearer_token_file: Path | None = Field(
         default=None,
         description="a file that holds a token sent as `Authorization: Bearer` (kube-rbac-proxy in front of the "
@@ -600,11 +603,13 @@ class MetricsEndpointConfig(_Credentials):
     def _one_naming(self) -> MetricsEndpointConfig:
         if self.naming is not None and self.rules_file is not None:
             raise ValueError("give naming or rules_file, not both")
-        for name in ("ca_file", "cert_file", "key_file"):
+        for name in ("ca_file", "cert_file", "key_file", "key_password_file"):
             if getattr(self, name) is not None and self.scheme != "https":
                 raise ValueError(f"{name} is for scheme: https")
         if (self.cert_file is None) != (self.key_file is None):
             raise ValueError("cert_file and key_file go together")
+        if self.key_password_file is not None and self.key_file is None:
+            raise ValueError("key_password_file is the password of key_file: give cert_file and key_file")
         if self.bearer_token_file is not None and self.username is not None:
             raise ValueError("give a user and password or bearer_token_file, not both (one Authorization header)")
         return self

@@ -25,7 +25,7 @@ from ctlplane.exporter.sources.admin.kerberos import (
     load_krb5_conf,
     merge_krb5_confs,
 )
-from ctlplane.exporter.sources.endpoint.client import client_tls_context
+from ctlplane.exporter.sources.endpoint.client import client_tls_context, key_password
 from ctlplane.exporter.sources.endpoint.evidence import missing_lifecycle_evidence
 from ctlplane.exporter.sources.endpoint.naming import NamingError
 from ctlplane.exporter.sources.endpoint.profiles import naming_from_file
@@ -274,7 +274,7 @@ def _metrics_problems(where: str, cluster: str, metrics: MetricsEndpointConfig) 
     as a pair), their rules file a jmx_exporter config ctlplane can use."""
     problems: list[Problem] = [
         f"{where}.{name}: {problem}"
-        for name in ("ca_file", "cert_file", "key_file", "bearer_token_file")
+        for name in ("ca_file", "cert_file", "key_file", "key_password_file", "bearer_token_file")
         if (file := getattr(metrics, name)) is not None and (problem := _readable_file(file)) is not None
     ]
     if not problems:
@@ -283,13 +283,15 @@ def _metrics_problems(where: str, cluster: str, metrics: MetricsEndpointConfig) 
             str(f) if f is not None else None for f in (metrics.ca_file, metrics.cert_file, metrics.key_file)
         )
         try:
-            client_tls_context(ca, cert, key)
+            password = key_password(str(metrics.key_password_file) if metrics.key_password_file else None)
+            client_tls_context(ca, cert, key, password)
         except (ssl.SSLError, OSError) as exc:
             files = ", ".join(file for file in (ca, cert, key) if file is not None)
             what = (
                 "a CA and a certificate with its key" if ca and cert else "a CA" if ca else "a certificate and its key"
             )
-            problems.append(f"{where}: {files} do not load as {what}: {exc}")
+            with_password = " (with key_password_file's password)" if metrics.key_password_file else ""
+            problems.append(f"{where}: {files} do not load as {what}{with_password}: {exc}")
     try:
         metrics.password()
     except ValueError as exc:

@@ -72,6 +72,7 @@ class MetricsEndpoint:
     cert_file: str | None = None  # PEM client certificate and its key, for an endpoint that asks for one
     key_file: str | None = None
     bearer_token_file: str | None = None  # read at every page: a rotated token is used at once
+    key_password_file: str | None = None  # an encrypted key_file's password, read with the key
 
     @property
     def address(self) -> str:
@@ -106,7 +107,7 @@ class EndpointClient:
         self.timeout_seconds, self.page_timeout_seconds = timeouts.timeout_seconds, timeouts.page_timeout_seconds
 
     def _client(self, endpoint: MetricsEndpoint) -> httpx.Client:
-        files = (endpoint.ca_file, endpoint.cert_file, endpoint.key_file)
+        files = (endpoint.ca_file, endpoint.cert_file, endpoint.key_file, endpoint.key_password_file)
         stamps = _stamps(files)
         with self._lock:
             known = self._clients.get(files)
@@ -256,7 +257,7 @@ class _Request:
     page: Future[CollectedReadings]
 
 
-TlsFiles = tuple[str | None, str | None, str | None]
+TlsFiles = tuple[str | None, str | None, str | None, str | None]
 FileStamps = tuple[tuple[int, int, int] | None, ...]
 
 
@@ -272,21 +273,31 @@ def _stamps(files: TlsFiles) -> FileStamps:
     return tuple(stamps)
 
 
-def client_tls_context(ca_file: str | None, cert_file: str | None, key_file: str | None) -> ssl.SSLContext | bool:
-    """An endpoint's trust (`ca_file`, else the system's) and client certificate, loaded now (True: the system's
-    trust, no certificate); ssl.SSLError or OSError where a file does not load. check-config loads the same."""
+def client_tls_context(
+    ca_file: str | None, cert_file: str | None, key_file: str | None, key_password: str | None = None
+) -> ssl.SSLContext | bool:
+    """An endpoint's trust (`ca_file`, else the system's) and client certificate, its key decrypted with
+    `key_password` where encrypted, loaded now (True: the system's trust, no certificate); ssl.SSLError or
+    OSError where a file does not load. check-config loads the same."""
     if ca_file is None and cert_file is None:
         return True
     context = ssl.create_default_context(cafile=ca_file)
     if cert_file is not None:
-        context.load_cert_chain(cert_file, key_file)
+        # never prompted for: a password OpenSSL asks for and is not given fails the load
+        context.load_cert_chain(cert_file, key_file, password=key_password or "")
     return context
+
+
+def key_password(path: str | None) -> str | None:
+    """An encrypted key's password from its file (stripped), None without one; OSError if it cannot be read."""
+    return None if path is None else Path(path).read_text().strip()
 
 
 def _tls_context(endpoint: MetricsEndpoint) -> ssl.SSLContext | bool:
     """The endpoint's trust and client certificate, loaded now; ReadError (one line) where a file does not load."""
     try:
-        return client_tls_context(endpoint.ca_file, endpoint.cert_file, endpoint.key_file)
+        password = key_password(endpoint.key_password_file)
+        return client_tls_context(endpoint.ca_file, endpoint.cert_file, endpoint.key_file, password)
     except (ssl.SSLError, OSError) as exc:
         files = ", ".join(file for file in (endpoint.ca_file, endpoint.cert_file, endpoint.key_file) if file)
         raise ReadError(f"{endpoint.url}: {files} do not load: {_first_line(exc) or type(exc).__name__}") from None

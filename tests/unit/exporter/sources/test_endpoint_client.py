@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -17,6 +18,7 @@ from ctlplane.exporter.readings import plan_queries, samples_from_readings
 from ctlplane.exporter.sources.base import ReadError
 from ctlplane.exporter.sources.endpoint.client import EndpointClient, MetricsEndpoint
 from ctlplane.exporter.sources.endpoint.profiles import profile
+from harness.localkafka import encrypted_key, make_local_pki
 
 PAGE = (
     "# TYPE kafka_server_KafkaServer_Value untyped\n"
@@ -257,3 +259,42 @@ def test_a_bearer_token_is_read_from_its_file_at_every_page(serve: Callable[[Han
     with pytest.raises(ReadError, match=r"is empty$"):
         client.read(endpoint, plan_queries())
     client.close()
+
+
+def test_an_encrypted_client_key_is_decrypted_with_its_password_file_for_mutual_tls(tmp_path: Path) -> None:
+    """An https endpoint that requires a client certificate of its CA (a proxy in front of the agent), the
+    client's key encrypted: read with key_password_file's password; with a wrong one, the node's one line."""
+    pki = make_local_pki(tmp_path / "pki", ("server", "client"))
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(pki.ca))
+    context.verify_mode = ssl.CERT_REQUIRED
+    context.load_cert_chain(str(pki.cert("server")), str(pki.key("server")))
+
+    class Page(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            _answer(200, PAGE)(self)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    password = tmp_path / "key-password"
+    password.write_text("s3cret\n")
+    endpoint = MetricsEndpoint(
+        f"https://127.0.0.1:{server.server_address[1]}/metrics", profile("jmx_exporter"),
+        ca_file=str(pki.ca), cert_file=str(pki.cert("client")),
+        key_file=str(encrypted_key(pki, "client", "s3cret")), key_password_file=str(password),
+    )  # fmt: skip
+    client = EndpointClient(timeout_seconds=2.0, page_timeout_seconds=2.0)
+    try:
+        assert _broker_state(client.read(endpoint, plan_queries()))
+        password.write_text("not-it\n")  # a new password file: the client is made again, and fails to load
+        with pytest.raises(ReadError) as error:
+            client.read(endpoint, plan_queries())
+        assert "do not load" in str(error.value) and "not-it" not in str(error.value), error.value
+    finally:
+        client.close()
+        server.shutdown()
+        server.server_close()

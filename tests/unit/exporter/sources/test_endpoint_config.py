@@ -11,7 +11,7 @@ from ctlplane.exporter.sources.endpoint.client import MetricsEndpoint
 from ctlplane.exporter.sources.endpoint.evidence import missing_lifecycle_evidence
 from ctlplane.exporter.sources.endpoint.profiles import PROFILES, profile
 from ctlplane.wiring import build_targets
-from harness.localkafka import make_local_pki
+from harness.localkafka import encrypted_key, make_local_pki
 
 MSK = """
 clusters:
@@ -149,3 +149,23 @@ def test_a_client_certificate_and_a_token_reach_the_endpoint_and_their_files_are
         _load(tmp_path, text.replace(str(token), str(tmp_path / "gone")))
     (_, line) = str(missing.value).splitlines()
     assert line.strip() == f"clusters.0.metrics.bearer_token_file: {tmp_path / 'gone'}: no such file"
+
+
+def test_an_encrypted_client_key_loads_with_its_password_file_and_a_wrong_one_is_one_problem(tmp_path: Path) -> None:
+    pki = make_local_pki(tmp_path / "pki", ("client",))
+    sealed = encrypted_key(pki, "client", "s3cret")
+    password = tmp_path / "key-password"
+    password.write_text("s3cret\n")
+    files = f"ca_file: {pki.ca}, cert_file: {pki.cert('client')}, key_file: {sealed}, key_password_file: {password}"
+    (endpoint,) = _load(tmp_path, MSK.replace("{naming: %s}", f"{{scheme: https, {files}}}"))
+    assert isinstance(endpoint, MetricsEndpoint) and endpoint.key_password_file == str(password)
+    password.write_text("not-it\n")
+    with pytest.raises(ConfigError) as wrong:
+        _load(tmp_path, MSK.replace("{naming: %s}", f"{{scheme: https, {files}}}"))
+    (_, line) = str(wrong.value).splitlines()
+    assert "(with key_password_file's password)" in line and "not-it" not in line, line
+    without = files.replace(f", key_password_file: {password}", "")
+    with pytest.raises(ConfigError, match="do not load as a CA and a certificate"):  # never a prompt on the tty
+        _load(tmp_path, MSK.replace("{naming: %s}", f"{{scheme: https, {without}}}"))
+    with pytest.raises(ConfigError, match="key_password_file is the password of key_file"):
+        _load(tmp_path, MSK.replace("{naming: %s}", f"{{scheme: https, key_password_file: {password}}}"))
