@@ -371,7 +371,9 @@ class AdminSecurity(_Credentials):
         default=None, description="its key, PEM PKCS#8 (`BEGIN PRIVATE KEY`, or `BEGIN ENCRYPTED PRIVATE KEY`)"
     )
     key_password_file: Path | None = Field(
-        default=None, description="a file that holds the password of an encrypted key_file (Kafka's ssl.key.password)"
+        default=None,
+        description="a file that holds the password of an encrypted key_file (PBES1 or PBES2: decrypted in "
+        "ctlplane's JVM, where Kafka's own ssl.key.password lacks PBES2 on JDK 17)",
     )
     oauth: OAuthClientCredentials | None = Field(
         default=None, description="for sasl_mechanism OAUTHBEARER: the OIDC client credentials (instead of a username)"

@@ -596,10 +596,10 @@ def security_properties(
 ) -> dict[str, str]:
     """The admin client's security settings: `security.protocol`; for SASL the mechanism and an inline
     `sasl.jaas.config`; for TLS the CA to trust (`ca_file`, PEM) and the client's (certificate chain, key)
-    as PEM text (KIP-651's `ssl.keystore.certificate.chain` / `ssl.keystore.key`), the key decrypted with
-    `key_password` where it is encrypted (`ssl.key.password`: DefaultSslEngineFactory.PemStore reads a key with
-    a password as an EncryptedPrivateKeyInfo, one without as plain PKCS#8). The password, the JAAS config, the
-    key and its password are PASSWORD-type configs, which Kafka never logs in clear."""
+    as PEM text (KIP-651's `ssl.keystore.certificate.chain` / `ssl.keystore.key`), an encrypted key's password
+    as `ssl.key.password` (create_admin decrypts such a key itself before the client is made: client_key.py).
+    The password, the JAAS config, the key and its password are PASSWORD-type configs, which Kafka never logs
+    in clear."""
     props = {"security.protocol": protocol}
     if protocol.startswith("SASL_") and mechanism == "OAUTHBEARER":
         if oauth is None:
