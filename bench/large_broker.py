@@ -14,7 +14,10 @@ machine (production.md: ~2 memory maps per segment, `vm.max_map_count` 65,530 he
   includes the names looked up again every 60 s, the read's median wall time, the broker's CPU per read;
 - the jmx_exporter page through ctlplane's endpoint client: the first read after the size was reached (cold)
   and the next ones (warm): wall time, this process's CPU, the broker's CPU (the agent runs inside it), the
-  page's size and its own jmx_scrape_duration_seconds.
+  page's size and its own jmx_scrape_duration_seconds;
+- the anchor: the same page scraped by a real Prometheus (the Debian package), `--prometheus-scrapes` scrapes
+  at a 30 s interval and a 29 s timeout after the page reads, nothing else reading the broker, and the median
+  of its own `scrape_duration_seconds` for that target.
 
 Figures beside their targets: remote JMX flat in partitions (exact ObjectNames: the per-partition MBeans are
 never touched), the endpoint linear in the page's size. Nothing else may run beside it (2 cores); the load
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -32,6 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -45,16 +50,9 @@ from ctlplane.exporter.sources.jmx.base import Endpoint
 from ctlplane.exporter.sources.jmx.jpype_client import RESOLVE_STARTUP_SECONDS, JPypeJmxClient
 from harness import localkafka
 
+PROMETHEUS = "prometheus"  # the Debian package `make test` installs
 PARTITIONS_PER_TOPIC = 10
 TOPICS_PER_CALL = 200
-# what makes 10,000 partitions fit 2 cores and 24 GiB: each segment maps an offset and a time index,
-# preallocated to log.index.size.max.bytes (10 MiB by default)
-BROKER_OVERRIDES = {
-    "log.segment.bytes": str(1024 * 1024),
-    "log.index.size.max.bytes": str(64 * 1024),
-    "num.recovery.threads.per.data.dir": "2",
-    "log.cleaner.enable": "false",
-}
 BROKER_HEAP_MB = 1536
 LEADER_COUNT = "kafka.server:type=ReplicaManager,name=LeaderCount"
 
@@ -121,13 +119,52 @@ def page_facts(url: str) -> tuple[int, int, float | None]:
     return len(body.encode()), lines, float(own.split()[-1]) if own else None
 
 
+def prometheus_scrape_seconds(url: str, scrapes: int, workdir: Path) -> float | None:
+    """The median `scrape_duration_seconds` of `scrapes` scrapes of `url` by a real Prometheus (the anchor: what
+    a user's Prometheus sees of the same page), or None with none asked."""
+    if scrapes <= 0:
+        return None
+    port = localkafka.free_port()
+    target = url.removeprefix("http://").split("/", 1)[0]
+    config = workdir / "prometheus.yml"
+    scrape = {"job_name": "page", "scrape_interval": "30s", "scrape_timeout": "29s"}
+    config.write_text(yaml.safe_dump({"scrape_configs": [{**scrape, "static_configs": [{"targets": [target]}]}]}))
+    data = workdir / f"prometheus-{port}"
+    command = [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={data}"]
+    server = subprocess.Popen(
+        [*command, f"--web.listen-address=127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 30 * scrapes + 120
+        while time.monotonic() < deadline:
+            time.sleep(5)
+            try:
+                answer = httpx.get(
+                    f"http://127.0.0.1:{port}/api/v1/query",
+                    params={"query": 'scrape_duration_seconds{job="page"}[1h]'},
+                    timeout=10,
+                ).json()
+            except httpx.HTTPError:
+                continue  # not listening yet
+            series = answer.get("data", {}).get("result", [])
+            values = [float(value) for _, value in series[0]["values"]] if series else []
+            if len(values) >= scrapes:
+                return statistics.median(values[:scrapes])
+        raise SystemExit(f"prometheus did not scrape {url} {scrapes} times within {deadline:.0f}s")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 def idle_rate(pid: int, seconds: float = 10.0) -> float:
     cpu = process_cpu_seconds(pid)
     time.sleep(seconds)
     return (process_cpu_seconds(pid) - cpu) / seconds
 
 
-def measure(cluster: localkafka.KafkaCluster, sizes: list[int], jmx_reads: int, page_reads: int) -> list[str]:
+def measure(
+    cluster: localkafka.KafkaCluster, sizes: list[int], jmx_reads: int, page_reads: int, scrapes: int
+) -> list[str]:
     broker = cluster.brokers()[0]
     pid = broker._popen.pid if broker._popen is not None else 0
     endpoint = Endpoint("127.0.0.1", broker.jmx_port)
@@ -148,13 +185,16 @@ def measure(cluster: localkafka.KafkaCluster, sizes: list[int], jmx_reads: int, 
         cold = per_read(lambda: pages.read(page, queries), 1, pid, idle)
         warm = per_read(lambda: pages.read(page, queries), page_reads, pid, idle)
         size_bytes, lines, own = page_facts(page.url)
+        assert cluster.workdir is not None
+        anchor = prometheus_scrape_seconds(page.url, scrapes, cluster.workdir)
         jmx.read(endpoint, queries)  # the queries' names looked up, then past the start-up window
         time.sleep(max(0.0, RESOLVE_STARTUP_SECONDS + 5 - (time.monotonic() - connected)))
         jmx_read = per_read(lambda: jmx.read(endpoint, queries), jmx_reads, pid, idle, every=1.0)
         rows.append(
             f"| {size:,} | {jmx_read[1]:.1f} | {jmx_read[0] * 1000:.0f} | {jmx_read[2]:.1f} "
             f"| {cold[0]:.1f} | {warm[0]:.1f} | {warm[1]:.0f} | {warm[2]:.0f} | {size_bytes / 1e6:.1f} | {lines:,} "
-            f"| {own if own is not None else '-'} | {idle * 1000:.0f} |"
+            f"| {own if own is not None else '-'} | {f'{anchor:.1f}' if anchor is not None else '-'} "
+            f"| {idle * 1000:.0f} |"
         )
         print(rows[-1], flush=True)
     jmx.close()
@@ -167,6 +207,7 @@ def main() -> int:
     parser.add_argument("--sizes", default="100,1000,10000")
     parser.add_argument("--jmx-reads", type=int, default=70, help="one a second: 70 span a 60 s name lookup")
     parser.add_argument("--page-reads", type=int, default=3)
+    parser.add_argument("--prometheus-scrapes", type=int, default=3, help="0: no Prometheus anchor")
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
     print(f"load before: {load()}")
@@ -177,20 +218,20 @@ def main() -> int:
             controllers=1,
             brokers=1,
             metrics_agent=localkafka.MetricsAgent(),
-            broker_overrides=BROKER_OVERRIDES,
+            broker_overrides=localkafka.LARGE_BROKER_OVERRIDES,
             broker_heap_mb=BROKER_HEAP_MB,
         )
         try:
-            rows = measure(cluster, sizes, args.jmx_reads, args.page_reads)
+            rows = measure(cluster, sizes, args.jmx_reads, args.page_reads, args.prometheus_scrapes)
         finally:
             cluster.stop()
     print(f"load after: {load()}")
     print(
         "\n| partitions | JMX: ctlplane CPU ms/read | JMX wall ms | JMX: broker CPU ms/read | page cold s "
         "| page warm s | page: ctlplane CPU ms | page: broker CPU ms | page MB | page lines "
-        "| jmx_scrape_duration_seconds | broker idle CPU ms/s |"
+        "| jmx_scrape_duration_seconds | Prometheus scrape_duration_seconds | broker idle CPU ms/s |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
     print("target: remote JMX flat in partitions; the endpoint linear in the page's size")
     return 0

@@ -118,6 +118,14 @@ RULES: tuple[Rule, ...] = (
     # the fault rows on each source beyond remote JMX (test_source_fault_table.py), a cluster of 7 JVMs each:
     # Strimzi's rules with the Admin API alone read beside them (~8.5 min), jmx_exporter's default naming (~5)
     Rule((SOURCES + "TestStrimziRulesAndTheAdminApiAlone",), "fault_table", "source-strimzi-admin"),
+    # clusters at production size (a broker of 10,000 partitions) read through every source, one after the other
+    # (each such broker holds ~10,100 descriptors and ~0.1 of a core): KRaft with its hang and crash rows, ~10
+    # min, then ZooKeeper mode's reads, ~3 min
+    Rule(
+        ("tests/integration/test_large_cluster.py", "tests/integration/test_large_zookeeper_cluster.py"),
+        "fault_table",
+        "large-cluster",
+    ),
     # A controller partitioned from the other voters, on a cluster of its own wired through links, ~8 min:
     Rule(("tests/integration/test_partitioned_controller.py",), "fault_table", "partitioned-controller"),
     # Spark (~5 min), one after the other on one worker: the local Spark JVM (a worker process keeps it,

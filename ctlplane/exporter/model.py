@@ -21,7 +21,8 @@ class Failure(StrEnum):
     # fix, never a fault of the node (it answered)
     AUTH = "auth"
     # Not a failure of the node: its page takes longer than a round (a large broker behind jmx_exporter), so
-    # it is read at its own pace and this round serves its last complete read (NodeSnapshot.held)
+    # it is read at its own pace, or its large page ran late this once, and this round serves its last
+    # complete read (NodeSnapshot.held)
     PACED = "paced"
     OTHER = "other"
 
@@ -131,9 +132,10 @@ class NodeSnapshot:
 
     @property
     def held(self) -> bool:
-        """Not read this round but served: its page takes longer than a round, and `samples` are its last
-        complete read's, taken at `scraped_at`. The health model reads it as a node not read this round (its
-        lifecycle from the controllers and the quorum's view); /metrics serves its series and `ctlplane_up` 1."""
+        """Not read this round but served: its page takes longer than a round (or its large page is late this
+        once: scraper.py, "paced"), and `samples` are its last complete read's, taken at `scraped_at`. The
+        health model reads it as a node not read this round (its lifecycle from the controllers and the
+        quorum's view); /metrics serves its series and `ctlplane_up` 1."""
         return not self.up and self.failure is Failure.PACED
 
     @property

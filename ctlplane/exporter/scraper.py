@@ -16,7 +16,9 @@ could be a hang the node came back from) is *paced*: one read in flight, never a
 next started only a pause after it ended (PACE_PAUSE_SHARE, and the scraper's page interval), and meanwhile
 each snapshot serves its last complete read with the time it was taken (NodeSnapshot.held), as long as the
 read under way has not taken PACED_READ_SLACK times the last one; beyond that it is the node's error. A
-paced node the controller was read fencing (`wake`) is read at once, its pause cut short.
+paced node the controller was read fencing (`wake`) is read at once, its pause cut short. A large page not
+paced whose read runs past the round's wait (usually inside it, late once on a loaded host) serves its last
+read the same way, within the same slack.
 
 Clusters share the workers without starving each other: each cluster has a lane holding at most its
 share of the workers (worker_shares: two each, the rest by node count, together no more than the pool
@@ -155,8 +157,8 @@ class _NodeMemory:
     # When ctlplane last took its values (its last successful read, `_Read.started_at`), or began watching it
     last_read_at: float | None = None
     slow_pages: int = 0  # successive successful page reads longer than the scrape timeout
-    # Paced (PACED_AFTER_SLOW_PAGES): its last read's samples, stamped with their time, served while the next is
-    # under way or due; None when the node is not paced
+    # A large page's last read (PACED_PAGE_BYTES), its samples stamped with their time: served while the next is
+    # due (paced) or under way past the round's wait (`_held`); None for any other node
     held: tuple[Sample, ...] | None = None
     next_read_at: float = 0.0  # perf_counter() before which a paced node's next read does not start
     read_submitted_at: float = 0.0  # perf_counter() when `read` was submitted
@@ -782,11 +784,12 @@ class Scraper:
             samples = _with_slow_tier(memory, read, samples)
         until = self._paced_until(memory, read)
         memory.slow_pages = memory.slow_pages + 1 if self._slow_page(read) else 0
+        stamped = None
+        if read.page_bytes >= PACED_PAGE_BYTES:  # kept for a round its next read runs late, paced or not
+            stamped = tuple(s if s.read_at is not None else replace(s, read_at=read.started_at) for s in samples)
         if until:  # paced: served until the next page lands, stamped with when it was taken
-            samples = tuple(s if s.read_at is not None else replace(s, read_at=read.started_at) for s in samples)
-            memory.held, memory.next_read_at = samples, until
-        else:
-            memory.held, memory.next_read_at = None, 0.0
+            samples = stamped or samples
+        memory.held, memory.next_read_at = stamped, until
         if identity.role is not Role.UNKNOWN:
             memory.role, memory.mode = identity.role, identity.mode
         memory.active_controller = read.active_controller
@@ -838,10 +841,13 @@ class Scraper:
             doing = f"the next under way for {under_way:.0f}s"
         else:
             doing = "the next due soon"
-        said = (
-            f"read at its own pace: its page took {last:.1f}s, longer than a round; serving the read of "
-            f"{max(0.0, taken_at - memory.last_read_at):.0f}s ago, {doing}"
+        # not paced: a large page usually inside the round's wait ran past it this once (a loaded host)
+        how = (
+            "read at its own pace: its page took"
+            if memory.slow_pages >= PACED_AFTER_SLOW_PAGES
+            else "a large page, late this round: its last took"
         )
+        said = f"{how} {last:.1f}s; serving the read of {max(0.0, taken_at - memory.last_read_at):.0f}s ago, {doing}"
         return _unread(target, memory, last, said, memory.last_read_at, Failure.PACED, memory.held)
 
     def wake(self, fenced: Collection[tuple[str, int]] = ()) -> None:

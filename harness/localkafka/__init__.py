@@ -29,6 +29,7 @@ from harness.localkafka.admin import (
     acls,
     add_controller,
     create_topic,
+    create_topics,
     delete_topic,
     describe_quorum_replication,
     remove_controller,
@@ -42,6 +43,7 @@ from harness.localkafka.agent import (
     MetricsServer,
 )
 from harness.localkafka.clusters import (
+    LARGE_BROKER_OVERRIDES,
     KafkaCluster,
     clusters_config,
     directory_id,
@@ -70,6 +72,7 @@ __all__ = [
     "JARS_MARKER",
     "JMX_EXPORTER_VERSION",
     "KRAFT_VERSION",
+    "LARGE_BROKER_OVERRIDES",
     "LOOPBACK",
     "METRICS_REPORTER_VERSION",
     "ZK_VERSION",
@@ -89,6 +92,7 @@ __all__ = [
     "cluster_label",
     "clusters_config",
     "create_topic",
+    "create_topics",
     "delete_topic",
     "describe_quorum_replication",
     "directory_id",

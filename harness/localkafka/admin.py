@@ -30,11 +30,20 @@ public class CreateTopic {
             for (String id : partitions[i].split(",")) replicas.add(Integer.parseInt(id));
             assignment.put(i, replicas);
         }
+        // a 4th argument: that many topics `<name>-00000`.., each of the same assignment, in calls of 200
+        int count = args.length > 3 ? Integer.parseInt(args[3]) : 0;
         try (Admin admin = Admin.create(props)) {
             if (args[2].equals("delete")) {
                 admin.deleteTopics(List.of(args[1])).all().get();
-            } else {
+            } else if (count == 0) {
                 admin.createTopics(List.of(new NewTopic(args[1], assignment))).all().get();
+            } else {
+                for (int first = 0; first < count; first += 200) {
+                    List<NewTopic> batch = new ArrayList<>();
+                    for (int n = first; n < Math.min(count, first + 200); n++)
+                        batch.add(new NewTopic(String.format("%s-%05d", args[1], n), assignment));
+                    admin.createTopics(batch).all().get();
+                }
             }
         }
     }
@@ -42,14 +51,15 @@ public class CreateTopic {
 """
 
 
-def _admin(cluster: KafkaCluster, topic: str, what: str, timeout: float) -> None:
+def _admin(cluster: KafkaCluster, topic: str, what: str, timeout: float, count: int = 0) -> None:
     source = cache_dir() / "java" / "CreateTopic.java"
     source.parent.mkdir(parents=True, exist_ok=True)
     if read_text_or_none(source) != _CREATE_TOPIC_SOURCE:
         source.write_text(_CREATE_TOPIC_SOURCE)
     jars = ensure_jars(cluster.version)
     result = subprocess.run(
-        [java_executable(), "-Xmx128m", "-cp", f"{jars}/*", str(source), cluster.bootstrap, topic, what],
+        [java_executable(), "-Xmx128m", "-cp", f"{jars}/*", str(source), cluster.bootstrap, topic, what]
+        + ([str(count)] if count else []),
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -62,6 +72,16 @@ def _admin(cluster: KafkaCluster, topic: str, what: str, timeout: float) -> None
 def create_topic(cluster: KafkaCluster, topic: str, replicas: Sequence[Sequence[int]], timeout: float = 120) -> None:
     """Create ``topic`` with one partition per entry of ``replicas`` (broker ids, preferred leader first)."""
     _admin(cluster, topic, ";".join(",".join(str(r) for r in partition) for partition in replicas), timeout)
+
+
+def create_topics(
+    cluster: KafkaCluster, prefix: str, count: int, replicas: Sequence[Sequence[int]], timeout: float = 600
+) -> None:
+    """Create ``count`` topics ``<prefix>-00000``.., each with one partition per entry of ``replicas``, in
+    createTopics calls of 200 topics: far faster than a call per topic (production.md), so that a broker of
+    10,000 partitions is made in seconds."""
+    assignment = ";".join(",".join(str(r) for r in partition) for partition in replicas)
+    _admin(cluster, prefix, assignment, timeout, count)
 
 
 def delete_topic(cluster: KafkaCluster, topic: str, timeout: float = 120) -> None:

@@ -49,14 +49,15 @@ def cluster_health(o: Observation, name: str) -> ClusterHealth:
 
 
 def healthy(name: str) -> Callable[[Observation], bool]:
-    """Every node read, every broker ACTIVE, exactly one active controller and its identity known."""
+    """Every node read (or, paced, its last page served: ctlplane_up 1), every broker ACTIVE, exactly one active
+    controller and its identity known."""
 
     def check(o: Observation) -> bool:
         cluster = o.snapshot.cluster(name)
         health = cluster_health(o, name)
         return (
             cluster is not None
-            and all(n.up for n in cluster.nodes)
+            and all(n.served for n in cluster.nodes)
             and all(b.state is Lifecycle.ACTIVE for b in health.brokers)
             and health.active_controllers == 1
             and health.controller.node is not None
@@ -276,6 +277,53 @@ class SeriesAt:
             "eval_time": f"{int(self.at_round * ROUND_SECONDS)}s",
             "exp_samples": [{"labels": "{}", "value": self.value}],
         }
+
+
+@dataclass
+class Source:
+    """One way of reading the cluster: its watch, the prefix of its recordings and what a recording says it read.
+    `admin`: the Admin API alone (no node read: every cause `no_node_metrics`, a clean stop not told apart)."""
+
+    watch: Watch
+    recorded: str
+    read_through: str
+    admin: bool = False
+
+
+class SideBySide:
+    """The cluster's rounds read through every source on one clock: a Timeline per source, each scraped in
+    turn at the same round time (the later ones a fraction of a second after the first)."""
+
+    def __init__(self, cluster: KafkaCluster, sources: list[Source]) -> None:
+        started = time.monotonic()
+        self.pairs = [(source, Timeline(source.watch, cluster, started=started)) for source in sources]
+
+    def round(self) -> None:
+        for _, timeline in self.pairs:
+            timeline.round()
+
+    def rounds(self, count: int) -> None:
+        for _ in range(count):
+            self.round()
+
+    def sleep_into_round(self, seconds: float) -> None:
+        self.pairs[0][1].sleep_into_round(seconds)
+
+    @property
+    def last(self) -> int:
+        return len(self.pairs[0][1].observations) - 1
+
+    def until(self, done: list[str], state: Lifecycle, rounds: int) -> None:
+        """Rounds until every node of `done` is in `state` through every source (at most `rounds`), then one
+        more: the pages resolved."""
+        for _ in range(rounds):
+            self.round()
+            if all(t.states(node)[-1] is state for _, t in self.pairs for node in done):
+                break
+        self.round()
+        for source, timeline in self.pairs:
+            for node in done:
+                assert timeline.states(node)[-1] is state, (source.recorded, timeline.evidence(node))
 
 
 def pages_then_resolves(

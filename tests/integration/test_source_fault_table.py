@@ -17,9 +17,7 @@ What a source cannot tell is said per row (docs/sources.md "The fault table on e
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -38,7 +36,8 @@ from tests.dnsserver import loopback_dns
 from tests.integration.faults import (
     CauseAt,
     Expectation,
-    Timeline,
+    SideBySide,
+    Source,
     cluster_health,
     healthy,
     offline_partitions,
@@ -57,53 +56,6 @@ from tests.integration.watch import (
 from tests.kafka_versions import KRAFT_UNDER_TEST
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kraft]
-
-
-@dataclass
-class Source:
-    """One way of reading the cluster: its watch, the prefix of its recordings and what a recording says it read.
-    `admin`: the Admin API alone (no node read: every cause `no_node_metrics`, a clean stop not told apart)."""
-
-    watch: Watch
-    recorded: str
-    read_through: str
-    admin: bool = False
-
-
-class SideBySide:
-    """The cluster's rounds read through every source on one clock: a Timeline per source, each scraped in
-    turn at the same round time (the later ones a fraction of a second after the first)."""
-
-    def __init__(self, cluster: KafkaCluster, sources: list[Source]) -> None:
-        started = time.monotonic()
-        self.pairs = [(source, Timeline(source.watch, cluster, started=started)) for source in sources]
-
-    def round(self) -> None:
-        for _, timeline in self.pairs:
-            timeline.round()
-
-    def rounds(self, count: int) -> None:
-        for _ in range(count):
-            self.round()
-
-    def sleep_into_round(self, seconds: float) -> None:
-        self.pairs[0][1].sleep_into_round(seconds)
-
-    @property
-    def last(self) -> int:
-        return len(self.pairs[0][1].observations) - 1
-
-    def until(self, done: list[str], state: Lifecycle, rounds: int) -> None:
-        """Rounds until every node of `done` is in `state` through every source (at most `rounds`), then one
-        more: the pages resolved."""
-        for _ in range(rounds):
-            self.round()
-            if all(t.states(node)[-1] is state for _, t in self.pairs for node in done):
-                break
-        self.round()
-        for source, timeline in self.pairs:
-            for node in done:
-                assert timeline.states(node)[-1] is state, (source.recorded, timeline.evidence(node))
 
 
 def _start(tmp_path_factory: pytest.TempPathFactory, name: str, agent: MetricsAgent) -> Iterator[KafkaCluster]:

@@ -8,8 +8,9 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from ctlplane.exporter.catalog import Role
 from ctlplane.exporter.config import ScrapeConfig
 from ctlplane.exporter.discovery.answers import JmxRule, NodeDiscovery
+from ctlplane.exporter.fencing_watch import FencingWatch
 from ctlplane.exporter.health import ClusterHealth
-from ctlplane.exporter.model import ClusterSnapshot
+from ctlplane.exporter.model import ClusterSnapshot, MBeanQuery
 from ctlplane.exporter.scraper import CanarySource, QuorumSource, Scraper, Target
 from ctlplane.exporter.sources.admin.client import QuorumReader
 from ctlplane.exporter.sources.base import NodeSource
@@ -20,7 +21,7 @@ from ctlplane.exporter.sources.jmx.jpype_client import JPypeJmxClient, rmi_timeo
 from ctlplane.exporter.sources.routed import Sources
 from ctlplane.exporter.state import ExporterState, Observation
 from ctlplane.exporter.thresholds import Thresholds
-from harness.localkafka import KafkaCluster, quorum_bootstrap
+from harness.localkafka import KafkaCluster, KafkaNode, quorum_bootstrap
 
 _CLIENT: JPypeJmxClient | None = None
 # A round's budget for a node's read, as a user's config has it unless it says otherwise: a test that reads
@@ -68,6 +69,23 @@ def targets_of(*clusters: KafkaCluster, omit: Collection[str] = ()) -> list[Targ
     ]
 
 
+PARTITION_COUNT = "kafka.server:type=ReplicaManager,name=PartitionCount"
+
+
+def until_holding(broker: KafkaNode, partitions: int, timeout: float = 300) -> None:
+    """Wait until `broker` holds `partitions` (its ReplicaManager's PartitionCount, over remote JMX): a large
+    broker's topics are made in seconds, their replicas some time after."""
+    deadline = time.monotonic() + timeout
+    endpoint, query = Endpoint("127.0.0.1", broker.jmx_port), MBeanQuery(PARTITION_COUNT, ("Value",))
+    while True:
+        readings = shared_client().read(endpoint, [query])
+        held = readings[0].values["Value"] if readings else -1
+        if isinstance(held, float | int) and held >= partitions:
+            return
+        assert time.monotonic() < deadline, f"{broker.name} holds {held} of {partitions} partitions after {timeout:g}s"
+        time.sleep(2)
+
+
 def endpoint_targets(
     cluster: KafkaCluster, naming: EndpointNaming, urls: Mapping[str, str] | None = None
 ) -> list[Target]:
@@ -99,13 +117,19 @@ class Watch:
         targets: Sequence[Target] | None = None,
         alone: Collection[str] = (),
         canaries: Mapping[str, CanarySource] | None = None,
+        pages: ScrapeConfig | None = None,
     ) -> None:
         """`targets`: these instead of every node's JMX (endpoint_targets), read through the node sources;
         `alone`: clusters watched through their quorum source alone (ClusterSnapshot.admin_only); `canaries`:
-        clusters' metadata canaries, closed with the watch."""
+        clusters' metadata canaries, closed with the watch; `pages`: the metrics pages' timeout and pace as
+        this config has them (scrape.page_timeout_seconds, page_interval_seconds) and the fencing watch
+        polling as its fencing_poll_seconds say (`ctlplane run`'s: it starts a paced node's read at once when
+        the controller fences it), else a page is given the read deadline and never paced, and no fencing
+        watch runs."""
         client: NodeSource = shared_client()
+        page_timeout = pages.page_timeout_seconds if pages is not None else ScrapeConfig().read_deadline_seconds
         if targets is not None:
-            client = Sources(shared_client, EndpointClient(timeout, ScrapeConfig().read_deadline_seconds))
+            client = Sources(shared_client, EndpointClient(timeout, page_timeout))
         self.scraper = Scraper(
             targets_of(*clusters, omit=omit) if targets is None else targets,
             client,
@@ -115,9 +139,17 @@ class Watch:
             quorum_sources=quorum_sources,
             admin_only=alone,
             canaries=canaries,
+            page_interval_seconds=pages.page_interval_seconds if pages is not None else 0.0,
+            page_timeout_seconds=page_timeout if pages is not None else None,
         )
         self.state = ExporterState(self.scraper.latest(), thresholds or Thresholds())
         self.scraper.subscribe(self.state.observe)
+        self.fencing: FencingWatch | None = None
+        if pages is not None and pages.fencing_poll_seconds > 0:
+            scraper = self.scraper
+            self.fencing = FencingWatch(
+                scraper.latest, lambda: scraper.targets, client, scraper.wake, pages.fencing_poll_seconds
+            ).start()
 
     def scrape(self) -> Observation:
         self.scraper.scrape_once()
@@ -144,6 +176,8 @@ class Watch:
         return snapshot, health
 
     def close(self) -> None:
+        if self.fencing is not None:
+            self.fencing.stop()
         stop_scraper(self.scraper)
 
 
