@@ -18,7 +18,8 @@ each snapshot serves its last complete read with the time it was taken (NodeSnap
 read under way has not taken PACED_READ_SLACK times the last one; beyond that it is the node's error. A
 paced node the controller was read fencing (`wake`) is read at once, its pause cut short. A large page not
 paced whose read runs past the round's wait (usually inside it, late once on a loaded host) serves its last
-read the same way, within the same slack.
+read the same way, within the same slack. Once the controller was read fencing a node, its last page is no
+longer served until a new one comes: a paced broker that hangs says its read is not answering.
 
 Clusters share the workers without starving each other: each cluster has a lane holding at most its
 share of the workers (worker_shares: two each, the rest by node count, together no more than the pool
@@ -144,6 +145,9 @@ class _NodeMemory:
     read_round: int = 0  # the round that submitted `read`
     timed_out: bool = False  # the last read that finished failed as a timeout (the node may hang again)
     fenced: bool = False  # this round was woken with the controller fencing it (Scraper.wake): may hang too
+    # the controller was read fencing it (Scraper.wake) since its last page: that page is no longer served
+    # between pages (`_held`), so a paced node that hangs says its read is not answering, not its last page
+    fenced_since_page: bool = False
     # seconds into the round when the fencing watch read the controller fencing this node while the round
     # still waited for its read, which it then stopped waiting for (Scraper._wait_for_reads); this round only
     cut_after: float | None = None
@@ -656,7 +660,7 @@ class Scraper:
         for target in self.targets:
             memory = self._memory[target]
             if (target.cluster, memory.node_id) in fenced and memory.read is not None and memory.read_round == sequence:
-                memory.fenced, memory.cut_after = True, elapsed
+                memory.fenced, memory.cut_after, memory.fenced_since_page = True, elapsed, True
                 cut.add(memory.read)
         return cut
 
@@ -675,6 +679,7 @@ class Scraper:
         for target in self.targets:
             memory = self._memory[target]
             memory.fenced = (target.cluster, memory.node_id) in fenced  # this round only (`wake`)
+            memory.fenced_since_page = memory.fenced_since_page or memory.fenced
             memory.cut_after = None
             if memory.read is not None and memory.read.done():
                 # finished after its round's deadline: served by this snapshot unless a newer read finishes
@@ -744,7 +749,9 @@ class Scraper:
             memory.errors_total += 1
             memory.slow_samples, memory.slow_read_at, memory.held = (), None, None
             if future is not None and future.done():
-                memory.slow_pages = 0  # a read that failed; one still running may yet be a slow page
+                # a read that failed (one still running may yet be a slow page): no longer paced, so the
+                # next round reads it again rather than after its last page's pause
+                memory.slow_pages, memory.next_read_at = 0, 0.0
             duration = waited if future is not None and not future.done() else 0.0
             return _unread(target, memory, duration, error, taken_at, failure)
         assert future is not None
@@ -780,6 +787,7 @@ class Scraper:
     ) -> NodeSnapshot:
         """The snapshot of a node that answered, its slow tier added, what it says of itself remembered."""
         memory.good_read_seconds, memory.last_read_at = read.duration, read.started_at
+        memory.fenced_since_page = False
         if self.slow_interval_seconds is not None:
             samples = _with_slow_tier(memory, read, samples)
         until = self._paced_until(memory, read)
@@ -831,7 +839,7 @@ class Scraper:
     def _held(self, target: Target, memory: _NodeMemory, taken_at: float) -> NodeSnapshot | None:
         """A paced node's last read, served this round (NodeSnapshot.held), if its next is due or under way
         for no longer than PACED_READ_SLACK allows; None otherwise (then the round says why it has none)."""
-        if memory.held is None or memory.last_read_at is None:
+        if memory.held is None or memory.last_read_at is None or memory.fenced_since_page:
             return None
         last = memory.good_read_seconds
         if memory.read is not None:

@@ -71,6 +71,13 @@ class Thresholds:
         "a KRaft voter counts as caught up while the quorum leader saw it reach the leader's log end within "
         "this many seconds (`kafka_quorum_spare_voters`, KafkaQuorumNoSpareVoter)",
     )
+    restart_counts_max_age_seconds: float = _threshold(
+        60.0,
+        "a broker read at its own pace (a large page, its last one served) counts with its page's ISR counts in "
+        "the restart answers while that page is no older than this many seconds; older, every broker waits "
+        "(`isr_counts_unread`). Kafka itself takes a lagging follower out of the ISR only after "
+        "replica.lag.time.max.ms (30 s by default since 2.5, KIP-537: ReplicationConfigs in 4.3.1's jar)",
+    )
 
     @property
     def control_plane_queue_saturation_size(self) -> float:

@@ -24,10 +24,12 @@ from pathlib import Path
 
 import pytest
 
+from ctlplane.exporter.config import ScrapeConfig
 from ctlplane.exporter.health import Cause, Lifecycle
 from ctlplane.exporter.health.restart import Blocker
 from ctlplane.exporter.model import MBeanQuery
 from ctlplane.exporter.sources.admin.canary import MetadataCanary
+from ctlplane.exporter.sources.endpoint.profiles import profile
 from ctlplane.exporter.sources.jmx.base import Endpoint
 from ctlplane.exporter.state import Observation
 from harness import localkafka
@@ -43,7 +45,7 @@ from tests.integration.faults import (
     read_of,
     replay,
 )
-from tests.integration.watch import Watch, shared_client
+from tests.integration.watch import Watch, endpoint_targets, shared_client, targets_of
 from tests.kafka_versions import KRAFT_UNDER_TEST
 
 pytestmark = [pytest.mark.kafka, pytest.mark.kraft]
@@ -197,6 +199,33 @@ def test_the_metadata_canary_and_the_restart_answers_hold_at_this_size(
         answers = _restart_answers(observation)
         assert all(answers[b.name] == (True, None) for b in cluster.brokers()), answers
         assert answers[cluster.controllers()[0].name] == (False, Blocker.QUORUM_MAJORITY), answers
+    finally:
+        watch.close()
+
+
+def test_a_large_broker_read_at_its_own_pace_still_lets_every_broker_restart(
+    large: tuple[KafkaCluster, list[Source]],
+) -> None:
+    """broker-1 read through its page with a scrape timeout shorter than the page (2 s against its 4-7 s), the
+    other nodes over remote JMX: broker-1 is paced, its last page served between pages (held), and the restart
+    answers count that page's ISR counts (no older than health.restart_counts_max_age_seconds) and name them,
+    rather than every broker waiting for good ("isr_counts_unread")."""
+    cluster, sources = large
+    _healthy(cluster, sources)
+    page = next(t for t in endpoint_targets(cluster, profile("jmx_exporter")) if t.node == "broker-1")
+    pages = ScrapeConfig(timeout_seconds=2.0, page_interval_seconds=20.0)
+    watch = Watch(cluster, timeout=2.0, targets=[page, *targets_of(cluster, omit=["broker-1"])], pages=pages)
+    try:
+
+        def held(o: Observation) -> bool:
+            node = read_of(o, NAME, "broker-1")
+            return node is not None and node.held and "at its own pace" in (node.error or "")
+
+        observation = watch.until(held, 180, "broker-1 paced, its last page served")
+        answers = {a.node: a for a in cluster_health(observation, NAME).restart}
+        said = {node: (a.safe, a.blocker, a.reason) for node, a in answers.items()}
+        assert all(answers[b.name].safe for b in cluster.brokers()), said
+        assert "broker-1's from its page of" in answers["broker-2"].reason, said
     finally:
         watch.close()
 

@@ -923,6 +923,12 @@ class HealthConfig(_Strict):
     quorum_caught_up_seconds: float = Field(
         default=HEALTH.quorum_caught_up_seconds, gt=0, description=_means("quorum_caught_up_seconds")
     )
+    restart_counts_max_age_seconds: float = Field(
+        default=HEALTH.restart_counts_max_age_seconds,
+        gt=0,
+        le=600,
+        description=_means("restart_counts_max_age_seconds"),
+    )
 
     def thresholds(self) -> Thresholds:
         return Thresholds(**self.model_dump())

@@ -125,7 +125,15 @@ def evaluate_cluster(
         redundancy=quorum.redundancy,
         elections=voters,
         voter_set=quorum.voter_set,
-        restart=restart_safety(cluster, final, active, quorum.redundancy, quorum.voter_set),
+        restart=restart_safety(
+            cluster,
+            final,
+            active,
+            quorum.redundancy,
+            quorum.voter_set,
+            now=now,
+            counts_max_age_seconds=thresholds.restart_counts_max_age_seconds,
+        ),
         unknown=unknown_readings(cluster, quorum.redundancy),
     )
     return health, memory
@@ -248,7 +256,15 @@ def _evaluate_admin_only(
         quorum_leader_id=quorum.leader_id,
         redundancy=quorum.redundancy,
         voter_set=quorum.voter_set,
-        restart=restart_safety(cluster, brokers, None, quorum.redundancy, quorum.voter_set),
+        restart=restart_safety(
+            cluster,
+            brokers,
+            None,
+            quorum.redundancy,
+            quorum.voter_set,
+            now=now,
+            counts_max_age_seconds=thresholds.restart_counts_max_age_seconds,
+        ),
     )
     return health, memory
 

@@ -10,7 +10,10 @@ has an in-sync replica to spare, so any one broker may go. The counts do not say
 partition's ISR, so one partition at its minimum makes every broker wait, the one outside its ISR too: the
 answer errs towards "wait", never towards an offline partition. A broker not ACTIVE leads no partition (fencing
 moves its leaderships away), so the serving brokers' counts are the ones needed. One broker at a time: while
-another broker is not ACTIVE (restarting, fenced), none is safe, whatever the counts.
+another broker is not ACTIVE (restarting, fenced), none is safe, whatever the counts. A broker read at its
+own pace (a large page behind jmx_exporter, its last page served: NodeSnapshot.held) counts with that page's
+counts while it is no older than `counts_max_age_seconds`, and the answer says how old they are: a large
+broker read so would otherwise keep every answer at "wait" for good.
 
 A KRaft controller that votes: the quorum must keep a caught-up majority without it (Redundancy, the quorum's
 view or the voters' raft metrics). A voter caught up with the leader leaves one fewer; one behind leaves the
@@ -21,7 +24,7 @@ a broker (the broker's rule); the ZooKeeper ensemble is not watched.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from enum import StrEnum
 
 from ctlplane.exporter.catalog import Mode, Role
@@ -53,13 +56,24 @@ def _total(nodes: Sequence[NodeSnapshot], series: str) -> float | None:
     return float(sum(v for v in values if v is not None))
 
 
+def _counted(node: NodeSnapshot, now: float, max_age: float) -> bool:
+    """Whether the node's ISR counts count this round: read now, or its held page young enough."""
+    return node.up or (node.held and now - node.scraped_at <= max_age)
+
+
+def _held_counts(read: Sequence[NodeSnapshot], now: float) -> str:
+    """What the answer adds where some counts are a held page's: whose, and how old."""
+    held = [f"{n.node}'s from its page of {max(0.0, now - n.scraped_at):.0f}s ago" for n in read if n.held]
+    return f" (ISR counts: {', '.join(held)}, read at its own pace)" if held else ""
+
+
 def _partitions_blocker(
-    brokers: Sequence[BrokerHealth], nodes: Mapping[str, NodeSnapshot], active: NodeSnapshot | None
+    brokers: Sequence[BrokerHealth], read: Sequence[NodeSnapshot], active: NodeSnapshot | None
 ) -> tuple[Blocker, str] | None:
     """The cluster's partitions, once a round: what stops any broker from going. A broker not ACTIVE leads no
-    partition (fencing moves its leaderships away), so the counts needed are the serving brokers'."""
+    partition (fencing moves its leaderships away), so the counts needed are the serving brokers' (`read`:
+    those whose counts count this round)."""
     serving = [b for b in brokers if b.state is Lifecycle.ACTIVE]
-    read = [nodes[b.node] for b in serving if b.node in nodes and nodes[b.node].up]
     under, at = _total(read, UNDER_MIN_ISR), _total(read, AT_MIN_ISR)
     offline = active.value(OFFLINE) if active is not None and active.up else None
     if len(read) < len(serving) or under is None or at is None:
@@ -114,12 +128,21 @@ def restart_safety(
     active: NodeSnapshot | None,
     redundancy: Redundancy | None,
     voter_set: VoterSet | None,
+    *,
+    now: float,
+    counts_max_age_seconds: float,
 ) -> tuple[RestartSafety, ...]:
     """Every node's answer: brokers by the partitions' ISR counts, KRaft controllers by the quorum's majority,
     a combined node by both."""
     nodes = {node.node: node for node in cluster.nodes}
     by_node = {b.node: b for b in brokers}
-    partitions = _partitions_blocker(brokers, nodes, active) if brokers else None
+    read = [
+        nodes[b.node]
+        for b in brokers
+        if b.state is Lifecycle.ACTIVE and b.node in nodes and _counted(nodes[b.node], now, counts_max_age_seconds)
+    ]
+    partitions = _partitions_blocker(brokers, read, active) if brokers else None
+    counts_note = _held_counts(read, now)
     kraft = cluster.mode is not Mode.ZOOKEEPER
     answers = []
     for node in cluster.nodes:
@@ -132,7 +155,9 @@ def restart_safety(
             continue  # neither: a node of unknown role, never read
         blocker = next((b for b in blockers if b is not None), None)
         if blocker is None:
-            answers.append(RestartSafety(node.node, node.role, True, None, "safe: nothing depends on it alone"))
+            said = f"safe: nothing depends on it alone{counts_note if node.node in by_node else ''}"
+            answers.append(RestartSafety(node.node, node.role, True, None, said))
         else:
-            answers.append(RestartSafety(node.node, node.role, False, blocker[0].value, blocker[1]))
+            said = blocker[1] + (counts_note if blocker is partitions else "")
+            answers.append(RestartSafety(node.node, node.role, False, blocker[0].value, said))
     return tuple(answers)

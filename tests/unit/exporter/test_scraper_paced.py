@@ -201,6 +201,15 @@ def test_a_paced_nodes_pages_start_at_most_once_a_page_interval() -> None:
         scraper.stop(join_seconds=0)
 
 
+def _in_its_pause(scraper: Scraper, source: SlowPages) -> None:
+    """Until the node is paced, its node id known, and its last page has ended: it is in its pause."""
+    _until(scraper, lambda node: _paced(node) and node.node_id == 1, "paced, its node id known")
+    deadline = time.monotonic() + 5
+    while source.running:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
 def test_a_paced_node_the_controller_fences_is_read_at_once_rather_than_after_its_pause() -> None:
     """A large broker crashes while its page is held: the fencing watch's hint starts its next read at once,
     not a page interval later, so the woken round says how it failed (a connection refused: process gone)
@@ -208,16 +217,49 @@ def test_a_paced_node_the_controller_fences_is_read_at_once_rather_than_after_it
     source = SlowPages(PAGE)
     scraper = _scraper(source, page_interval=30.0)
     try:
-        _until(scraper, lambda node: _paced(node) and node.node_id == 1, "paced, its node id known")
-        deadline = time.monotonic() + 5
-        while source.running:  # its last page ends: the node is in its 30 s pause
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        _in_its_pause(scraper, source)
         reads = len(source.started)
         assert _round(scraper).held and len(source.started) == reads  # the pause holds
         source.gone = True
         scraper.wake(fenced={("c1", 1)})
         node = _until(scraper, lambda node: not node.held, "read at once once fenced", within=3.0)
         assert node.failure is Failure.GONE and len(source.started) == reads + 1, node
+    finally:
+        scraper.stop(join_seconds=0)
+
+
+def test_a_paced_node_whose_read_failed_is_read_again_every_round_not_after_its_pause() -> None:
+    """A large broker killed while paced: once a read of it fails (refused: the process is gone), it is no
+    longer paced, so each next round reads it again and says how it failed, rather than waiting out the pause
+    of its last page with no read and a timeout it never had ("previous read still running")."""
+    source = SlowPages(PAGE)
+    scraper = _scraper(source, page_interval=30.0)
+    try:
+        _in_its_pause(scraper, source)
+        source.gone = True
+        scraper.wake(fenced={("c1", 1)})
+        assert _round(scraper).failure is Failure.GONE
+        for _ in range(3):  # no hint now: read again all the same
+            reads = len(source.started)
+            node = _round(scraper)
+            assert node.failure is Failure.GONE and len(source.started) == reads + 1, node
+    finally:
+        scraper.stop(join_seconds=0)
+
+
+def test_a_paced_node_the_controller_fences_while_its_read_is_under_way_serves_its_last_page_no_more() -> None:
+    """A large broker hangs while its next page is being collected: once the fencing watch reads the
+    controller fencing it, its last page is no longer served (which would read as a node with nothing wrong
+    to name); the round says its read is not answering (a timeout: hung), until a page comes again."""
+    source = SlowPages(PAGE)
+    scraper = _scraper(source, page_interval=0.0)
+    try:
+        _until(scraper, lambda node: _paced(node) and node.node_id == 1, "paced, its node id known")
+        source.seconds = 30.0  # the node hangs: its next page does not come
+        _until(scraper, lambda node: _paced(node) and source.running > 0, "held, its next read under way")
+        scraper.wake(fenced={("c1", 1)})
+        for _ in range(3):  # the hint's round and the next ones: within the slack, yet not served
+            node = _round(scraper)
+            assert not node.served and node.failure is Failure.TIMEOUT and node.samples == (), node
     finally:
         scraper.stop(join_seconds=0)

@@ -8,14 +8,24 @@ from dataclasses import replace
 from ctlplane.exporter.catalog import Role
 from ctlplane.exporter.health.model import BrokerHealth, Lifecycle, QuorumMember, Redundancy, VoterSet
 from ctlplane.exporter.health.restart import AT_MIN_ISR, OFFLINE, UNDER_MIN_ISR, restart_safety
-from ctlplane.exporter.model import ClusterSnapshot, NodeSnapshot
+from ctlplane.exporter.model import ClusterSnapshot, Failure, NodeSnapshot
 from tests.unit.exporter.builders import node
+
+NOW = 1000.0
+MAX_AGE = 60.0
 
 
 def _broker(name: str, under: float | None = 0, at: float | None = 0, up: bool = True) -> NodeSnapshot:
     values = {"kafka_broker_state": 3.0}
     values.update({series: v for series, v in ((UNDER_MIN_ISR, under), (AT_MIN_ISR, at)) if v is not None})
     return node(name, values, up=up)
+
+
+def _paced(name: str, age: float, at: float = 0) -> NodeSnapshot:
+    """A large broker read at its own pace: its last page, `age` seconds old, served this round (held)."""
+    values = {"kafka_broker_state": 3.0, UNDER_MIN_ISR: 0.0, AT_MIN_ISR: at}
+    read = node(name, values, at=NOW - age)
+    return replace(read, up=False, failure=Failure.PACED, error="read at its own pace", scrape_duration_seconds=30.0)
 
 
 def _controller(name: str, offline: float = 0) -> NodeSnapshot:
@@ -34,7 +44,9 @@ def _answers(
     cluster = ClusterSnapshot("c1", (active, *brokers))
     health = [_health(b.node, (states or {}).get(b.node, Lifecycle.ACTIVE)) for b in brokers]
     voters = VoterSet((QuorumMember("c", 100, Role.CONTROLLER, None, True, 0.0, True),), "quorum")
-    answers = restart_safety(cluster, health, active, Redundancy(3, 3, "quorum"), voters)
+    answers = restart_safety(
+        cluster, health, active, Redundancy(3, 3, "quorum"), voters, now=NOW, counts_max_age_seconds=MAX_AGE
+    )
     return {a.node: (a.safe, a.blocker) for a in answers}
 
 
@@ -68,6 +80,26 @@ def test_a_broker_whose_counts_are_not_served_makes_the_answer_wait() -> None:
     assert _answers([_broker("b1"), _broker("b2", at=None)])["b1"] == (False, "isr_counts_unread")
 
 
+def test_a_paced_brokers_last_page_counts_while_young_enough_and_the_answer_says_so() -> None:
+    """A large broker behind jmx_exporter is read at its own pace: its last page's counts (here 40 s old)
+    count, and the answer names them and their age; older than health.restart_counts_max_age_seconds, every
+    broker waits, as for counts not read."""
+    assert _answers([_broker("b1"), _paced("b2", age=40), _broker("b3")]) == {
+        "c": (True, None), "b1": (True, None), "b2": (True, None), "b3": (True, None)
+    }  # fmt: skip
+    active = _controller("c")
+    brokers = (_broker("b1"), _paced("b2", age=40))
+    cluster = ClusterSnapshot("c1", (active, *brokers))
+    said = restart_safety(
+        cluster, [_health("b1"), _health("b2")], active, None, None, now=NOW, counts_max_age_seconds=MAX_AGE
+    )
+    assert {a.node: a.reason for a in said}["b1"] == (
+        "safe: nothing depends on it alone (ISR counts: b2's from its page of 40s ago, read at its own pace)"
+    )
+    assert _answers([_broker("b1"), _paced("b2", age=40, at=2)])["b1"] == (False, "at_min_isr")
+    assert _answers([_broker("b1"), _paced("b2", age=61)])["b1"] == (False, "isr_counts_unread")
+
+
 def _voter(name: str, caught_up: bool | None, voter: bool = True) -> QuorumMember:
     return QuorumMember(name, None, Role.CONTROLLER, None, voter, 0.0, caught_up)
 
@@ -78,7 +110,15 @@ def test_a_voter_may_go_only_where_a_caught_up_majority_stays() -> None:
     members = (_voter("c1", True), _voter("c2", True), _voter("c3", False), _voter("o4", None, voter=False))
     answers = {
         a.node: (a.safe, a.blocker)
-        for a in restart_safety(cluster, [], None, Redundancy(3, 2, "quorum"), VoterSet(members, "quorum"))
+        for a in restart_safety(
+            cluster,
+            [],
+            None,
+            Redundancy(3, 2, "quorum"),
+            VoterSet(members, "quorum"),
+            now=NOW,
+            counts_max_age_seconds=MAX_AGE,
+        )
     }
     # 2 of 3 caught up: a caught-up voter's restart leaves 1 of the 2 a majority needs; the one behind leaves 2
     assert answers == {
@@ -87,10 +127,26 @@ def test_a_voter_may_go_only_where_a_caught_up_majority_stays() -> None:
         "c3": (True, None),
         "o4": (True, None),  # an observer: the quorum does not count it
     }
-    all_caught_up = restart_safety(cluster, [], None, Redundancy(3, 3, "quorum"), VoterSet(members, "quorum"))
+    all_caught_up = restart_safety(
+        cluster,
+        [],
+        None,
+        Redundancy(3, 3, "quorum"),
+        VoterSet(members, "quorum"),
+        now=NOW,
+        counts_max_age_seconds=MAX_AGE,
+    )
     assert all(a.safe for a in all_caught_up)
-    unread = restart_safety(cluster, [], None, None, None)
+    unread = restart_safety(cluster, [], None, None, None, now=NOW, counts_max_age_seconds=MAX_AGE)
     assert {a.blocker for a in unread} == {"quorum_unread"}
     lone = replace(cluster, nodes=(controllers[0],))
-    (answer,) = restart_safety(lone, [], None, Redundancy(1, 1, "quorum"), VoterSet(members[:1], "quorum"))
+    (answer,) = restart_safety(
+        lone,
+        [],
+        None,
+        Redundancy(1, 1, "quorum"),
+        VoterSet(members[:1], "quorum"),
+        now=NOW,
+        counts_max_age_seconds=MAX_AGE,
+    )
     assert (answer.safe, answer.blocker) == (False, "quorum_majority")  # the only voter
