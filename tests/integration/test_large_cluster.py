@@ -206,9 +206,10 @@ def test_the_metadata_canary_and_the_restart_answers_hold_at_this_size(
 def test_a_large_broker_read_at_its_own_pace_still_lets_every_broker_restart(
     large: tuple[KafkaCluster, list[Source]],
 ) -> None:
-    """broker-1 read through its page with a scrape timeout shorter than the page (2 s against its 4-7 s), the
-    other nodes over remote JMX: broker-1 is paced, its last page served between pages (held), and the restart
-    answers count that page's ISR counts (no older than health.restart_counts_max_age_seconds) and name them,
+    """broker-1 read through its page with a scrape timeout shorter than the page (2 s against its 4-7 s; in a
+    loaded suite its page took up to 161 s), the other nodes over remote JMX: between its pages its last page
+    is served (held: paced, or late this round), and the restart answers count that page's ISR counts (no
+    older than health.restart_counts_max_age_seconds: the page's time, not its read's start) and name them,
     rather than every broker waiting for good ("isr_counts_unread")."""
     cluster, sources = large
     _healthy(cluster, sources)
@@ -219,9 +220,10 @@ def test_a_large_broker_read_at_its_own_pace_still_lets_every_broker_restart(
 
         def held(o: Observation) -> bool:
             node = read_of(o, NAME, "broker-1")
-            return node is not None and node.held and "at its own pace" in (node.error or "")
+            return node is not None and node.held
 
-        observation = watch.until(held, 180, "broker-1 paced, its last page served")
+        # its first page read in full (~5 s quiet, 161 s seen in a loaded suite), then its next under way
+        observation = watch.until(held, 480, "broker-1's last page served while its next is read")
         answers = {a.node: a for a in cluster_health(observation, NAME).restart}
         said = {node: (a.safe, a.blocker, a.reason) for node, a in answers.items()}
         assert all(answers[b.name].safe for b in cluster.brokers()), said
