@@ -18,6 +18,7 @@ from harness.localkafka.versions import major_minor
 _CREATE_TOPIC_SOURCE = """\
 import java.util.*;
 import org.apache.kafka.clients.admin.*;
+import org.apache.kafka.common.KafkaFuture;
 
 public class CreateTopic {
     public static void main(String[] args) throws Exception {
@@ -42,7 +43,15 @@ public class CreateTopic {
                     List<NewTopic> batch = new ArrayList<>();
                     for (int n = first; n < Math.min(count, first + 200); n++)
                         batch.add(new NewTopic(String.format("%s-%05d", args[1], n), assignment));
-                    admin.createTopics(batch).all().get();
+                    // a call retried after a timeout (a loaded ZooKeeper-mode controller) finds its first
+                    // attempt's topics made: those are made, as asked
+                    for (KafkaFuture<Void> made : admin.createTopics(batch).values().values()) {
+                        try {
+                            made.get();
+                        } catch (java.util.concurrent.ExecutionException e) {
+                            if (!(e.getCause() instanceof org.apache.kafka.common.errors.TopicExistsException)) throw e;
+                        }
+                    }
                 }
             }
         }
