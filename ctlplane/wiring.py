@@ -12,8 +12,9 @@ from importlib.metadata import version as package_version
 from typing import TYPE_CHECKING, Protocol
 
 from ctlplane.exporter.catalog import Role
-from ctlplane.exporter.config import ClusterConfig, JmxAuth, MetricsEndpointConfig, Settings
+from ctlplane.exporter.config import AdminSecurity, ClusterConfig, JmxAuth, MetricsEndpointConfig, Settings
 from ctlplane.exporter.config.file import ConfigError
+from ctlplane.exporter.config.stores import store_type
 from ctlplane.exporter.discovery.answers import JmxRule, NodeDiscovery
 from ctlplane.exporter.discovery.dns import DnsName, DnsResolver, DnsWatch
 from ctlplane.exporter.families import Family, dashboard_family
@@ -237,7 +238,7 @@ def build_quorum_sources(
             cluster.bootstrap_controllers or cluster.bootstrap_servers,
             controllers=bool(cluster.bootstrap_controllers),
             timeout_seconds=timeout,
-            security=_admin_security(cluster),
+            security=admin_security(cluster),
         )
     return sources
 
@@ -263,7 +264,7 @@ def install_krb5_conf(settings: Settings) -> None:
     kafka_admin.use_krb5_conf(merged.text)
 
 
-def _admin_security(cluster: ClusterConfig) -> dict[str, str] | None:
+def admin_security(cluster: ClusterConfig) -> dict[str, str] | None:
     """The Admin client's security settings for `cluster` (its `admin` section), or None for plaintext."""
     from ctlplane.exporter.sources.admin.client import AwsIamLogin, KerberosLogin, OAuthLogin, security_properties
 
@@ -272,6 +273,7 @@ def _admin_security(cluster: ClusterConfig) -> dict[str, str] | None:
     password = cluster.admin.password()
     certificate = cluster.admin.client_certificate()
     key_password = cluster.admin.key_password()
+    truststore, keystore = _admin_stores(cluster.admin)
     oauth = None
     if (credentials := cluster.admin.oauth) is not None:
         secret = credentials.client_secret()
@@ -295,10 +297,23 @@ def _admin_security(cluster: ClusterConfig) -> dict[str, str] | None:
         ca_file=str(cluster.admin.ca_file) if cluster.admin.ca_file is not None else None,
         certificate=(certificate[0], certificate[1].get_secret_value()) if certificate is not None else None,
         key_password=key_password.get_secret_value() if key_password is not None else None,
+        truststore=truststore,
+        keystore=keystore,
         oauth=oauth,
         kerberos=kerberos,
         aws_iam=aws_iam,
     )
+
+
+def _admin_stores(admin: AdminSecurity) -> tuple[kafka_admin.JavaStore | None, kafka_admin.JavaStore | None]:
+    """The Admin client's JKS/PKCS12 trust and key stores, their passwords read now (ValueError naming a file
+    that cannot be read), each store's type told from its file."""
+    trust_password, key_password = admin.tls_passwords()
+    stores = []
+    for path, password in ((admin.truststore, trust_password), (admin.keystore, key_password)):
+        secret = password.get_secret_value() if password is not None else None
+        stores.append(kafka_admin.JavaStore(str(path), store_type(path), secret) if path is not None else None)
+    return stores[0], stores[1]
 
 
 def build_canaries(
@@ -330,7 +345,7 @@ def build_canaries(
             topic_prefix=cluster.canary.topic_prefix,
             interval_seconds=cluster.canary.interval_seconds,
             timeout_seconds=max(1.0, settings.scrape.timeout_seconds),
-            security=_admin_security(cluster),
+            security=admin_security(cluster),
         ).start()
     return canaries
 

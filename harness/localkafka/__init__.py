@@ -61,6 +61,8 @@ from harness.localkafka.process import LOOPBACK, free_port, java_executable, por
 from harness.localkafka.tls import (
     LocalPki,
     encrypted_key,
+    jks_keystore,
+    jks_truststore,
     make_local_pki,
     pkcs12_keystore,
     pkcs12_truststore,
@@ -100,6 +102,8 @@ __all__ = [
     "ensure_jars",
     "free_port",
     "java_executable",
+    "jks_keystore",
+    "jks_truststore",
     "kraft_cluster_id",
     "logging_flavour",
     "major_minor",

@@ -75,14 +75,39 @@ def pkcs12_truststore(pki: LocalPki, password: str) -> Path:
     mark a certificate trusted for Java: a PKCS#12 it exports without a key holds nothing a JDK trusts)."""
     store = pki.directory / "truststore.p12"
     if not store.is_file():
-        keytool = str(Path(java_executable()).parent / "keytool")
-        command = [keytool, "-importcert", "-noprompt", "-storetype", "PKCS12", "-alias", "ca", "-file", str(pki.ca),
-                   "-keystore", str(store), "-storepass", password]  # fmt: skip
-        try:
-            subprocess.run(command, check=True, capture_output=True, text=True, timeout=60)
-        except subprocess.CalledProcessError as exc:
-            raise LocalKafkaError(f"keytool -importcert failed: {exc.stdout.strip()} {exc.stderr.strip()}") from exc
+        _keytool("-importcert", "-noprompt", "-storetype", "PKCS12", "-alias", "ca", "-file", str(pki.ca),
+                 "-keystore", str(store), "-storepass", password)  # fmt: skip
     return store
+
+
+def jks_truststore(pki: LocalPki, password: str) -> Path:
+    """`truststore.jks`: the CA's certificate as a trusted entry of a JKS store (Java's format before 9)."""
+    store = pki.directory / "truststore.jks"
+    if not store.is_file():
+        _keytool("-importcert", "-noprompt", "-storetype", "JKS", "-alias", "ca", "-file", str(pki.ca),
+                 "-keystore", str(store), "-storepass", password)  # fmt: skip
+    return store
+
+
+def jks_keystore(pki: LocalPki, name: str, password: str, key_password: str | None = None) -> Path:
+    """`<name>.jks`: the name's key and chain (pkcs12_keystore's, converted by keytool) as a JKS key store, its
+    key entry under `key_password` where given (a JKS key entry may have a password of its own)."""
+    store = pki.directory / f"{name}.jks"
+    if not store.is_file():
+        source = pkcs12_keystore(pki, name, password)
+        _keytool("-importkeystore", "-noprompt", "-srckeystore", str(source), "-srcstoretype", "PKCS12",
+                 "-srcstorepass", password, "-destkeystore", str(store), "-deststoretype", "JKS",
+                 "-deststorepass", password, "-srcalias", name, "-destalias", name,
+                 "-destkeypass", key_password or password)  # fmt: skip
+    return store
+
+
+def _keytool(*args: str) -> None:
+    keytool = str(Path(java_executable()).parent / "keytool")
+    try:
+        subprocess.run([keytool, *args], check=True, capture_output=True, text=True, timeout=60)
+    except subprocess.CalledProcessError as exc:
+        raise LocalKafkaError(f"keytool {args[0]} failed: {exc.stdout.strip()} {exc.stderr.strip()}") from exc
 
 
 def _openssl(*args: str, cwd: Path) -> None:

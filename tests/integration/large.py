@@ -6,14 +6,16 @@ the Admin API alone. test_large_cluster.py (KRaft) and test_large_zookeeper_clus
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator, Sequence
 
 from ctlplane.exporter.config import ScrapeConfig
 from ctlplane.exporter.sources.admin.client import QuorumReader
 from ctlplane.exporter.sources.endpoint.profiles import profile
+from ctlplane.exporter.state import Observation
 from harness import localkafka
 from harness.localkafka import KafkaCluster, create_topics
-from tests.integration.faults import Source
+from tests.integration.faults import Source, cluster_health, healthy
 from tests.integration.watch import DEFAULT_SCRAPE_TIMEOUT, Watch, endpoint_targets, until_holding
 
 # a broker of 10,000 partitions in 768 MB (the bench gives one 1,536 MB: docs/benchmarks.md "Large brokers")
@@ -64,3 +66,31 @@ def watched(
     finally:
         for source in sources:
             source.watch.close()
+
+
+def said(observation: Observation, name: str) -> str:
+    """Cluster `name`'s health in a line: each broker's state and cause, the active controllers, each node's read."""
+    health = cluster_health(observation, name)
+    cluster = observation.snapshot.cluster(name)
+    brokers = ", ".join(f"{b.node} {b.state.value} {b.cause.value if b.cause else ''}".rstrip() for b in health.brokers)
+    nodes = (
+        ", ".join(f"{n.node} {n.failure or 'read'} {n.error or ''}".rstrip() for n in cluster.nodes) if cluster else ""
+    )
+    return f"{brokers}; active controllers {health.active_controllers} ({health.controller.node}); {nodes}"
+
+
+def until_healthy(name: str, source: Source, sources: Sequence[Source], timeout: float = 240) -> Observation:
+    """Rounds of `source` until it reads every broker of `name` ACTIVE and one active controller. Failing, it
+    says whether Kafka itself fenced a broker (the Admin API alone of `sources`: describeCluster's word), a real
+    fencing on a starved machine rather than ctlplane's error: a large broker can starve its neighbours on 2
+    cores (an exporter collecting a page for a core's worth of seconds)."""
+    deadline = time.monotonic() + timeout
+    while not healthy(name)(seen := source.watch.scrape()):
+        if time.monotonic() > deadline:
+            kafka = next(s for s in sources if s.admin).watch.scrape()
+            raise AssertionError(
+                f"not healthy through {source.recorded} within {timeout:g}s: {said(seen, name)}; "
+                f"by Kafka's own word (describeCluster): {said(kafka, name)}"
+            )
+        time.sleep(1.0)
+    return seen

@@ -26,7 +26,7 @@ import pytest
 from ctlplane.exporter.config import ClusterConfig
 from ctlplane.exporter.sources.admin.client import QuorumReader, use_krb5_conf
 from ctlplane.exporter.sources.admin.kerberos import load_krb5_conf, merge_krb5_confs
-from ctlplane.wiring import _admin_security
+from ctlplane.wiring import admin_security
 from harness.localkafka import KafkaCluster, clusters_config
 from harness.localkafka.kdc import LocalKdc, kdc_tools_missing
 from tests.integration.sasl_cluster import start_sasl_cluster
@@ -226,7 +226,7 @@ def test_a_realm_merged_in_after_the_jvms_first_login_is_read_at_the_next_one(
         login = {"principal": principal, "keytab_file": str(keytab)}
         admin = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "GSSAPI", "kerberos": login}
         cluster = {"name": "krb-in-process", "nodes": [{"address": "127.0.0.1:1"}], "bootstrap_servers": bootstrap}
-        security = _admin_security(ClusterConfig.model_validate({**cluster, "admin": admin}))
+        security = admin_security(ClusterConfig.model_validate({**cluster, "admin": admin}))
         return QuorumReader("krb-in-process", bootstrap, controllers=False, timeout_seconds=10.0, security=security)
 
     good = reader(kdc.principal("ctlplane"), kerberos.keytabs["krb-good"])

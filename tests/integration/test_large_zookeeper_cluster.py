@@ -22,7 +22,7 @@ from ctlplane.exporter.state import Observation
 from harness import localkafka
 from harness.localkafka import KafkaCluster, MetricsAgent
 from tests.integration import large as large_cluster
-from tests.integration.faults import Source, cluster_health, healthy, read_of
+from tests.integration.faults import Source, cluster_health, read_of
 from tests.kafka_versions import ZK_UNDER_TEST
 
 pytestmark = [pytest.mark.kafka, pytest.mark.zookeeper]
@@ -61,19 +61,7 @@ def large_zk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KafkaCl
 
 
 def _said(observation: Observation) -> str:
-    health = cluster_health(observation, NAME)
-    cluster = observation.snapshot.cluster(NAME)
-    nodes = ", ".join(f"{n.node} {n.failure or 'read'} {n.error or ''}" for n in cluster.nodes) if cluster else ""
-    brokers = ", ".join(f"{b.node} {b.state.value}" for b in health.brokers)
-    return f"{brokers}; active controllers {health.active_controllers} ({health.controller.node}); {nodes}"
-
-
-def _healthy(source: Source, timeout: float = 240) -> Observation:
-    deadline = time.monotonic() + timeout
-    while not healthy(NAME)(seen := source.watch.scrape()):
-        assert time.monotonic() < deadline, f"not healthy through {source.recorded} within {timeout:g}s: {_said(seen)}"
-        time.sleep(1.0)
-    return seen
+    return large_cluster.said(observation, NAME)
 
 
 def _own_series(node: NodeSnapshot | None) -> NodeSnapshot:
@@ -93,7 +81,7 @@ def test_every_broker_and_the_one_controller_are_read_alike_through_every_source
     both planes), as the other broker does; the controller counts every partition."""
     cluster, sources = large_zk
     jmx, endpoints, admin = sources
-    observation = _healthy(jmx)
+    observation = large_cluster.until_healthy(NAME, jmx, sources)
     controller = cluster_health(observation, NAME).controller.node
     for broker in cluster.brokers():
         _own_series(read_of(observation, NAME, broker.name))
@@ -107,7 +95,7 @@ def test_every_broker_and_the_one_controller_are_read_alike_through_every_source
         lambda o: (node := read_of(o, NAME, "broker-1")) is not None and node.served, 60, "broker-1's first page read"
     )
     for _ in range(3):  # 45 s at the 15 s round
-        observation = _healthy(endpoints, timeout=30)
+        observation = large_cluster.until_healthy(NAME, endpoints, sources, timeout=30)
         assert cluster_health(observation, NAME).controller.node == controller, _said(observation)
         for broker in cluster.brokers():
             _own_series(read_of(observation, NAME, broker.name))
@@ -117,5 +105,5 @@ def test_every_broker_and_the_one_controller_are_read_alike_through_every_source
         assert age <= max(2 * page.scrape_duration_seconds, 60.0), (age, page)
         time.sleep(15)
 
-    observation = _healthy(admin)
+    observation = large_cluster.until_healthy(NAME, admin, sources)
     assert cluster_health(observation, NAME).controller.node == controller, _said(observation)

@@ -28,7 +28,7 @@ import pytest
 
 from ctlplane.exporter.config import ClusterConfig
 from ctlplane.exporter.sources.admin.client import ALLOWED_URLS_PROPERTY, QuorumReader
-from ctlplane.wiring import _admin_security
+from ctlplane.wiring import admin_security
 from harness.localkafka import LOOPBACK, KafkaCluster, clusters_config
 from tests.integration.sasl_cluster import start_sasl_cluster
 from tests.integration.served import check_and_run, run_config
@@ -214,7 +214,7 @@ def _reader(oauth: OAuthCluster, tmp_path: Path, name: str, client_id: str, secr
             },
         }
     )
-    return QuorumReader(name, bootstrap, controllers=False, timeout_seconds=10.0, security=_admin_security(config))
+    return QuorumReader(name, bootstrap, controllers=False, timeout_seconds=10.0, security=admin_security(config))
 
 
 def test_oauthbearer_reads_the_quorum_and_a_refused_token_is_one_line_saying_authentication_failed(

@@ -1,5 +1,5 @@
 """A follower controller partitioned from the other voters while its JMX answers (#36, stuck elections): it
-stops hearing from the leader and leaves follower after controller.quorum.fetch.timeout.ms; on Kafka 4.0+ it
+stops hearing from the leader and leaves follower after controller.quorum.fetch.timeout.ms (4 s here); on Kafka 4.0+ it
 goes prospective, its pre-vote election times out and it follows the leader it knew again, a cycle of seconds
 (KIP-996; candidate with ever higher epochs before 4.0), while the other two keep the quorum's leader, which
 never sees it caught up. KafkaControllerStuckInElection warns for it, KafkaQuorumNoSpareVoter for
@@ -43,6 +43,11 @@ VICTIM = 103
 # the victim sends goes through a link, also after a fetch response names the leader's endpoint for the
 # listener the request came in on (KIP-853's NodeEndpoints, which the raft client follows)
 VICTIM_LISTENER = "VICTIM"
+# The voters' fetch timeout, twice Kafka's 2 s (QuorumConfig.DEFAULT_QUORUM_FETCH_TIMEOUT_MS). With one of three
+# voters hung the leader resigns when the other's fetches stop for 1.5 of it (LeaderState's check-quorum timer,
+# CHECK_QUORUM_TIMEOUT_FACTOR): a loaded 2-core suite starved controller-3 (whose raft bytes cross the links)
+# for 3 s and the quorum elected it, a real election the hung-follower row does not study.
+FETCH_TIMEOUT_MS = 4000
 
 
 def _partitionable(
@@ -56,6 +61,7 @@ def _partitionable(
     overrides: dict[str, dict[str, str]] = {}
     for nid in others:
         overrides[f"controller-{nid - 100}"] = {
+            "controller.quorum.fetch.timeout.ms": str(FETCH_TIMEOUT_MS),
             "listeners": f"CONTROLLER://{LOOPBACK}:{controller_ports[nid]},{VICTIM_LISTENER}://{LOOPBACK}:{victim_ports[nid]}",
             "advertised.listeners": f"CONTROLLER://{LOOPBACK}:{controller_ports[nid]},{VICTIM_LISTENER}://{LOOPBACK}:{links[nid].port}",
             "controller.listener.names": f"CONTROLLER,{VICTIM_LISTENER}",
@@ -65,6 +71,7 @@ def _partitionable(
             ),
         }
     overrides[f"controller-{VICTIM - 100}"] = {
+        "controller.quorum.fetch.timeout.ms": str(FETCH_TIMEOUT_MS),
         "listeners": f"{VICTIM_LISTENER}://{LOOPBACK}:{victim_ports[VICTIM]},CONTROLLER://{LOOPBACK}:{controller_ports[VICTIM]}",
         "advertised.listeners": f"{VICTIM_LISTENER}://{LOOPBACK}:{victim_ports[VICTIM]},CONTROLLER://{LOOPBACK}:{links[VICTIM].port}",
         "controller.listener.names": f"{VICTIM_LISTENER},CONTROLLER",
@@ -127,7 +134,7 @@ def test_a_follower_controller_partitioned_from_the_quorum_warns_of_a_stuck_elec
     for link in links.values():
         link.cut()
     try:
-        # out of step within a round (fetch timeout 2 s); 30 s (raft_out_of_step_alert_seconds) and 1m later the
+        # out of step within a round (fetch timeout 4 s); 30 s (raft_out_of_step_alert_seconds) and 1m later the
         # warning fires: 8 rounds (2 min) leave a round to spare
         during = [timeline.round() for _ in range(8)]
     finally:

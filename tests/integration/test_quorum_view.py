@@ -33,7 +33,11 @@ from harness.localkafka import (
     describe_quorum_replication,
     encrypted_key,
     free_port,
+    jks_keystore,
+    jks_truststore,
     major_minor,
+    pkcs12_keystore,
+    pkcs12_truststore,
     quorum_bootstrap,
 )
 from harness.netcut import CuttableLink
@@ -414,7 +418,8 @@ def test_tls_listeners_read_the_quorum_with_the_clusters_ca_and_say_why_when_a_c
 ) -> None:
     """Through the brokers' SSL listener (a client certificate required) and SASL_SSL (conftest's pki):
     trusting the cluster's CA with the client certificate (its key plain, or encrypted with its password in
-    key_password_file), and SASL PLAIN over TLS, answer; without a
+    key_password_file; or Java's PKCS12 and JKS trust and key stores, a JKS key entry under a password of its
+    own), and SASL PLAIN over TLS, answer; without a
     client certificate, or without the CA (the JVM's own trust store does not know it), the view is an
     error in Kafka's words and the JMX view goes on, as is AWS_MSK_IAM, which the listener does not offer; the
     client key is on no page and in no output."""
@@ -428,12 +433,29 @@ def test_tls_listeners_read_the_quorum_with_the_clusters_ca_and_say_why_when_a_c
     key_password.write_text("s3cret-key\n")
     encrypted = encrypted_key(pki, "client", "s3cret-key")
     encrypted_client = {**client, "key_file": str(encrypted), "key_password_file": str(key_password)}
+    # Java's own stores: PKCS12 made by openssl and keytool, JKS by keytool with a key entry of its own password
+    store_password = tmp_path / "store-password"
+    store_password.write_text("store-pass\n")
+    pkcs12_stores = {
+        "truststore": str(pkcs12_truststore(pki, "store-pass")),
+        "truststore_password_file": str(store_password),
+        "keystore": str(pkcs12_keystore(pki, "client", "store-pass")),
+        "keystore_password_file": str(store_password),
+    }
+    jks_stores = {
+        "truststore": str(jks_truststore(pki, "store-pass")),
+        "keystore": str(jks_keystore(pki, "client", "store-pass", key_password="s3cret-key")),
+        "keystore_password_file": str(store_password),
+        "key_password_file": str(key_password),
+    }
     quorum, pages = _serve_views(
         kraft_cluster,
         tmp_path,
         {
             "tls-client-cert": ("SSL", {"security_protocol": "SSL", "ca_file": ca, **client}),
             "tls-encrypted-key": ("SSL", {"security_protocol": "SSL", "ca_file": ca, **encrypted_client}),
+            "tls-pkcs12-stores": ("SSL", {"security_protocol": "SSL", **pkcs12_stores}),
+            "tls-jks-stores": ("SSL", {"security_protocol": "SSL", **jks_stores}),
             "tls-sasl": (
                 "SASL_SSL",
                 {
@@ -453,7 +475,7 @@ def test_tls_listeners_read_the_quorum_with_the_clusters_ca_and_say_why_when_a_c
             ),
         },
         {"CTLPLANE_TEST_SASL_PASSWORD": password},
-        answering={"tls-client-cert", "tls-encrypted-key", "tls-sasl"},
+        answering={"tls-client-cert", "tls-encrypted-key", "tls-pkcs12-stores", "tls-jks-stores", "tls-sasl"},
     )
     for name in ("tls-no-client-cert", "tls-untrusted"):
         error = str(quorum[name].get("error") or "")
@@ -466,7 +488,7 @@ def test_tls_listeners_read_the_quorum_with_the_clusters_ca_and_say_why_when_a_c
     assert "'AWS_MSK_IAM' not enabled in the server" in error and quorum["tls-aws-iam"].get("refused"), error
     key = pki.key("client").read_text().strip().splitlines()[1]  # a line of the key's base64
     sealed = encrypted.read_text().strip().splitlines()[1]
-    for secret in (password, key, sealed, "s3cret-key"):
+    for secret in (password, key, sealed, "s3cret-key", "store-pass"):
         assert not [page[:200] for page in pages if secret in page], "a secret is shown"
 
 

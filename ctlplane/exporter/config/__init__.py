@@ -138,19 +138,11 @@ class _Credentials(_Strict):
         return None
 
 
-class JmxAuth(_Credentials):
-    """JMX credentials and transport for a cluster (or every cluster, as the default).
+class KeyStores(_Strict):
+    """A cluster's own trust and key material as Java reads it: a JKS or PKCS12 trust store (or PEM CA
+    certificates) and a JKS or PKCS12 key store, each password in a file. Remote JMX and the Admin client
+    take the same fields."""
 
-    TLS material is the cluster's own: its nodes' certificates are checked against its `truststore` (or
-    `ca_file`) only, never another cluster's, and `keystore` is the client certificate a node with
-    `com.sun.management.jmxremote.ssl.need.client.auth=true` asks for (ctlplane/exporter/sources/jmx/tls_routes.py)."""
-
-    ssl: bool = Field(default=False, description="JMX over TLS (com.sun.management.jmxremote.ssl=true on the nodes)")
-    registry_ssl: bool | None = Field(
-        default=None,
-        description="the RMI registry lookup over TLS too, as the nodes' com.sun.management.jmxremote.registry.ssl "
-        "(default: as `ssl`)",
-    )
     truststore: Path | None = Field(
         default=None, description="a JKS or PKCS12 trust store holding the CA of this cluster's nodes"
     )
@@ -165,13 +157,45 @@ class JmxAuth(_Credentials):
     keystore_password_file: Path | None = Field(default=None, description="the key store's password, in a file")
 
     @model_validator(mode="after")
-    def _tls_material_needs_tls(self) -> JmxAuth:
+    def _stores_fit_together(self) -> KeyStores:
         if self.truststore is not None and self.ca_file is not None:
             raise ValueError("give truststore or ca_file, not both")
         if self.truststore_password_file is not None and self.truststore is None:
             raise ValueError("truststore_password_file is the password of a truststore: give truststore")
         if (self.keystore is None) != (self.keystore_password_file is None):
             raise ValueError("keystore and keystore_password_file go together (a key store has a password)")
+        return self
+
+    def tls_passwords(self) -> tuple[SecretStr | None, SecretStr | None]:
+        """The trust store's and key store's passwords, read from their files; ValueError names one unread."""
+        trust, key = self.truststore_password_file, self.keystore_password_file
+        return (
+            secret_from_file(trust, "truststore_password_file") if trust is not None else None,
+            secret_from_file(key, "keystore_password_file") if key is not None else None,
+        )
+
+    def store_files(self) -> list[tuple[str, Path]]:
+        """The stores' files named, by field: what check-config finds readable or not."""
+        names = ("truststore", "truststore_password_file", "ca_file", "keystore", "keystore_password_file")
+        return [(name, file) for name in names if (file := getattr(self, name)) is not None]
+
+
+class JmxAuth(KeyStores, _Credentials):
+    """JMX credentials and transport for a cluster (or every cluster, as the default).
+
+    TLS material is the cluster's own: its nodes' certificates are checked against its `truststore` (or
+    `ca_file`) only, never another cluster's, and `keystore` is the client certificate a node with
+    `com.sun.management.jmxremote.ssl.need.client.auth=true` asks for (ctlplane/exporter/sources/jmx/tls_routes.py)."""
+
+    ssl: bool = Field(default=False, description="JMX over TLS (com.sun.management.jmxremote.ssl=true on the nodes)")
+    registry_ssl: bool | None = Field(
+        default=None,
+        description="the RMI registry lookup over TLS too, as the nodes' com.sun.management.jmxremote.registry.ssl "
+        "(default: as `ssl`)",
+    )
+
+    @model_validator(mode="after")
+    def _tls_material_needs_tls(self) -> JmxAuth:
         material = [name for name in ("truststore", "ca_file", "keystore") if getattr(self, name) is not None]
         if material and not (self.ssl or self.registry_ssl):
             raise ValueError(f"{', '.join(material)} are for JMX over TLS: set ssl: true")
@@ -182,18 +206,9 @@ class JmxAuth(_Credentials):
         """Whether the registry is asked over TLS: `registry_ssl`, else as `ssl`."""
         return self.ssl if self.registry_ssl is None else self.registry_ssl
 
-    def tls_passwords(self) -> tuple[SecretStr | None, SecretStr | None]:
-        """The trust store's and key store's passwords, read from their files; ValueError names one unread."""
-        trust, key = self.truststore_password_file, self.keystore_password_file
-        return (
-            secret_from_file(trust, "truststore_password_file") if trust is not None else None,
-            secret_from_file(key, "keystore_password_file") if key is not None else None,
-        )
-
     def files(self) -> list[tuple[str, Path]]:
         """The TLS files named, by field: what check-config finds readable or not."""
-        names = ("truststore", "truststore_password_file", "ca_file", "keystore", "keystore_password_file")
-        return [(name, file) for name in names if (file := getattr(self, name)) is not None]
+        return self.store_files()
 
 
 SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI", "AWS_MSK_IAM"]
@@ -346,14 +361,20 @@ class AwsIamLogin(_Strict):
         return self
 
 
-class AdminSecurity(_Credentials):
+# what makes an Admin client's TLS: its stores, and the PEM client certificate
+_ADMIN_STORE_FIELDS = ("truststore", "truststore_password_file", "ca_file", "keystore", "keystore_password_file")
+_ADMIN_PEM_FIELDS = ("cert_file", "key_file", "key_password_file")
+
+
+class AdminSecurity(KeyStores, _Credentials):
     """How the quorum's view (Kafka's admin client) reaches the cluster's listener.
 
     `security_protocol` is the listener's, as Kafka's `security.protocol`. SASL needs `sasl_mechanism`,
-    `username` and a password source. TLS trusts `ca_file` (PEM; the JVM's trust store without it) and
-    checks the listener's host name; `cert_file` + `key_file` (PEM, the key PKCS#8, encrypted with its
-    password in `key_password_file` or not) are the client certificate a listener with
-    `ssl.client.auth=required` asks for. `sasl_mechanism: OAUTHBEARER`
+    `username` and a password source. TLS trusts `ca_file` (PEM) or `truststore` (JKS or PKCS12; the JVM's
+    trust store without either) and checks the listener's host name; the client certificate a listener with
+    `ssl.client.auth=required` asks for is `keystore` (JKS or PKCS12, its key's own password in
+    `key_password_file` where it is not the store's) or `cert_file` + `key_file` (PEM, the key PKCS#8,
+    encrypted with its password in `key_password_file` or not). `sasl_mechanism: OAUTHBEARER`
     logs in with `oauth` (OIDC client credentials, KIP-768) instead of a username and password, `GSSAPI`
     with `kerberos` (a principal and its keytab), `AWS_MSK_IAM` with `aws_iam` (AWS credentials)."""
 
@@ -363,9 +384,6 @@ class AdminSecurity(_Credentials):
     sasl_mechanism: SaslMechanism | None = Field(
         default=None, description="for SASL: with `username` and a password, `oauth` or `kerberos`"
     )
-    ca_file: Path | None = Field(
-        default=None, description="PEM CA the listener's certificate is checked against (the JVM's trust store without)"
-    )
     cert_file: Path | None = Field(default=None, description="PEM client certificate, for `ssl.client.auth=required`")
     key_file: Path | None = Field(
         default=None, description="its key, PEM PKCS#8 (`BEGIN PRIVATE KEY`, or `BEGIN ENCRYPTED PRIVATE KEY`)"
@@ -373,7 +391,8 @@ class AdminSecurity(_Credentials):
     key_password_file: Path | None = Field(
         default=None,
         description="a file that holds the password of an encrypted key_file (PBES1 or PBES2: decrypted in "
-        "ctlplane's JVM, where Kafka's own ssl.key.password lacks PBES2 on JDK 17)",
+        "ctlplane's JVM, where Kafka's own ssl.key.password lacks PBES2 on JDK 17), or of the keystore's key "
+        "where it is not the store's (Kafka's ssl.key.password)",
     )
     oauth: OAuthClientCredentials | None = Field(
         default=None, description="for sasl_mechanism OAUTHBEARER: the OIDC client credentials (instead of a username)"
@@ -420,21 +439,23 @@ class AdminSecurity(_Credentials):
             raise ValueError(
                 f"sasl_mechanism and username are for SASL listeners; security_protocol is {self.security_protocol}"
             )
-        if not tls and (self.ca_file or self.cert_file or self.key_file or self.key_password_file):
+        material = [n for n in (*_ADMIN_STORE_FIELDS, *_ADMIN_PEM_FIELDS) if getattr(self, n) is not None]
+        if not tls and material:
             raise ValueError(
-                "ca_file, cert_file, key_file and key_password_file are for TLS listeners; "
-                f"security_protocol is {self.security_protocol}"
+                f"{', '.join(material)} are for TLS listeners; security_protocol is {self.security_protocol}"
             )
         if (self.cert_file is None) != (self.key_file is None):
             raise ValueError("cert_file and key_file go together")
-        if self.key_password_file is not None and self.key_file is None:
-            raise ValueError("key_password_file is the password of key_file: give cert_file and key_file")
+        if self.keystore is not None and self.cert_file is not None:
+            raise ValueError("give keystore or cert_file and key_file, not both (each is the client certificate)")
+        if self.key_password_file is not None and self.key_file is None and self.keystore is None:
+            raise ValueError("key_password_file is the password of key_file or the keystore's key: give either")
         return self
 
     def files(self) -> list[tuple[str, Path]]:
         # oauth's client_secret_file is read (and its problems said) by OAuthClientCredentials.client_secret()
-        names = ("ca_file", "cert_file", "key_file", "key_password_file")
-        files = [(name, path) for name in names if (path := getattr(self, name))]
+        names = ("cert_file", "key_file", "key_password_file")
+        files = self.store_files() + [(name, path) for name in names if (path := getattr(self, name))]
         if self.kerberos is not None:
             files += [("kerberos.keytab_file", self.kerberos.keytab_file)]
             files += [("kerberos.krb5_conf", self.kerberos.krb5_conf)]

@@ -16,7 +16,7 @@ from pydantic import (
     ValidationError,
 )
 
-from ctlplane.exporter.config import HttpConfig, JmxAuth, MetricsEndpointConfig, Settings, TlsConfig
+from ctlplane.exporter.config import HttpConfig, KeyStores, MetricsEndpointConfig, Settings, TlsConfig
 from ctlplane.exporter.config.stores import client_key_problem, store_problem
 from ctlplane.exporter.sources.admin.kerberos import (
     Krb5Conf,
@@ -167,10 +167,13 @@ def tls_problems(tls: TlsConfig) -> list[Problem]:
     return []
 
 
-def _jmx_tls_problems(where: str, auth: JmxAuth) -> list[Problem]:
-    """Each JMX TLS file readable, each store of its kind and a JKS store's password right (stores.py)."""
+def _store_problems(where: str, auth: KeyStores) -> list[Problem]:
+    """Each trust/key store file readable (remote JMX's or the Admin client's), each store of its kind and a JKS
+    store's password right (stores.py)."""
     problems = [
-        f"{where}.{name}: {problem}" for name, file in auth.files() if (problem := _readable_file(file)) is not None
+        f"{where}.{name}: {problem}"
+        for name, file in auth.store_files()
+        if (problem := _readable_file(file)) is not None
     ]
     if problems:
         return problems
@@ -198,7 +201,7 @@ def _check_files(settings: Settings) -> list[Problem]:
     problems: list[Problem] = []
     if settings.http.tls is not None:
         problems += tls_problems(settings.http.tls)
-    problems += _jmx_tls_problems("jmx", settings.jmx)
+    problems += _store_problems("jmx", settings.jmx)
     if settings.history is not None and (problem := _writable_directory(settings.history.path)) is not None:
         problems.append(f"history.path: {problem}")
     for index, cluster in enumerate(settings.clusters):
@@ -208,7 +211,7 @@ def _check_files(settings: Settings) -> list[Problem]:
             where = f"clusters.{index}.jmx" if cluster.jmx is not None else "jmx"
             problems.append(f"{where} (cluster {cluster.name}): {exc}")
         if cluster.jmx is not None:
-            problems += _jmx_tls_problems(f"clusters.{index}.jmx", cluster.jmx)
+            problems += _store_problems(f"clusters.{index}.jmx", cluster.jmx)
         if cluster.metrics is not None:
             problems += _metrics_problems(f"clusters.{index}.metrics", cluster.name, cluster.metrics)
         if cluster.admin is not None:
@@ -217,7 +220,7 @@ def _check_files(settings: Settings) -> list[Problem]:
                 for name, file in cluster.admin.files()
                 if (problem := _readable_file(file)) is not None
             ]
-            problems += unreadable
+            problems += unreadable or _store_problems(f"clusters.{index}.admin", cluster.admin)
             try:
                 secret = cluster.admin.password()
                 if cluster.admin.oauth is not None:

@@ -1,7 +1,7 @@
-"""What `check-config` can tell of a JMX trust or key store without a JVM: its kind, and a JKS store's
-password. The JVM reads the same files when a node is first read (sources/jmx/tls_routes.py) and says the
-rest (a PKCS12 store's password) then, in one line too. And of the Admin client's PEM key: its form and
-password (client_key_problem)."""
+"""What `check-config` can tell of a trust or key store (remote JMX's, the Admin client's) without a JVM: its
+kind, and a JKS store's password. The JVM reads the same files when a node is first read
+(sources/jmx/tls_routes.py) or the Admin client is made, and says the rest (a PKCS12 store's password) then,
+in one line too. And of the Admin client's PEM key: its form and password (client_key_problem)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,21 @@ from pathlib import Path
 _JKS_MAGICS = (b"\xfe\xed\xfe\xed", b"\xce\xce\xce\xce")
 _JKS_SALT = b"Mighty Aphrodite"
 _DER_SEQUENCE = 0x30  # a PKCS#12 file is one DER SEQUENCE (PFX, RFC 7292)
+
+
+def store_type(path: Path) -> str:
+    """The store's type by its first bytes, as Kafka's ssl.truststore.type / ssl.keystore.type name it: JKS,
+    JCEKS, PEM, else PKCS12 (a store that is none is store_problem's to say, and Kafka's then)."""
+    try:
+        with path.open("rb") as file:
+            head = file.read(4096)
+    except OSError:
+        return "PKCS12"
+    if head[:4] == _JKS_MAGICS[0]:
+        return "JKS"
+    if head[:4] == _JKS_MAGICS[1]:
+        return "JCEKS"
+    return "PEM" if b"-----BEGIN" in head else "PKCS12"
 
 
 def store_problem(path: Path, password: str | None, *, certificates_allowed: bool) -> str | None:

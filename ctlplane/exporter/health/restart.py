@@ -24,7 +24,7 @@ a broker (the broker's rule); the ZooKeeper ensemble is not watched.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 
 from ctlplane.exporter.catalog import Mode, Role
@@ -64,31 +64,39 @@ def _counted(node: NodeSnapshot, now: float, max_age: float) -> bool:
 def _held_counts(read: Sequence[NodeSnapshot], now: float) -> str:
     """What the answer adds where some counts are a held page's: whose, and how old."""
     held = [f"{n.node}'s from its page of {max(0.0, now - n.scraped_at):.0f}s ago" for n in read if n.held]
-    return f" (ISR counts: {', '.join(held)}, read at its own pace)" if held else ""
+    return f" (ISR counts: {', '.join(held)}, held while its next page is read)" if held else ""
 
 
 def _partitions_blocker(
-    brokers: Sequence[BrokerHealth], read: Sequence[NodeSnapshot], active: NodeSnapshot | None
-) -> tuple[Blocker, str] | None:
-    """The cluster's partitions, once a round: what stops any broker from going. A broker not ACTIVE leads no
-    partition (fencing moves its leaderships away), so the counts needed are the serving brokers' (`read`:
-    those whose counts count this round)."""
+    brokers: Sequence[BrokerHealth],
+    nodes: Mapping[str, NodeSnapshot],
+    active: NodeSnapshot | None,
+    now: float,
+    counts_max_age_seconds: float,
+) -> tuple[tuple[Blocker, str] | None, str]:
+    """The cluster's partitions, once a round: what stops any broker from going, and what the answers add about
+    the counts (a held page's, and how old). A broker not ACTIVE leads no partition (fencing moves its
+    leaderships away), so the counts needed are the serving brokers', each read now or held young enough."""
     serving = [b for b in brokers if b.state is Lifecycle.ACTIVE]
+    read = [nodes[b.node] for b in serving if b.node in nodes and _counted(nodes[b.node], now, counts_max_age_seconds)]
+    note = _held_counts(read, now)
     under, at = _total(read, UNDER_MIN_ISR), _total(read, AT_MIN_ISR)
     offline = active.value(OFFLINE) if active is not None and active.up else None
     if len(read) < len(serving) or under is None or at is None:
-        return Blocker.COUNTS_UNREAD, "not every broker's count of partitions at or below min.insync.replicas was read"
+        unread = "not every broker's count of partitions at or below min.insync.replicas was read"
+        return (Blocker.COUNTS_UNREAD, unread), note
     if offline is None:
-        return Blocker.COUNTS_UNREAD, "the active controller's count of offline partitions was not read"
+        return (Blocker.COUNTS_UNREAD, "the active controller's count of offline partitions was not read"), note
     if offline > 0:
-        return Blocker.OFFLINE_PARTITIONS, f"{offline:g} partition(s) offline"
+        return (Blocker.OFFLINE_PARTITIONS, f"{offline:g} partition(s) offline"), note
     if under > 0:
-        return Blocker.UNDER_MIN_ISR, f"{under:g} partition(s) below min.insync.replicas"
+        return (Blocker.UNDER_MIN_ISR, f"{under:g} partition(s) below min.insync.replicas"), note
     if at > 0:
-        return Blocker.AT_MIN_ISR, (
-            f"{at:g} partition(s) at min.insync.replicas: one more replica out of sync and acks=all writes fail"
-        )
-    return None
+        return (
+            Blocker.AT_MIN_ISR,
+            f"{at:g} partition(s) at min.insync.replicas: one more replica out of sync and acks=all writes fail",
+        ), note
+    return None, note
 
 
 def _broker_blocker(
@@ -136,13 +144,9 @@ def restart_safety(
     a combined node by both."""
     nodes = {node.node: node for node in cluster.nodes}
     by_node = {b.node: b for b in brokers}
-    read = [
-        nodes[b.node]
-        for b in brokers
-        if b.state is Lifecycle.ACTIVE and b.node in nodes and _counted(nodes[b.node], now, counts_max_age_seconds)
-    ]
-    partitions = _partitions_blocker(brokers, read, active) if brokers else None
-    counts_note = _held_counts(read, now)
+    partitions, counts_note = (
+        _partitions_blocker(brokers, nodes, active, now, counts_max_age_seconds) if brokers else (None, "")
+    )
     kraft = cluster.mode is not Mode.ZOOKEEPER
     answers = []
     for node in cluster.nodes:

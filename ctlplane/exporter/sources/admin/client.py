@@ -581,6 +581,22 @@ def _jaas_quoted(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+@dataclass(frozen=True)
+class JavaStore:
+    """A JKS or PKCS12 store file as Kafka's client reads it: `ssl.truststore.*` or `ssl.keystore.*`. A trust
+    store's password is optional (Kafka reads it unchecked without); a key store's is not."""
+
+    location: str
+    type: str  # JKS, JCEKS or PKCS12 (config/stores.py store_type)
+    password: str | None = field(default=None, repr=False)
+
+    def properties(self, prefix: str) -> dict[str, str]:
+        props = {f"{prefix}.type": self.type, f"{prefix}.location": self.location}
+        if self.password is not None:
+            props[f"{prefix}.password"] = self.password
+        return props
+
+
 def security_properties(
     protocol: str,
     mechanism: str | None = None,
@@ -590,6 +606,8 @@ def security_properties(
     ca_file: str | None = None,
     certificate: tuple[str, str] | None = None,
     key_password: str | None = None,
+    truststore: JavaStore | None = None,
+    keystore: JavaStore | None = None,
     oauth: OAuthLogin | None = None,
     kerberos: KerberosLogin | None = None,
     aws_iam: AwsIamLogin | None = None,
@@ -597,7 +615,9 @@ def security_properties(
     """The admin client's security settings: `security.protocol`; for SASL the mechanism and an inline
     `sasl.jaas.config`; for TLS the CA to trust (`ca_file`, PEM) and the client's (certificate chain, key)
     as PEM text (KIP-651's `ssl.keystore.certificate.chain` / `ssl.keystore.key`), an encrypted key's password
-    as `ssl.key.password` (create_admin decrypts such a key itself before the client is made: client_key.py).
+    as `ssl.key.password` (create_admin decrypts such a key itself before the client is made: client_key.py);
+    or a JKS/PKCS12 `truststore` and `keystore` as files Kafka reads, `key_password` then the key entry's
+    password where it is not the store's (DefaultSslEngineFactory.FileBasedStore: the store's otherwise).
     The password, the JAAS config, the key and its password are PASSWORD-type configs, which Kafka never logs
     in clear."""
     props = {"security.protocol": protocol}
@@ -622,11 +642,15 @@ def security_properties(
         )
     if ca_file is not None:
         props |= {"ssl.truststore.type": "PEM", "ssl.truststore.location": ca_file}
+    if truststore is not None:
+        props |= truststore.properties("ssl.truststore")
+    if keystore is not None:
+        props |= keystore.properties("ssl.keystore")
     if certificate is not None:
         chain, key = certificate
         props |= {"ssl.keystore.type": "PEM", "ssl.keystore.certificate.chain": chain, "ssl.keystore.key": key}
-        if key_password is not None:
-            props["ssl.key.password"] = key_password
+    if key_password is not None and (certificate is not None or keystore is not None):
+        props["ssl.key.password"] = key_password
     return props
 
 

@@ -94,7 +94,8 @@ def test_a_paced_brokers_last_page_counts_while_young_enough_and_the_answer_says
         cluster, [_health("b1"), _health("b2")], active, None, None, now=NOW, counts_max_age_seconds=MAX_AGE
     )
     assert {a.node: a.reason for a in said}["b1"] == (
-        "safe: nothing depends on it alone (ISR counts: b2's from its page of 40s ago, read at its own pace)"
+        "safe: nothing depends on it alone "
+        "(ISR counts: b2's from its page of 40s ago, held while its next page is read)"
     )
     assert _answers([_broker("b1"), _paced("b2", age=40, at=2)])["b1"] == (False, "at_min_isr")
     assert _answers([_broker("b1"), _paced("b2", age=61)])["b1"] == (False, "isr_counts_unread")

@@ -11,7 +11,7 @@ import pytest
 from ctlplane.exporter.config import Settings
 from ctlplane.exporter.config.file import ConfigError, parse_settings
 from ctlplane.exporter.sources.admin import client as kafka_admin
-from ctlplane.wiring import _admin_security
+from ctlplane.wiring import admin_security
 from tests.unit.exporter.sources.test_admin_oauth import _named
 
 CLUSTER = {"name": "msk", "nodes": [{"address": "127.0.0.1:9999"}], "bootstrap_servers": ["b-1.example:9098"]}
@@ -24,7 +24,7 @@ def _settings(admin: dict[str, Any]) -> Settings:
 
 def test_the_default_chain_is_the_login_module_with_no_options() -> None:
     (cluster,) = _settings({"security_protocol": "SASL_SSL", "sasl_mechanism": "AWS_MSK_IAM", "aws_iam": {}}).clusters
-    assert _admin_security(cluster) == {
+    assert admin_security(cluster) == {
         "security.protocol": "SASL_SSL",
         "sasl.mechanism": "AWS_MSK_IAM",
         "sasl.jaas.config": "software.amazon.msk.auth.iam.IAMLoginModule required;",
@@ -36,7 +36,7 @@ def test_a_profile_and_a_role_are_the_libraries_own_options() -> None:
     iam = {"profile": "monitoring", "role_arn": ROLE, "role_session_name": "ctlplane", "sts_region": "eu-west-1"}
     admin = {"security_protocol": "SASL_SSL", "sasl_mechanism": "AWS_MSK_IAM", "aws_iam": iam, "ca_file": None}
     (cluster,) = _settings(admin).clusters
-    props = _admin_security(cluster)
+    props = admin_security(cluster)
     assert props is not None
     assert props["sasl.jaas.config"] == (
         'software.amazon.msk.auth.iam.IAMLoginModule required awsProfileName="monitoring" '

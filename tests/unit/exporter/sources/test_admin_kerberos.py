@@ -21,7 +21,7 @@ from ctlplane.exporter.sources.admin.kerberos import (
     merge_krb5_confs,
     parse_krb5_conf,
 )
-from ctlplane.wiring import _admin_security
+from ctlplane.wiring import admin_security
 from tests.unit.exporter.sources.test_admin_oauth import _named
 
 KEY = bytes(range(7, 39))  # 32 bytes: an aes256 key, never to be shown
@@ -90,7 +90,7 @@ def test_gssapi_builds_kafkas_keytab_login_with_its_paths_quoted(tmp_path: Path)
     login = {"principal": "ctlplane/monitor@A.EXAMPLE.COM", "keytab_file": str(keytab), "krb5_conf": "/k/krb5.conf"}
     cluster = _parse(_admin(login)).clusters[0]
     assert cluster.admin.kerberos.service_name == "kafka"
-    assert _admin_security(cluster) == {
+    assert admin_security(cluster) == {
         "security.protocol": "SASL_SSL",
         "sasl.mechanism": "GSSAPI",
         "sasl.kerberos.service.name": "kafka",
@@ -100,7 +100,7 @@ def test_gssapi_builds_kafkas_keytab_login_with_its_paths_quoted(tmp_path: Path)
         "refreshKrb5Config=true;",
     }
     other = _parse(_admin({**login, "service_name": "kafka-prod"})).clusters[0]
-    assert _admin_security(other)["sasl.kerberos.service.name"] == "kafka-prod"  # type: ignore[index]
+    assert admin_security(other)["sasl.kerberos.service.name"] == "kafka-prod"  # type: ignore[index]
     assert _parse(_admin(login, security_protocol="SASL_PLAINTEXT")).clusters[0].admin.kerberos is not None
     with pytest.raises(ValueError, match="GSSAPI needs"):
         kafka_admin.security_properties("SASL_SSL", "GSSAPI")

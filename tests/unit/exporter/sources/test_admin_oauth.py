@@ -13,7 +13,7 @@ import yaml
 from ctlplane.cli import main
 from ctlplane.exporter.config.file import ConfigError, parse_settings
 from ctlplane.exporter.sources.admin import client as kafka_admin
-from ctlplane.wiring import _admin_security
+from ctlplane.wiring import admin_security
 
 SECRET = "oidc-s3cret-value"
 CLUSTER = {"name": "c1", "nodes": [{"address": "127.0.0.1:9999"}], "bootstrap_servers": ["a:9092"]}
@@ -29,7 +29,7 @@ def _parse(admin: dict[str, Any]) -> Any:
 
 
 def _props(cluster: Any) -> dict[str, str]:
-    props = _admin_security(cluster)
+    props = admin_security(cluster)
     assert props is not None
     return props
 
@@ -41,7 +41,7 @@ def test_oauth_client_credentials_build_kafkas_oidc_login_and_never_show_the_sec
     settings = _parse(_admin({**OAUTH, "client_secret_env": "OIDC_SECRET"}))
     cluster = settings.clusters[0]
     assert SECRET not in repr(settings) and SECRET not in str(settings)
-    props = _admin_security(cluster)
+    props = admin_security(cluster)
     assert kafka_admin.OAUTH_LOGIN_HANDLER == (
         "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"  # kafka-clients 4.3.1's
     )
