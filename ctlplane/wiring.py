@@ -24,6 +24,7 @@ from ctlplane.exporter.releases import CLIENT_VERSION
 from ctlplane.exporter.scraper import CanarySource, QuorumSource, ScrapePlan, Scraper, Target
 from ctlplane.exporter.shards import parse_shard
 from ctlplane.exporter.sources.admin import client as kafka_admin
+from ctlplane.exporter.sources.admin.security import ClientSecurity
 from ctlplane.exporter.sources.base import NodeEndpoint, NodeSource, ReadTimeouts
 from ctlplane.exporter.sources.endpoint.client import EndpointClient, MetricsEndpoint
 from ctlplane.exporter.sources.endpoint.profiles import EndpointNaming, naming_from_file, profile
@@ -238,7 +239,7 @@ def build_quorum_sources(
             cluster.bootstrap_controllers or cluster.bootstrap_servers,
             controllers=bool(cluster.bootstrap_controllers),
             timeout_seconds=timeout,
-            security=admin_security(cluster),
+            security=admin_client_security(cluster),
         )
     return sources
 
@@ -262,6 +263,14 @@ def install_krb5_conf(settings: Settings) -> None:
     for conflict in merged.conflicts:
         log.warning("krb5.conf: %s; the first is kept", conflict)
     kafka_admin.use_krb5_conf(merged.text)
+
+
+def admin_client_security(cluster: ClusterConfig) -> ClientSecurity | None:
+    """The Admin client's security settings for `cluster`, made again from its files when one changes (a rotated
+    password, certificate, store, keytab or client secret), or None for plaintext."""
+    if cluster.admin is None:
+        return None
+    return ClientSecurity(lambda: admin_security(cluster) or {}, cluster.admin.secret_files())
 
 
 def admin_security(cluster: ClusterConfig) -> dict[str, str] | None:
@@ -345,7 +354,7 @@ def build_canaries(
             topic_prefix=cluster.canary.topic_prefix,
             interval_seconds=cluster.canary.interval_seconds,
             timeout_seconds=max(1.0, settings.scrape.timeout_seconds),
-            security=admin_security(cluster),
+            security=admin_client_security(cluster),
         ).start()
     return canaries
 

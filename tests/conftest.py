@@ -21,6 +21,7 @@ from harness.localkafka.process import ENV_PORT_SHARE
 from tests.kafka_versions import (
     KRAFT_NAME,
     KRAFT_UNDER_TEST,
+    SASL_REAUTH_MS,
     SASL_USERS,
     ZK_LISTENER,
     ZK_NAME,
@@ -133,8 +134,8 @@ def zk_cluster_no_listener(kafka_workdir: Path, zookeeper: ZooKeeperServer) -> I
 @pytest.fixture(scope="session")
 def kraft_cluster(kafka_workdir: Path) -> Iterator[KafkaCluster]:
     """KRaft (4.3.1 unless the matrix says otherwise), 3 controller-only + 2 broker-only nodes, broker
-    session timeout 9 s; the brokers also listen with SASL_PLAINTEXT (SASL_USERS), SSL (a client
-    certificate of the cluster's pki required) and SASL_SSL."""
+    session timeout 9 s; the brokers also listen with SASL_PLAINTEXT (SASL_USERS, logging in again every
+    SASL_REAUTH_MS), SSL (a client certificate of the cluster's pki required) and SASL_SSL."""
     started = time.monotonic()
     cluster = localkafka.start_kraft_cluster(
         KRAFT_NAME,
@@ -144,6 +145,7 @@ def kraft_cluster(kafka_workdir: Path) -> Iterator[KafkaCluster]:
         version=KRAFT_UNDER_TEST,
         sasl_users=SASL_USERS,
         pki=localkafka.make_local_pki(kafka_workdir / "pki"),
+        broker_overrides={"listener.name.sasl_plaintext.connections.max.reauth.ms": str(SASL_REAUTH_MS)},
     )
     _timed(f"{KRAFT_NAME} (3 controllers + 2 brokers, incl. storage format)", started)
     yield cluster

@@ -28,3 +28,7 @@ ZK_NOLISTENER_NAME = cluster_label("zookeeper", ZK_UNDER_TEST, control_plane_lis
 # The session KRaft cluster's brokers also listen with SASL_PLAINTEXT for these users (PLAIN and
 # SCRAM-SHA-256), so the quorum's view can be tested through an authenticated listener.
 SASL_USERS = {"ctlplane": "quorum-Secret-4821"}
+# Its SASL_PLAINTEXT listener asks every connection to log in again this often (connections.max.reauth.ms,
+# KIP-368; Kafka's clients do so by themselves), so a credential revoked on the broker is refused on a
+# connection already open: what the rotation tests need to tell a rotated credential from a kept connection.
+SASL_REAUTH_MS = 10_000

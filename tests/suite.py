@@ -79,6 +79,8 @@ RULES: tuple[Rule, ...] = (
     Rule(
         (
             "tests/integration/test_quorum_view.py",
+            "tests/integration/test_credential_rotation.py",
+            "tests/integration/test_canary_tls.py",
             "tests/integration/test_health_kafka.py::test_stalled",
             "tests/integration/test_health_kafka.py::test_a_broker_missing_from_the_config",
             "tests/integration/test_health_kafka.py::test_controlled_shutdown",

@@ -732,7 +732,9 @@ class Scraper:
         waited = self._allowance(memory) if memory.cut_after is None else round(memory.cut_after, 1)
         future, error = self._finished_read(memory, late, sequence, waited)
         if error is not None and (held := self._held(target, memory, taken_at)) is not None:
-            return held
+            if isinstance(held, NodeSnapshot):
+                return held
+            error = held
         failure = Failure.TIMEOUT  # unless the read failed with a reason of its own
         if error is None and future is not None:
             error, failure = _read_failure(target, future) or (None, failure)
@@ -836,16 +838,20 @@ class Scraper:
         began = read.ended - read.duration
         return max(read.ended + PACE_PAUSE_SHARE * read.duration, began + self.page_interval_seconds)
 
-    def _held(self, target: Target, memory: _NodeMemory, taken_at: float) -> NodeSnapshot | None:
+    def _held(self, target: Target, memory: _NodeMemory, taken_at: float) -> NodeSnapshot | str | None:
         """A paced node's last read, served this round (NodeSnapshot.held), if its next is due or under way
-        for no longer than PACED_READ_SLACK allows; None otherwise (then the round says why it has none)."""
+        for no longer than PACED_READ_SLACK allows; past that, why it is no longer served (the node's error);
+        None where there is none to serve (then the round says why it has no read)."""
         if memory.held is None or memory.last_read_at is None or memory.fenced_since_page:
             return None
         last = memory.good_read_seconds
         if memory.read is not None:
             under_way = time.perf_counter() - memory.read_submitted_at
-            if under_way > max(PACED_READ_SLACK * last, last + self.timeout_seconds):
-                return None
+            if under_way > (bound := max(PACED_READ_SLACK * last, last + self.timeout_seconds)):
+                return (
+                    f"its next page under way for {under_way:.0f}s, past {bound:.0f}s (its last took {last:.1f}s): "
+                    "not answering as it did, its last page no longer served"
+                )
             doing = f"the next under way for {under_way:.0f}s"
         else:
             doing = "the next due soon"

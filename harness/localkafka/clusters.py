@@ -45,6 +45,9 @@ LARGE_BROKER_OVERRIDES = {
 }
 
 
+SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
 @dataclass(eq=False)
 class KafkaCluster:
     """A running local cluster. ``nodes`` holds the Kafka JVMs (not ZooKeeper)."""
@@ -341,6 +344,27 @@ def _add_zookeeper_scram_user(cluster: KafkaCluster, user: str, password: str, t
         )
 
 
+def set_scram_password(
+    cluster: KafkaCluster, user: str, password: str, mechanisms: Sequence[str] = SCRAM_MECHANISMS, timeout: float = 60
+) -> None:
+    """`user`'s SCRAM credentials (each of `mechanisms`) set to `password` through the brokers' plaintext
+    listener (`kafka-configs.sh --bootstrap-server --alter --entity-type users --add-config SCRAM-...`, KIP-554:
+    the Admin API's alterUserScramCredentials, which takes one mechanism of a user per call): a new user, or a
+    password changed, the old one refused from then on."""
+    for mechanism in mechanisms:
+        result = subprocess.run(
+            [java_executable(), "-Xmx128m", "-cp", f"{ensure_jars(cluster.version)}/*", "kafka.admin.ConfigCommand",
+             "--bootstrap-server", cluster.bootstrap, "--alter", "--entity-type", "users", "--entity-name", user,
+             "--add-config", f"{mechanism}=[password={password}]"],
+            capture_output=True, text=True, timeout=timeout, check=False,
+        )  # fmt: skip
+        if result.returncode != 0:
+            raise LocalKafkaError(
+                f"{mechanism} credentials for {user} in {cluster.name} failed: "
+                f"{tail_text(result.stderr or result.stdout, 20)}"
+            )
+
+
 def _check_node_overrides(overrides: Mapping[str, Mapping[str, str]] | None, names: Sequence[str]) -> None:
     unknown = set(overrides or {}) - set(names)
     if unknown:
@@ -594,9 +618,6 @@ def wait_for_nodes(
                 f"after {timeout:.0f}s; last lines of {first.log_path}:\n{first.log_tail()}"
             )
         time.sleep(POLL_INTERVAL_SECONDS)
-
-
-SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
 def _secured_listener_props(

@@ -461,6 +461,16 @@ class AdminSecurity(KeyStores, _Credentials):
             files += [("kerberos.krb5_conf", self.kerberos.krb5_conf)]
         return files
 
+    def secret_files(self) -> list[Path]:
+        """Every file the client's credentials are read from (the password, TLS material, keytab, OIDC client
+        secret): a change to any makes the client again with what it holds now."""
+        files = [path for _, path in self.files()]
+        if self.password_file is not None:
+            files.append(self.password_file)
+        if self.oauth is not None and self.oauth.client_secret_file is not None:
+            files.append(self.oauth.client_secret_file)
+        return files
+
     def client_certificate(self) -> tuple[str, SecretStr] | None:
         """The client certificate chain and key, read now; ValueError naming the file if one cannot be."""
         if self.cert_file is None or self.key_file is None:

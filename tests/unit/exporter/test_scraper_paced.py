@@ -5,6 +5,7 @@ between (NodeSnapshot.held); a single late answer (a hang the node came back fro
 from __future__ import annotations
 
 import itertools
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -177,7 +178,8 @@ def test_a_paced_read_running_past_its_slack_is_the_nodes_error() -> None:
         node = _until(
             scraper, lambda node: not node.up and not node.held, "the read past twice the page's time is an error"
         )
-        assert node.failure is Failure.TIMEOUT and "still running" in (node.error or ""), node
+        assert node.failure is Failure.TIMEOUT and "not answering as it did" in (node.error or ""), node
+        assert re.search(r"its next page under way for \d+s, past \d+s \(its last took [\d.]+s\)", node.error or "")
         assert node.samples == ()
     finally:
         scraper.stop(join_seconds=0)

@@ -31,11 +31,12 @@ from typing import Any
 from ctlplane.exporter.model import CANARY_BUCKETS, CanaryBroker, CanaryView
 from ctlplane.exporter.sources.admin.client import (
     AdminClientError,
-    allow_token_endpoint,
     class_loader,
     java_class,
     kafka_reason,
+    prepare_client,
 )
+from ctlplane.exporter.sources.admin.security import ClientSecurity
 
 log = logging.getLogger(__name__)
 
@@ -122,14 +123,15 @@ class MetadataCanary:
         topic_prefix: str,
         interval_seconds: float,
         timeout_seconds: float,
-        security: Mapping[str, str] | None = None,
+        security: ClientSecurity | Mapping[str, str] | None = None,
     ) -> None:
         self.cluster = cluster
         self.bootstrap = bootstrap
         self.topic_prefix = topic_prefix
         self.interval_seconds = interval_seconds
         self.timeout_ms = max(1000, int(timeout_seconds * 1000))
-        self._security = dict(security or {})
+        # made again when a file behind them changes (a rotated credential): then both clients are made again
+        self._security = security if isinstance(security, ClientSecurity) else ClientSecurity.fixed(security)
         self._brokers: dict[int, _Broker] = {}
         self._errors: dict[str, int] = {}
         self._error: str | None = None
@@ -219,8 +221,17 @@ class MetadataCanary:
         import jpype
 
         try:
+            if self._security.renewed():  # a rotated credential: the clients made with the old one go
+                self._close_clients()
+        except ValueError as exc:
+            self._failed("client", f"the renewed credentials do not load: {exc}")
+            return False
+        try:
             admin = self._admin_client()
             nodes = list(admin.describeCluster(self._options("DescribeClusterOptions")).nodes().get())
+        except AdminClientError as exc:  # a client key that does not decrypt: the same until its files change
+            self._failed("client", str(exc))
+            return False
         except jpype.JException as exc:
             self._close_clients()
             self._failed("describe_cluster", f"describeCluster: {kafka_reason(exc)}")
@@ -404,6 +415,8 @@ class MetadataCanary:
             ]
             if old:
                 self._delete(admin, old)
+        except AdminClientError:  # no client can be made: the change's own try says why (_cycle)
+            return
         except jpype.JException as exc:
             text = kafka_reason(exc)
             self._failed(error_reason(text), f"deleting old canary topics: {text}")
@@ -417,9 +430,9 @@ class MetadataCanary:
         props.setProperty("request.timeout.ms", str(self.timeout_ms))
         props.setProperty("default.api.timeout.ms", str(self.timeout_ms))
         props.setProperty("reconnect.backoff.max.ms", "1000")
-        for name, value in self._security.items():
+        for name, value in self._security.properties().items():
             props.setProperty(name, value)
-        allow_token_endpoint(props)  # an OAUTHBEARER client logs in while it is made
+        prepare_client(props)  # the OAUTHBEARER token endpoint allowed, an encrypted client key decrypted
         return props
 
     def _admin_client(self) -> Any:

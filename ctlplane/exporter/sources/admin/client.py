@@ -34,6 +34,7 @@ from ctlplane.exporter.jvm.javac import cache_root
 from ctlplane.exporter.model import OBSERVER_HEARD_WITHIN_SECONDS, Member, QuorumReplica, QuorumView, merged
 from ctlplane.exporter.releases import CLIENT_VERSION
 from ctlplane.exporter.sources.admin.client_key import ClientKeyError, decrypt_client_key
+from ctlplane.exporter.sources.admin.security import ClientSecurity
 
 log = logging.getLogger(__name__)
 
@@ -222,17 +223,23 @@ def use_krb5_conf(text: str) -> Path:
         return _krb5_file
 
 
-def create_admin(properties: Any) -> Any:
-    """Kafka's Admin client over `properties` (a java.util.Properties), on any thread. An OAUTHBEARER
-    client's token endpoint is allowed first (allow_oauth_urls): the client logs in while it is made; an
-    encrypted client key is decrypted first (client_key.py: Kafka's own decryption lacks PBES2 on JDK 17)."""
-    from java.lang import Thread
-
+def prepare_client(properties: Any) -> None:
+    """What `properties` (a java.util.Properties) need before any Kafka client is made over them: an
+    OAUTHBEARER client's token endpoint allowed (allow_oauth_urls: the client logs in while it is made), an
+    encrypted client key decrypted (client_key.py: Kafka's own decryption lacks PBES2 on JDK 17).
+    AdminClientError where the key does not decrypt."""
     allow_token_endpoint(properties)
     try:
         decrypt_client_key(properties)
     except ClientKeyError as exc:
         raise AdminClientError(str(exc)) from None
+
+
+def create_admin(properties: Any) -> Any:
+    """Kafka's Admin client over `properties` (a java.util.Properties, prepare_client's first), on any thread."""
+    from java.lang import Thread
+
+    prepare_client(properties)
 
     # The client loads configured classes through the thread's context class loader
     # (Utils.getContextOrKafkaClassLoader): make it the one that holds the client's jars while it is made.
@@ -668,12 +675,13 @@ class QuorumReader:
         *,
         controllers: bool,
         timeout_seconds: float,
-        security: Mapping[str, str] | None = None,
+        security: ClientSecurity | Mapping[str, str] | None = None,
     ) -> None:
         self.cluster = cluster
         self.bootstrap = tuple(bootstrap)
         self.controllers = controllers
-        self._security = dict(security or {})  # security_properties(): holds the SASL password
+        # security_properties(), made again when a file behind them changes: they hold the SASL password
+        self._security = security if isinstance(security, ClientSecurity) else ClientSecurity.fixed(security)
         self.timeout_ms = max(1, int(timeout_seconds * 1000))
         self._admin: Any = None
         self._lock = threading.Lock()
@@ -689,7 +697,7 @@ class QuorumReader:
         key = "bootstrap.controllers" if self.controllers else "bootstrap.servers"
         props.setProperty(key, ",".join(self.bootstrap))
         props.setProperty("client.id", f"ctlplane-{self.cluster}")
-        for name, value in self._security.items():
+        for name, value in self._security.properties().items():
             props.setProperty(name, value)
         timeout = str(self.timeout_ms)
         # A request to a node that never answers is given up at its call's deadline, not at this timeout (ATTEMPTS
@@ -705,6 +713,12 @@ class QuorumReader:
         return props
 
     def _admin_client(self) -> Any:
+        try:
+            if self._security.renewed():  # a rotated credential: the client made with the old one goes
+                log.info("cluster %s: the Admin client's credentials changed on disk; making it again", self.cluster)
+                self._close_admin()
+        except ValueError as exc:
+            raise AdminClientError(f"{self._where}: the renewed credentials do not load: {exc}") from None
         if self._admin is None:
             self._admin = create_admin(self._properties())
         return self._admin
@@ -740,7 +754,7 @@ class QuorumReader:
                     return QuorumView(read_at=time.time(), error=str(exc))
                 except jpype.JException as exc:
                     self._close_admin()
-                    reason = admin_reason(exc, self._security.get("sasl.mechanism"))
+                    reason = admin_reason(exc, self._security.properties().get("sasl.mechanism"))
                     return QuorumView(read_at=time.time(), error=f"{self._where}: {reason}", refused=is_refusal(reason))
                 # one deadline for both answers (a second past the client's own): the round waits for this read
                 # no longer than for one call, also when neither answers
@@ -826,7 +840,7 @@ class QuorumReader:
         except jpype.JException as exc:
             if exc.getClass().getName() == "java.util.concurrent.TimeoutException":
                 return None, f"no answer within {call_ms / 1000 + 1:g}s"  # Future.get's deadline
-            return None, admin_reason(exc, self._security.get("sasl.mechanism"))
+            return None, admin_reason(exc, self._security.properties().get("sasl.mechanism"))
 
     def _close_admin(self) -> None:
         admin, self._admin = self._admin, None

@@ -17,7 +17,6 @@ read, not abandoned and asked again (HELD_PAGE_TIMEOUTS): a node has one request
 
 from __future__ import annotations
 
-import os
 import ssl
 import threading
 import time
@@ -37,6 +36,7 @@ from ctlplane.exporter.sources.endpoint.profiles import AGENT_ALIASES, EndpointN
 from ctlplane.exporter.sources.endpoint.readings import Lookup, lookup, node_readings
 from ctlplane.exporter.sources.endpoint.reporter import ReporterNaming, invert_reporter
 from ctlplane.exporter.sources.endpoint.text import TextError, page_samples
+from ctlplane.exporter.sources.files import FileStamp, file_stamps
 
 # (MBean pattern, attribute) the catalogue reads as a String: a naming serves them only as a label
 STRING_ATTRIBUTES = frozenset(
@@ -108,7 +108,7 @@ class EndpointClient:
 
     def _client(self, endpoint: MetricsEndpoint) -> httpx.Client:
         files = (endpoint.ca_file, endpoint.cert_file, endpoint.key_file, endpoint.key_password_file)
-        stamps = _stamps(files)
+        stamps = file_stamps(files)
         with self._lock:
             known = self._clients.get(files)
             if known is not None and known[0] == stamps:
@@ -258,19 +258,7 @@ class _Request:
 
 
 TlsFiles = tuple[str | None, str | None, str | None, str | None]
-FileStamps = tuple[tuple[int, int, int] | None, ...]
-
-
-def _stamps(files: TlsFiles) -> FileStamps:
-    """Each file's (inode, size, mtime), through symlinks (a Secret's `..data` swap names a new file), or None."""
-    stamps = []
-    for file in files:
-        try:
-            stat = os.stat(file) if file is not None else None
-        except OSError:
-            stat = None  # unreadable now: the context's load says why, in the read's error
-        stamps.append((stat.st_ino, stat.st_size, stat.st_mtime_ns) if stat is not None else None)
-    return tuple(stamps)
+FileStamps = tuple[FileStamp | None, ...]
 
 
 def client_tls_context(

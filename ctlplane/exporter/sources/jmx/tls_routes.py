@@ -28,11 +28,11 @@ connection idles out.
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
 import time
 from typing import Any
 
+from ctlplane.exporter.sources.files import file_stamps
 from ctlplane.exporter.sources.jmx.base import JmxTls
 
 CLASS = "ctlplane.jmx.TlsRoutes"
@@ -276,16 +276,6 @@ public final class TlsRoutes {
 """
 
 
-def _identity(path: str | None) -> tuple[int, int, int] | None:
-    if path is None:
-        return None
-    try:
-        stat = os.stat(path)  # follows links: a Kubernetes Secret's ..data swap changes the inode
-    except OSError:
-        return None
-    return (stat.st_ino, stat.st_mtime_ns, stat.st_size)
-
-
 class RouteError(Exception):
     """The TLS material of a route does not load (a file unreadable, a wrong password, not a key store)."""
 
@@ -304,7 +294,7 @@ class TlsRoutes:
             known = self._current.get(tls)
             if known is not None and now - known[0] < RECHECK_SECONDS:
                 return known[2]
-            identity = (_identity(tls.trust_file), _identity(tls.key_file))
+            identity = file_stamps((tls.trust_file, tls.key_file))
             if known is not None and known[1] == identity:
                 self._current[tls] = (now, identity, known[2])
                 return known[2]

@@ -4,6 +4,7 @@ of a store before any client is made."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from ctlplane.exporter.sources.admin import client as kafka_admin
 from ctlplane.wiring import admin_security
 from harness.localkafka import jks_keystore, jks_truststore, make_local_pki, pkcs12_keystore, pkcs12_truststore
 
-SERVERS = {"name": "c", "nodes": [{"address": "127.0.0.1:9999"}], "bootstrap_servers": ["a:9093"]}
+SERVERS: dict[str, object] = {"name": "c", "nodes": [{"address": "127.0.0.1:9999"}], "bootstrap_servers": ["a:9093"]}
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +36,7 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
 
 
-def _admin(tmp_path: Path, admin: dict[str, object]) -> Path:
+def _admin(tmp_path: Path, admin: Mapping[str, object]) -> Path:
     config = tmp_path / "c.yaml"
     config.write_text(yaml.safe_dump({"clusters": [{**SERVERS, "admin": {"security_protocol": "SSL", **admin}}]}))
     return config
