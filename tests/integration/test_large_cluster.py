@@ -273,7 +273,15 @@ def _fault_row(
     for source, timeline in rounds.pairs:
         states = timeline.states(victim.name)[1 : faulted_until + 1]
         assert states[0] in (Lifecycle.ACTIVE, Lifecycle.FENCED, Lifecycle.UNREACHABLE), timeline.evidence(victim.name)
-        assert set(states[1:]) == {Lifecycle.FENCED}, (source.recorded, timeline.evidence(victim.name))
+        # the rounds' states, and the evidence of each round of the fault not FENCED (the whole evidence is cut
+        # short in the failure's message)
+        evidence = timeline.evidence(victim.name)[1 : faulted_until + 1]
+        odd = [
+            (i, said)
+            for i, (state, said) in enumerate(zip(states, evidence, strict=True))
+            if i and state is not Lifecycle.FENCED
+        ]
+        assert not odd, (source.recorded, [state.value for state in states], odd)
         cause = causes[1] if source.admin else causes[0]
         timeline.expect_causes(victim.name, {cause}, Lifecycle.FENCED, Lifecycle.UNREACHABLE, until=faulted_until)
         if not source.admin:
