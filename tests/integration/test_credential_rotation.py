@@ -11,16 +11,14 @@ import sys
 import time
 from pathlib import Path
 
-import yaml
-
-from harness.localkafka import KafkaCluster, clusters_config, free_port, set_scram_password
-from tests.integration.served import metrics_until
+from harness.localkafka import KafkaCluster, clusters_config, set_scram_password
+from tests.integration.served import metrics_until, run_config, stop
 from tests.kafka_versions import SASL_REAUTH_MS
 from tests.projected import project_secret
 
 USER = "ctlplane-rotated"
 FIRST, SECOND = "first-Rotated-7310", "second-Rotated-9024"
-INTERVAL = 3  # ctlplane's round here
+INTERVAL = 3  # ctlplane's round here (served.run_config's)
 
 
 def _up(name: str, up: bool) -> list[str]:
@@ -60,10 +58,7 @@ def test_a_rotated_scram_password_is_read_without_a_restart_and_a_kept_one_is_re
         }
         for name, secret in (("rotated", rotated), ("kept", kept))
     ]
-    port = free_port()
-    config = tmp_path / "ctlplane.yaml"
-    scrape = {"interval_seconds": INTERVAL, "timeout_seconds": INTERVAL}
-    config.write_text(yaml.safe_dump({"clusters": clusters, "scrape": scrape, "http": {"port": port}}))
+    config, port = run_config(tmp_path, clusters)  # 3 s rounds: INTERVAL
     output = tmp_path / "ctlplane.out"
     base_url = f"http://127.0.0.1:{port}"
     with output.open("wb") as sink:
@@ -86,8 +81,7 @@ def test_a_rotated_scram_password_is_read_without_a_restart_and_a_kept_one_is_re
                 page = metrics_until(base_url, _up("rotated", True), process, output.read_text, 1, "rotated up")
                 time.sleep(INTERVAL)
         finally:
-            process.terminate()
-            process.wait(timeout=20)
+            stop(process)
     said = output.read_text()
     assert "credentials changed on disk" in said, said[-2000:]
     for secret_text in (FIRST, SECOND):

@@ -42,7 +42,7 @@ from harness.localkafka import (
 )
 from harness.netcut import CuttableLink
 from tests.integration.quorum_links import start_with_a_broker_to_cut_off
-from tests.integration.served import metrics_until
+from tests.integration.served import metrics_until, run_config
 from tests.integration.watch import Watch, shared_client, targets_of
 from tests.kafka_versions import KRAFT_NAME, KRAFT_UNDER_TEST, SASL_USERS
 
@@ -334,13 +334,10 @@ def _serve_views(
         bootstrap = kraft_cluster.listener_bootstrap(listener)
         assert bootstrap, f"the session cluster's brokers have no {listener} listener"
         clusters.append({**base, "name": name, "bootstrap_servers": bootstrap, "admin": admin})
-    port = free_port()
-    config = tmp_path / "ctlplane.yaml"
-    # the Admin calls' deadline is 80% of the round's: 2.4 s, room for a refused TLS handshake to surface as
-    # Kafka's SslAuthenticationException (a loaded fresh-clone run saw 1.2 s end it as a node-assignment timeout)
-    scrape = {"interval_seconds": 3, "timeout_seconds": 3}
-    document = {"clusters": clusters, "scrape": scrape, "http": {"port": port}}
-    config.write_text(yaml.safe_dump(document))
+    # 3 s rounds: the Admin calls' deadline is 80% of the round's, 2.4 s, room for a refused TLS handshake to
+    # surface as Kafka's SslAuthenticationException (a loaded fresh-clone run saw 1.2 s end it as a
+    # node-assignment timeout)
+    config, port = run_config(tmp_path, clusters)
     output = tmp_path / "ctlplane.out"
     with output.open("wb") as sink:
         process = subprocess.Popen(

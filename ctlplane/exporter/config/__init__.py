@@ -138,6 +138,11 @@ class _Credentials(_Strict):
         return None
 
 
+# the fields of a cluster's Java trust and key stores (KeyStores), and of an Admin client's PEM client certificate
+_STORE_FIELDS = ("truststore", "truststore_password_file", "ca_file", "keystore", "keystore_password_file")
+_ADMIN_PEM_FIELDS = ("cert_file", "key_file", "key_password_file")
+
+
 class KeyStores(_Strict):
     """A cluster's own trust and key material as Java reads it: a JKS or PKCS12 trust store (or PEM CA
     certificates) and a JKS or PKCS12 key store, each password in a file. Remote JMX and the Admin client
@@ -176,8 +181,7 @@ class KeyStores(_Strict):
 
     def store_files(self) -> list[tuple[str, Path]]:
         """The stores' files named, by field: what check-config finds readable or not."""
-        names = ("truststore", "truststore_password_file", "ca_file", "keystore", "keystore_password_file")
-        return [(name, file) for name in names if (file := getattr(self, name)) is not None]
+        return [(name, file) for name in _STORE_FIELDS if (file := getattr(self, name)) is not None]
 
 
 class JmxAuth(KeyStores, _Credentials):
@@ -361,11 +365,6 @@ class AwsIamLogin(_Strict):
         return self
 
 
-# what makes an Admin client's TLS: its stores, and the PEM client certificate
-_ADMIN_STORE_FIELDS = ("truststore", "truststore_password_file", "ca_file", "keystore", "keystore_password_file")
-_ADMIN_PEM_FIELDS = ("cert_file", "key_file", "key_password_file")
-
-
 class AdminSecurity(KeyStores, _Credentials):
     """How the quorum's view (Kafka's admin client) reaches the cluster's listener.
 
@@ -439,7 +438,7 @@ class AdminSecurity(KeyStores, _Credentials):
             raise ValueError(
                 f"sasl_mechanism and username are for SASL listeners; security_protocol is {self.security_protocol}"
             )
-        material = [n for n in (*_ADMIN_STORE_FIELDS, *_ADMIN_PEM_FIELDS) if getattr(self, n) is not None]
+        material = [n for n in (*_STORE_FIELDS, *_ADMIN_PEM_FIELDS) if getattr(self, n) is not None]
         if not tls and material:
             raise ValueError(
                 f"{', '.join(material)} are for TLS listeners; security_protocol is {self.security_protocol}"
@@ -454,8 +453,7 @@ class AdminSecurity(KeyStores, _Credentials):
 
     def files(self) -> list[tuple[str, Path]]:
         # oauth's client_secret_file is read (and its problems said) by OAuthClientCredentials.client_secret()
-        names = ("cert_file", "key_file", "key_password_file")
-        files = self.store_files() + [(name, path) for name in names if (path := getattr(self, name))]
+        files = self.store_files() + [(name, path) for name in _ADMIN_PEM_FIELDS if (path := getattr(self, name))]
         if self.kerberos is not None:
             files += [("kerberos.keytab_file", self.kerberos.keytab_file)]
             files += [("kerberos.krb5_conf", self.kerberos.krb5_conf)]
